@@ -1,0 +1,95 @@
+"""Unit roundoff, gamma_n, ulps and rounding floors for the formats WGSL kernels use.
+
+WGSL fixes no rounding mode: an implementation may return either floating-point neighbour of
+an exact result (WGSL spec §15.7, "correctly rounded" means either neighbour), and may flush
+subnormal inputs and results to zero. Every bound here allows for both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Significand bits (implicit bit included) of the formats that occur in kernels.
+_PRECISION = {"f16": 11, "f32": 24, "f64": 53}
+#: Smallest positive normal number of each format; below it FTZ may return 0.
+_SMALLEST_NORMAL = {"f16": 2.0**-14, "f32": 2.0**-126, "f64": 2.0**-1022}
+_NUMPY = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def dtype_name(dtype) -> str:
+    """Normalise 'f16' | 'float16' | np.float16 to 'f16' (and likewise f32, f64)."""
+    name = np.dtype(_NUMPY.get(dtype, dtype)).name
+    short = {"float16": "f16", "float32": "f32", "float64": "f64"}.get(name)
+    if short is None:
+        raise ValueError(f"unsupported floating-point format {dtype!r}; expected f16, f32 or f64")
+    return short
+
+
+def numpy_dtype(dtype) -> type:
+    return _NUMPY[dtype_name(dtype)]
+
+
+def unit_roundoff(dtype) -> float:
+    """u = 2**-p: the largest relative error of round-to-nearest in a format."""
+    return 2.0 ** -_PRECISION[dtype_name(dtype)]
+
+
+def smallest_normal(dtype) -> float:
+    return _SMALLEST_NORMAL[dtype_name(dtype)]
+
+
+def gamma(n, u: float):
+    """gamma_n = n*u/(1-n*u) (Higham Lemma 3.1): bounds prod(1+delta_i)-1 over n roundings.
+
+    Accepts an array of n. Returns inf where n*u >= 1, where no bound of this form exists.
+    """
+    nu = np.asarray(n, dtype=np.float64) * u
+    with np.errstate(divide="ignore"):
+        return np.where(nu < 1.0, nu / (1.0 - nu), np.inf)
+
+
+def ulp(x, dtype) -> np.ndarray:
+    """Spacing of the format's numbers at |x| (the gap above |x|'s binade start); FTZ-aware.
+
+    For |x| below the smallest normal, the spacing of the subnormals is returned.
+    """
+    t = numpy_dtype(dtype)
+    ax = np.abs(np.asarray(x, dtype=np.float64))
+    finfo = np.finfo(t)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = np.minimum(ax, float(finfo.max)).astype(t)
+        return np.spacing(rounded).astype(np.float64)
+
+
+def faithful_rounding_bound(y, dtype) -> np.ndarray:
+    """Largest |fl(y) - y| a conforming implementation may produce when storing y in `dtype`.
+
+    Either neighbour is allowed, so up to one ulp; below the smallest normal a flush to zero
+    is allowed too, so up to the smallest normal.
+    """
+    ay = np.abs(np.asarray(y, dtype=np.float64))
+    bound = ulp(ay, dtype)
+    return np.where(ay < smallest_normal(dtype), np.maximum(bound, smallest_normal(dtype)), bound)
+
+
+def rounding_floor(y, dtype) -> np.ndarray:
+    """|round_to_nearest(y) - y|: the error any kernel storing y in `dtype` must at least make.
+
+    Reported beside err/budget so a reader sees how close a kernel is to the best possible.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = y.astype(numpy_dtype(dtype)).astype(np.float64)
+        return np.abs(np.where(np.isfinite(stored) | ~np.isfinite(y), stored - y, np.inf))
+
+
+def float64_reference_bound(magnitude, ulps: float = 4.0, terms: int = 1) -> np.ndarray:
+    """Bound on a float64 reference's own error, for checking it against mpmath.
+
+    A vectorised float64 evaluation that sums `terms` values whose absolute sum is `magnitude`
+    (the condition-number numerator Σ|x_i|, or |y|·cond for a composed function) errs by at most
+    gamma_terms(u64)·magnitude plus a few ulps for the elementary functions (numpy's exp/log/sin
+    are accurate to < 1 ulp, each composed step adds one): (gamma(terms) + ulps·u64)·magnitude.
+    """
+    u64 = unit_roundoff("f64")
+    return (gamma(terms, u64) + ulps * u64) * np.abs(np.asarray(magnitude, dtype=np.float64))

@@ -1,0 +1,77 @@
+"""numpy arrays <-> GPU buffer bytes, with poison for everything a kernel should not read.
+
+Outputs and scratch start as NaN (floats) or a sentinel pattern (integers), and every
+writable buffer carries a poisoned guard region past its end: a missing write shows up as
+NaN, an out-of-bounds write as a changed guard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Bytes of poison appended to every writable buffer to catch writes past the end.
+GUARD_BYTES = 256
+#: Poison pattern for integer buffers (as a little-endian u32).
+INT_SENTINEL = 0xDEADBEEF
+_NAN_BITS = {np.dtype(np.float16): 0x7E00, np.dtype(np.float32): 0x7FC00000}
+
+
+@dataclass(frozen=True)
+class Output:
+    """A buffer the kernel writes: read back as `dtype` with `shape`, pre-filled with poison."""
+
+    dtype: np.dtype
+    shape: tuple
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class InOut:
+    """A buffer the kernel reads and updates in place (e.g. merge_state's v and s)."""
+
+    array: np.ndarray
+
+
+def _aligned(nbytes: int) -> int:
+    return max(4, (nbytes + 3) // 4 * 4)
+
+
+def poison_bytes(dtype, nbytes: int) -> bytes:
+    """`nbytes` of NaN (for float dtypes) or INT_SENTINEL (anything else)."""
+    dtype = np.dtype(dtype)
+    if dtype in _NAN_BITS and dtype.itemsize == 2:
+        word = np.uint32(_NAN_BITS[dtype] | (_NAN_BITS[dtype] << 16))
+    elif dtype in _NAN_BITS:
+        word = np.uint32(_NAN_BITS[dtype])
+    else:
+        word = np.uint32(INT_SENTINEL)
+    return np.full(_aligned(nbytes) // 4, word, dtype="<u4").tobytes()[:nbytes]
+
+
+def array_bytes(array: np.ndarray) -> bytes:
+    """Little-endian C-order bytes, poison-padded to a multiple of 4 as WebGPU requires."""
+    data = np.ascontiguousarray(array)
+    if data.dtype.byteorder == ">":
+        data = data.byteswap().view(data.dtype.newbyteorder("<"))
+    raw = data.tobytes()
+    return raw + poison_bytes(data.dtype, _aligned(len(raw)) - len(raw))
+
+
+def with_guard(payload: bytes, dtype) -> bytes:
+    return payload + poison_bytes(dtype, GUARD_BYTES)
+
+
+def split_guard(raw: bytes, nbytes: int, dtype) -> tuple[bytes, bool]:
+    """(payload, guard_intact) of a writable buffer read back from the GPU."""
+    guard_start = _aligned(nbytes)
+    intact = raw[guard_start : guard_start + GUARD_BYTES] == poison_bytes(dtype, GUARD_BYTES)
+    return raw[:nbytes], intact
+
+
+def to_array(payload: bytes, dtype, shape) -> np.ndarray:
+    return np.frombuffer(payload, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape).copy()

@@ -1,0 +1,234 @@
+"""A WebGPU device with what LLM kernels need, a pipeline cache, and one-dispatch runs.
+
+Thin on purpose: it binds numpy arrays to a WGSL module's bindings by name, dispatches once,
+and reads the writable buffers back, timing each stage. It knows no kernel.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from verify.errors import KernelError, SetupError, UsageError
+from verify.gpu import buffers
+from verify.gpu.adapters import AdapterInfo, choose_adapter
+from verify.gpu.wgsl import Interface, parse_interface, sha256
+
+#: Features requested whenever the adapter has them; kernels declare which they need.
+OPTIONAL_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
+#: TVM's web runtime asks for 10 storage buffers (its decode kernel binds 9) and 32 KiB of
+#: workgroup storage; everything else stays at WebGPU's defaults so kernels stay portable.
+WANTED_LIMITS = {"max-storage-buffers-per-shader-stage": 10, "max-compute-workgroup-storage-size": 32768}
+
+_SUBGROUP_PROBE = """
+@group(0) @binding(0) var<storage, read_write> size_out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32) {
+  if (i == 0u) { size_out[0] = n; }
+}
+"""
+
+
+class ShaderCompileError(KernelError):
+    """The WGSL under test does not compile or validate on this device."""
+
+
+@dataclass
+class Timing:
+    """Seconds spent per stage of one run; gpu_ns from timestamp queries when available."""
+
+    upload: float = 0.0
+    dispatch: float = 0.0
+    readback: float = 0.0
+    gpu_ns: float | None = None
+
+
+@dataclass
+class RunResult:
+    outputs: dict
+    guard_intact: dict
+    timing: Timing = field(default_factory=Timing)
+
+
+@dataclass
+class Pipeline:
+    wgsl: str
+    sha256: str
+    entry_point: str
+    interface: Interface
+    layout: object
+    compute: object
+
+
+class Device:
+    """One wgpu device; `limits` overrides WANTED_LIMITS (e.g. to hold a kernel to 16 KiB)."""
+
+    def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
+        import wgpu
+
+        self._wgpu = wgpu
+        adapter, self.info = choose_adapter(adapter_name)
+        self.features = frozenset(f for f in OPTIONAL_FEATURES if f in adapter.features)
+        wanted = dict(WANTED_LIMITS, **(limits or {}))
+        self.limits = {k: min(v, adapter.limits.get(k, v)) for k, v in wanted.items()}
+        try:
+            self._device = adapter.request_device_sync(
+                required_features=sorted(self.features), required_limits=self.limits
+            )
+        except Exception as exc:  # wgpu raises plain RuntimeErrors for device requests
+            raise SetupError(f"could not open a device on {self.info.name}: {exc}") from exc
+        self._pipelines: dict = {}
+        self._subgroup_size: int | None = None
+
+    @property
+    def adapter(self) -> AdapterInfo:
+        return self.info
+
+    def missing(self, features) -> list[str]:
+        """The features in `features` this device lacks."""
+        return sorted(set(features) - self.features)
+
+    # -- pipelines -----------------------------------------------------------------------
+    def pipeline(self, wgsl: str, entry_point: str | None = None) -> Pipeline:
+        """Compile (or fetch from the cache keyed by the WGSL's sha256) a compute pipeline.
+
+        The bind group layout comes from the module's declared bindings, so read-only storage
+        stays read-only and unused bindings still occupy their slot.
+        """
+        digest = sha256(wgsl)
+        key = (digest, entry_point)
+        if key not in self._pipelines:
+            self._pipelines[key] = self._compile(wgsl, digest, entry_point)
+        return self._pipelines[key]
+
+    def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> Pipeline:
+        wgpu = self._wgpu
+        interface = parse_interface(wgsl)
+        if entry_point is None:
+            if len(interface.entry_points) != 1:
+                found = [e.name for e in interface.entry_points] or "none"
+                raise UsageError(f"the WGSL must have exactly one @compute entry point (found {found})")
+            entry_point = interface.entry_points[0].name
+        if any(b.group != 0 for b in interface.bindings):
+            raise UsageError("only @group(0) bindings are supported")
+        kinds = {
+            ("storage", "read"): wgpu.BufferBindingType.read_only_storage,
+            ("storage", "read_write"): wgpu.BufferBindingType.storage,
+            ("uniform", "read"): wgpu.BufferBindingType.uniform,
+        }
+        entries = []
+        for b in interface.bindings:
+            kind = kinds.get((b.address_space, b.access))
+            if kind is None:
+                raise UsageError(f"binding {b.name!r}: unsupported resource var<{b.address_space}, {b.access}>")
+            entries.append({"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}})
+        dev = self._device
+        try:
+            module = dev.create_shader_module(code=wgsl)
+            layout = dev.create_bind_group_layout(entries=entries)
+            compute = dev.create_compute_pipeline(
+                layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": entry_point},
+            )
+        except wgpu.GPUError as exc:
+            raise ShaderCompileError(_compiler_message(str(exc))) from exc
+        return Pipeline(wgsl, digest, entry_point, interface, layout, compute)
+
+    # -- runs ----------------------------------------------------------------------------
+    def run(self, pipeline: Pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+        """Bind `resources` (name -> ndarray | bytes | Output | InOut) and dispatch once.
+
+        ndarrays and bytes are read-only inputs (bytes for uniforms); Output and InOut
+        buffers are read back and returned as arrays, with whether their guards survived.
+        """
+        wgpu = self._wgpu
+        dev = self._device
+        names = set(pipeline.interface.names)
+        if set(resources) != names:
+            raise UsageError(
+                f"bindings mismatch: the WGSL declares {sorted(names)}, the contract supplies {sorted(resources)}"
+            )
+        timing = Timing()
+        start = time.perf_counter()
+        bound, readbacks = [], []
+        for b in pipeline.interface.bindings:
+            value = resources[b.name]
+            usage = wgpu.BufferUsage.UNIFORM if b.address_space == "uniform" else wgpu.BufferUsage.STORAGE
+            if isinstance(value, buffers.Output):
+                data = buffers.with_guard(buffers.poison_bytes(value.dtype, value.nbytes), value.dtype)
+                readbacks.append((b.name, value.dtype, value.shape, value.nbytes))
+            elif isinstance(value, buffers.InOut):
+                arr = value.array
+                data = buffers.with_guard(buffers.array_bytes(arr), arr.dtype)
+                readbacks.append((b.name, arr.dtype, arr.shape, arr.nbytes))
+            elif isinstance(value, (bytes, bytearray)):
+                data = bytes(value) + bytes(-len(value) % 16)
+            else:
+                data = buffers.array_bytes(np.asarray(value))
+            if b.writable:
+                usage |= wgpu.BufferUsage.COPY_SRC
+            bound.append((b, dev.create_buffer_with_data(data=data, usage=usage)))
+        group = dev.create_bind_group(
+            layout=pipeline.layout,
+            entries=[{"binding": b.binding, "resource": {"buffer": buf}} for b, buf in bound],
+        )
+        timing.upload = time.perf_counter() - start
+
+        start = time.perf_counter()
+        encoder = dev.create_command_encoder()
+        query = self._timestamp_pass_args() if timestamps and "timestamp-query" in self.features else None
+        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": query[0]} if query else {}))
+        compute_pass.set_pipeline(pipeline.compute)
+        compute_pass.set_bind_group(0, group)
+        compute_pass.dispatch_workgroups(*_grid(workgroups))
+        compute_pass.end()
+        if query:
+            encoder.resolve_query_set(query[1], 0, 2, query[2], 0)
+        dev.queue.submit([encoder.finish()])
+        dev._poll_wait()  # wgpu-py 0.32: on_submitted_work_done_sync is broken; a blocking poll waits
+        timing.dispatch = time.perf_counter() - start
+
+        start = time.perf_counter()
+        by_name = {b.name: buf for b, buf in bound}
+        outputs, guards = {}, {}
+        for name, dtype, shape, nbytes in readbacks:
+            raw = bytes(dev.queue.read_buffer(by_name[name]))
+            payload, guards[name] = buffers.split_guard(raw, nbytes, dtype)
+            outputs[name] = buffers.to_array(payload, dtype, shape)
+        if query:
+            stamps = np.frombuffer(bytes(dev.queue.read_buffer(query[2])), dtype="<u8")
+            timing.gpu_ns = float(stamps[1] - stamps[0])
+        timing.readback = time.perf_counter() - start
+        return RunResult(outputs, guards, timing)
+
+    def _timestamp_pass_args(self):
+        wgpu = self._wgpu
+        query_set = self._device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
+        resolved = self._device.create_buffer(
+            size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        )
+        writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
+        return writes, query_set, resolved
+
+    # -- adapter facts -------------------------------------------------------------------
+    @property
+    def subgroup_size(self) -> int | None:
+        """The subgroup size this device actually runs a 64-wide workgroup with (None: no subgroups)."""
+        if self._subgroup_size is None and "subgroup" in self.features:
+            result = self.run(self.pipeline(_SUBGROUP_PROBE), {"size_out": buffers.Output(np.uint32, (1,))}, 1)
+            self._subgroup_size = int(result.outputs["size_out"][0])
+        return self._subgroup_size
+
+
+def _grid(workgroups) -> tuple[int, int, int]:
+    grid = tuple(int(x) for x in (workgroups if isinstance(workgroups, (tuple, list)) else (workgroups,)))
+    return (grid + (1, 1))[:3]
+
+
+def _compiler_message(text: str) -> str:
+    """The compiler's own lines (error, location, caret), without wgpu's wrapper preamble."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    keep = [line for line in lines if not line.startswith(("Validation Error", "Caused by:", "  In wgpu"))]
+    return "\n".join(keep) or text
