@@ -1,0 +1,191 @@
+"""Error budgets of attention kernels: rotary embedding, state merge, paged decode.
+
+Every budget is an a-priori worst-case bound (Higham 2002 §3) that holds for any summation
+order, since WebGPU backends may reassociate. Inputs are the exact stored values, so the
+budget covers only the kernel's arithmetic, done in f32 ("r" below is the relative error of
+one f32 operation rounded to either neighbour, 2u). Built-ins use the WGSL spec's accuracy
+(verify.budgets.wgsl_accuracy). Second-order products of relative errors are covered by
+inflating a total relative error T to T(1+T).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from verify.budgets.roundoff import faithful_rounding_bound, gamma, ulp, unit_roundoff
+from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel, trig_abs
+
+LN2 = math.log(2.0)
+#: Accumulation and built-ins run in f32 in every attention kernel we check.
+ACC = "f32"
+
+
+def _second_order(total):
+    return total * (1.0 + total)
+
+
+# -- rotary embedding ------------------------------------------------------------------------
+def rope_angle_rel(head_dim: int, rope_theta: float) -> np.ndarray:
+    """Relative error of the angle t_d = pos*scale*theta^(-e_d), computed in f32, per dim.
+
+    theta^(-e) is WGSL pow, i.e. exp2(-e*log2(theta)) (spec: inherited): log2(theta) errs by
+    log2_abs, the product by r, exp2 by exp2_rel; then the angle takes a multiply and a
+    division (or a second multiply), each r or division_rel.
+    """
+    r = rounding_rel(ACC)
+    d = np.arange(head_dim)
+    exponent = (2 * d % head_dim) / head_dim
+    log_theta = math.log2(rope_theta)
+    y = exponent * log_theta
+    pow_rel = exp2_rel(y, ACC) + LN2 * (np.abs(y) * r + exponent * log2_abs(rope_theta, ACC))
+    return pow_rel + division_rel(ACC) + 2 * r
+
+
+def rope_error(x, angles, angle_rel) -> np.ndarray:
+    """Bound on |f32 rope(x)[d] - rope(x)[d]| for NeoX pairing (d with d +- D/2).
+
+    out[d] = cos(t) x[d] -+ sin(t) x[pair]: cos and sin err by trig_abs plus the angle error
+    |t|*angle_rel (both are 1-Lipschitz), and the two products and the sum add 2r relative.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    half = x.shape[-1] // 2
+    pair = np.concatenate([x[..., half:], x[..., :half]], axis=-1)
+    magnitude = np.abs(x) + np.abs(pair)
+    return (trig_abs(ACC) + np.abs(angles) * angle_rel + 2 * rounding_rel(ACC)) * magnitude
+
+
+def rope_budget(x, positions, rope_theta: float, rope_scale: float, out_dtype: str):
+    """Budget of a standalone rope kernel writing rope(x) in `out_dtype`."""
+    from references.rope import rope_frequencies, rotate_neox
+
+    x = np.asarray(x, dtype=np.float64)
+    head_dim = x.shape[-1]
+    angles = np.asarray(positions, dtype=np.float64)[..., None] * rope_scale * rope_frequencies(head_dim, rope_theta)
+    exact = rotate_neox(x, positions, rope_theta=rope_theta, rope_scale=rope_scale)
+    return exact, rope_error(x, angles, rope_angle_rel(head_dim, rope_theta)) + faithful_rounding_bound(exact, out_dtype)
+
+
+# -- merge of two (o, lse) states --------------------------------------------------------------
+def merge_budget(v_a, lse_a, v_b, lse_b, v_ref, lse_ref, v_dtype: str):
+    """Budgets (for v, for lse) of merging two base-2 states in f32 (methodology.md §4 (f)).
+
+    M = max(lse_a, lse_b); x_i = lse_i - M <= 0 costs one subtraction (ln2*r*|x_i| relative on
+    the weight 2^x_i) and exp2 (exp2_rel(x_i)). d = w_a + w_b adds r. lse = M + log2(d): log2
+    errs by log2_abs(d) plus -log2(1 - rel_d) from d's relative error, the add by r|lse|.
+    v = (w_a v_a + w_b v_b)/d: each term's weight error, d's, a division and two roundings,
+    then the store to v's dtype. An empty state (lse = -inf) has weight exactly 0.
+    """
+    r = rounding_rel(ACC)
+    lse_a, lse_b = np.asarray(lse_a, np.float64), np.asarray(lse_b, np.float64)
+    m = np.maximum(lse_a, lse_b)
+    finite = np.isfinite(m)
+    m_safe = np.where(finite, m, 0.0)
+    with np.errstate(invalid="ignore"):
+        x_a = np.where(np.isfinite(lse_a), lse_a - m_safe, -np.inf)
+        x_b = np.where(np.isfinite(lse_b), lse_b - m_safe, -np.inf)
+    w_a, w_b = np.exp2(x_a), np.exp2(x_b)
+    eps_a = np.where(w_a > 0, exp2_rel(np.where(w_a > 0, x_a, 0.0)) + LN2 * r * np.abs(np.where(w_a > 0, x_a, 0.0)), 0.0)
+    eps_b = np.where(w_b > 0, exp2_rel(np.where(w_b > 0, x_b, 0.0)) + LN2 * r * np.abs(np.where(w_b > 0, x_b, 0.0)), 0.0)
+    d = np.where(finite, w_a + w_b, 1.0)
+    rel_d = _second_order(r + np.maximum(eps_a, eps_b))
+    lse_budget = -np.log2(1.0 - rel_d) + log2_abs(d) + r * np.abs(np.where(finite, lse_ref, 0.0))
+    term = division_rel(ACC) + 3 * r + rel_d
+    pa, pb = (w_a / d)[..., None], (w_b / d)[..., None]
+    spread = pa * np.abs(v_a) * _second_order(eps_a[..., None] + term[..., None]) + \
+        pb * np.abs(v_b) * _second_order(eps_b[..., None] + term[..., None])
+    v_budget = spread + faithful_rounding_bound(v_ref, v_dtype)
+    return np.where(finite[..., None], v_budget, 0.0), np.where(finite, lse_budget, 0.0)
+
+
+# -- paged decode --------------------------------------------------------------------------------
+def _rotated_input_error(rotated, angles, angle_rel, qkv_dtype):
+    """Error of a kernel's rotated-and-stored q or k against the reference's (also stored).
+
+    The kernel's f32 rope errs by rope_error of the unrotated input; a rotation keeps each
+    pair's norm, so |x_d| + |x_pair| <= sqrt(2)·(|y_d| + |y_pair|) in terms of the rotated y.
+    Its store to qkv_dtype may then round to the other neighbour than the reference did: one
+    more ulp of the stored value.
+    """
+    return math.sqrt(2.0) * rope_error(rotated, angles, angle_rel) + ulp(rotated, qkv_dtype)
+
+
+def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int = 0, rope_theta: float = 1e4,
+                  rope_scale: float = 1.0, q_positions=None, k_positions=None):
+    """Budgets (for o [B,Hq,D], for lse2 [B,Hq]) of a paged decode kernel, f32 math.
+
+    With rotary_mode 1, q_positions [B] and k_positions [B, Lmax] give each rotated row's position.
+
+    `result` is references.decode.DecodeResult. Per (b, h), with n attended rows, exact base-2
+    logits s_j, x_j = s_j - max s, p_j the softmax weights (methodology.md §4 (d)):
+
+    - logit error delta_j = (gamma_{D+3}(r) + u)·c·Σ_d |q_d k_jd| with c = sm_scale·log2(e)
+      (D products and adds, two scalings, the rounded log2(e) constant), plus, with inline
+      rotary, c·Σ_d (e_q,d |k_jd| + |q_d| e_k,jd + e_q,d e_k,jd) for the rotated inputs' errors.
+    - weight of row j: exp2 of x_j (kappa_j = exp2_rel(x_j) + ln2·r·|x_j|), and the chain of
+      online-softmax rescales its accumulator goes through: at most one per row absorbed and
+      one per merge of partial states, so N_e <= 2n events whose exponents telescope to at
+      most the logit range R: eps_chain = 2u(3 N_e + 2R) + N_e·r + ln2·r·R.
+    - normalised weight error pi_j = kappa_j + Σ p kappa + ln2(delta_j + Σ p delta) + 2 eps_chain + gamma_n(r).
+    - o_d: Σ_j p_j|v_jd|(pi_j + gamma_n(r) + r) + division_rel·A_d, A_d = Σ_j p_j|v_jd|, then
+      the store to qkv_dtype (faithful rounding).
+    - lse = m + log2(d): Σ p delta + (-log2(1 - eps_d)) + log2_abs(d) + r|lse|, with
+      eps_d = Σ p kappa + eps_chain + gamma_n(r).
+    Empty contexts have o = 0 and lse = -inf exactly (budget 0; the check demands bit equality).
+    """
+    r = rounding_rel(ACC)
+    u = unit_roundoff(ACC)
+    q, k, v = result.q, result.k, result.v
+    batch, qo_heads, head_dim = q.shape
+    kv_heads = k.shape[1]
+    group = qo_heads // kv_heads
+    c = sm_scale * math.log2(math.e)
+    n = result.length.astype(np.float64)[:, None]  # [B, 1]
+    logits = result.logits2  # [B, Hq, L], -inf past length
+    valid = np.isfinite(logits)
+
+    qg = q.reshape(batch, kv_heads, group, head_dim)
+    abs_dot = np.abs(qg) @ np.abs(k).transpose(0, 1, 3, 2)  # [B, Hkv, G, L]
+    delta = (gamma(head_dim + 3, r) + u) * c * abs_dot
+    if rotary_mode == 1:
+        angle_rel = rope_angle_rel(head_dim, rope_theta)
+        from references.rope import rope_frequencies
+
+        freq = rope_frequencies(head_dim, rope_theta) * rope_scale
+        e_q = _rotated_input_error(q, q_positions[:, None, None] * freq, angle_rel, qkv_dtype)
+        e_k = _rotated_input_error(k, k_positions[:, None, :, None] * freq, angle_rel, qkv_dtype)
+        e_qg = e_q.reshape(batch, kv_heads, group, head_dim)
+        kt = np.abs(k).transpose(0, 1, 3, 2)
+        e_kt = e_k.transpose(0, 1, 3, 2)
+        delta = delta + c * (e_qg @ kt + np.abs(qg) @ e_kt + e_qg @ e_kt)
+    delta = delta.reshape(batch, qo_heads, -1)
+    delta = np.where(valid, delta, 0.0)
+
+    m = np.max(np.where(valid, logits, -np.inf), axis=-1, initial=-np.inf)  # [B, Hq]
+    nonempty = np.isfinite(m)
+    m_safe = np.where(nonempty, m, 0.0)
+    x = np.where(valid, logits - m_safe[..., None], 0.0)
+    w = np.where(valid, np.exp2(x), 0.0)
+    d = np.where(nonempty, w.sum(-1), 1.0)
+    p = w / d[..., None]
+    kappa = np.where(valid, exp2_rel(x) + LN2 * r * np.abs(x), 0.0)
+    logit_range = np.where(nonempty, m - np.min(np.where(valid, logits, np.inf), axis=-1, initial=np.inf), 0.0)
+    events = 2.0 * n
+    eps_chain = 2 * u * (3 * events + 2 * logit_range) + events * r + LN2 * r * logit_range
+    gamma_n = gamma(n, r)
+    mean_kappa = (p * kappa).sum(-1)
+    mean_delta = (p * delta).sum(-1)
+    pi = kappa + mean_kappa[..., None] + LN2 * (delta + mean_delta[..., None]) + (2 * eps_chain + gamma_n)[..., None]
+    pi = _second_order(pi + (gamma_n + r)[..., None])
+
+    vg = np.abs(v)  # [B, Hkv, L, D]
+    pg = p.reshape(batch, kv_heads, group, -1)
+    spread = ((pg * pi.reshape(pg.shape)) @ vg).reshape(batch, qo_heads, head_dim)
+    a_d = (pg @ vg).reshape(batch, qo_heads, head_dim)
+    o_budget = spread + division_rel(ACC) * a_d + faithful_rounding_bound(result.o, qkv_dtype)
+
+    eps_d = _second_order(mean_kappa + eps_chain + gamma_n)
+    lse_budget = mean_delta + (-np.log2(1.0 - np.minimum(eps_d, 0.5))) + log2_abs(d) + \
+        r * np.abs(np.where(nonempty, result.lse2, 0.0))
+    return np.where(nonempty[..., None], o_budget, 0.0), np.where(nonempty, lse_budget, 0.0)

@@ -1,0 +1,53 @@
+"""Accuracy the WGSL spec grants each built-in, as bounds the budgets compose.
+
+Source: WGSL spec §15.7.4 "Floating Point Accuracy" (as encoded in gpuweb/cts
+src/webgpu/util/floating_point.ts). An "N ULP" bound is turned into a relative one with
+ulp(y) <= 2u|y| for normal y. Correctly rounded operations (+, -, *) may return either
+neighbour: relative error < 2u, not u.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.budgets.roundoff import dtype_name, unit_roundoff
+
+#: exp2(x) is accurate to (3 + 2|x|) ULP in f32 and (1 + 2|x|) ULP in f16.
+_EXP2_BASE_ULPS = {"f32": 3.0, "f16": 1.0}
+#: log2 inside [0.5, 2] has an absolute bound; outside it, 3 ULP.
+_LOG2_ABS_NEAR_ONE = {"f32": 2.0**-21, "f16": 2.0**-7}
+#: sin/cos: absolute error inside [-pi, pi]; the spec promises nothing outside, implementations
+#: reduce the argument first, so we apply the same bound to the reduced argument.
+_TRIG_ABS = {"f32": 2.0**-11, "f16": 2.0**-7}
+#: x / y is accurate to 2.5 ULP for |y| in [2^-126, 2^126] (f32) / [2^-14, 2^14] (f16).
+DIVISION_ULPS = 2.5
+
+
+def rounding_rel(dtype) -> float:
+    """Relative error of one correctly rounded operation when either neighbour is allowed."""
+    return 2.0 * unit_roundoff(dtype)
+
+
+def exp2_rel(x, dtype="f32"):
+    """Relative error bound of WGSL exp2(x)."""
+    name = dtype_name(dtype)
+    return 2.0 * unit_roundoff(name) * (_EXP2_BASE_ULPS[name] + 2.0 * np.abs(x))
+
+
+def log2_abs(y, dtype="f32"):
+    """Absolute error bound of WGSL log2(y), y > 0."""
+    name = dtype_name(dtype)
+    y = np.asarray(y, dtype=np.float64)
+    near_one = (y >= 0.5) & (y <= 2.0)
+    with np.errstate(divide="ignore"):
+        far = 3.0 * 2.0 * unit_roundoff(name) * np.abs(np.log2(y))
+    return np.where(near_one, _LOG2_ABS_NEAR_ONE[name], far)
+
+
+def division_rel(dtype="f32") -> float:
+    return DIVISION_ULPS * 2.0 * unit_roundoff(dtype)
+
+
+def trig_abs(dtype="f32") -> float:
+    """Absolute error bound of WGSL sin/cos."""
+    return _TRIG_ABS[dtype_name(dtype)]

@@ -1,0 +1,5 @@
+"""Hypothesis strategies that draw cases for each kernel family."""
+
+from verify.cases.case import Case
+
+__all__ = ["Case"]

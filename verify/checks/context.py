@@ -1,0 +1,43 @@
+"""Everything a check needs to run one kernel config on one device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from verify.checks.outcome import Outcome, StageTimer
+from verify.budgets.metrics import compare
+
+
+@dataclass
+class CheckContext:
+    kernel: object  # verify.kernels.contract.Kernel
+    config: dict
+    device: object  # verify.gpu.Device
+    wgsl: str
+    profile: str = "ci"
+    timer: StageTimer = field(default_factory=StageTimer)
+
+    @property
+    def pipeline(self):
+        return self.device.pipeline(self.wgsl)
+
+    def launch(self, case, kernel=None, wgsl=None):
+        """Run a kernel (this one by default) on a case, timing the stages."""
+        kernel = kernel or self.kernel
+        pipeline = self.device.pipeline(wgsl or self.wgsl)
+        launched = kernel.launch(self.device, pipeline, self.config, case)
+        self.timer.add_launch(launched.timing)
+        return launched
+
+    def judge(self, case, launched, kernel=None) -> Outcome:
+        """Compare a launch's outputs with the kernel's reference and budget."""
+        kernel = kernel or self.kernel
+        with self.timer.stage("reference"):
+            expected = kernel.expected(self.config, case)
+        with self.timer.stage("compare"):
+            metrics = [compare(launched.outputs[e.name], e) for e in expected]
+        reasons = [f"{name}: wrote past the end of the buffer"
+                   for name, intact in launched.guard_intact.items() if not intact]
+        score = max((m.max_err_over_budget for m in metrics), default=0.0)
+        passed = not reasons and all(m.passed for m in metrics)
+        return Outcome(passed, score, metrics, reasons, kernel.features(case), case)

@@ -1,0 +1,62 @@
+"""What one example of a check produced, and the timers that say where its time went."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from verify.cases import Case
+
+
+@dataclass
+class Outcome:
+    """One example: pass/fail, the score Hypothesis climbs (max err/budget), and why."""
+
+    passed: bool
+    score: float
+    outputs: list = field(default_factory=list)  # OutputMetrics
+    reasons: list = field(default_factory=list)
+    features: dict = field(default_factory=dict)
+    case: Case | None = None
+
+    def message(self) -> str:
+        lines = list(self.reasons) + [m.message() for m in self.outputs if not m.passed]
+        return "; ".join(lines) if lines else "ok"
+
+
+class StageTimer:
+    """Seconds spent per stage (reference, upload, dispatch, readback, compare) over a check."""
+
+    STAGES = ("reference", "upload", "dispatch", "readback", "compare")
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(self.STAGES, 0.0)
+        self.gpu_ns: list[float] = []
+        self.cases = 0
+
+    @contextmanager
+    def stage(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - start
+
+    def add_launch(self, timing) -> None:
+        if timing is None:
+            return
+        self.seconds["upload"] += timing.upload
+        self.seconds["dispatch"] += timing.dispatch
+        self.seconds["readback"] += timing.readback
+        if timing.gpu_ns is not None:
+            self.gpu_ns.append(timing.gpu_ns)
+
+    def as_record(self) -> dict:
+        per_case = {k: (v / self.cases * 1e3 if self.cases else 0.0) for k, v in self.seconds.items()}
+        return {
+            "cases": self.cases,
+            "total_s": {k: round(v, 4) for k, v in self.seconds.items()},
+            "per_case_ms": {k: round(v, 3) for k, v in per_case.items()},
+            "gpu_ms_median": round(sorted(self.gpu_ns)[len(self.gpu_ns) // 2] / 1e6, 4) if self.gpu_ns else None,
+        }

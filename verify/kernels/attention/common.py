@@ -1,0 +1,24 @@
+"""Config keys and conventions every attention kernel shares (shared/DESIGN.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.kernels.contract import ConfigKey
+
+HEAD_DIM = ConfigKey("head_dim", 128, (64, 96, 128, 256), "size of one attention head")
+QO_HEADS = ConfigKey("qo_heads", 32, (), "query/output heads")
+KV_HEADS = ConfigKey("kv_heads", 8, (), "key/value heads (GQA: qo_heads/kv_heads queries share one)")
+DTYPE = ConfigKey("dtype", "f16", ("f16", "f32"), "storage type of q, k, v and the output; math is f32")
+PAGE_SIZE = ConfigKey("page_size", 16, (16,), "rows per KV-cache page")
+
+STORAGE = {"f16": np.float16, "f32": np.float32}
+
+
+def dtype_features(config: dict) -> frozenset:
+    """f16 storage needs the shader-f16 feature."""
+    return frozenset({"shader-f16"}) if config.get("dtype") == "f16" else frozenset()
+
+
+def dtype_enables(config: dict) -> tuple:
+    return ("f16",) if config.get("dtype") == "f16" else ()

@@ -1,0 +1,74 @@
+"""`merge_state`: in-place merge of two base-2 (o, lse) attention states."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from references.softmax import merge_outputs
+from verify.budgets.attention import merge_budget
+from verify.cases.attention import merge_cases
+from verify.gpu import InOut
+from verify.gpu.uniforms import pack_struct
+from verify.kernels.attention.common import DTYPE, HEAD_DIM, STORAGE, dtype_enables, dtype_features
+from verify.kernels.contract import Expected, Kernel, Launched
+from verify.kernels.specialize import body, specialize
+
+#: Invocations per workgroup the layout aims for (WebGPU's portable limit is 256).
+TARGET_INVOCATIONS = 64
+MAX_GROUPS_X = 32768
+
+
+def rows_per_group(head_dim: int) -> int:
+    return max(1, TARGET_INVOCATIONS // (head_dim // 4))
+
+
+class MergeState(Kernel):
+    name = "merge_state"
+    family = "attention"
+    summary = "v, s <- merge((v, s), (v_other, s_other)) for base-2 LSE states, in place; -inf = empty"
+    reference = "references.softmax.merge_outputs"
+    config_keys = (HEAD_DIM, DTYPE)
+    checks = ("reference", "determinism")
+
+    def requirements(self, config):
+        return dtype_features(config)
+
+    def gate_configs(self, profile):
+        return [self.config({"head_dim": d, "dtype": t}) for d, t in ((128, "f16"), (64, "f32"), (96, "f16"), (256, "f32"))]
+
+    def wgsl(self, config):
+        return specialize(
+            self.name, body(__package__, "merge_state.wgsl"), config,
+            enables=dtype_enables(config),
+            aliases={"v_t": config["dtype"]},
+            constants={"HEAD_DIM": config["head_dim"], "ROWS_PER_GROUP": rows_per_group(config["head_dim"])},
+        )
+
+    def cases(self, config, profile):
+        return merge_cases(config["head_dim"], config["dtype"], max_tokens={"quick": 4, "ci": 16}.get(profile, 64))
+
+    def launch(self, device, pipeline, config, case):
+        tokens, heads, _ = case["v"].shape
+        rows = tokens * heads
+        groups = -(-rows // rows_per_group(config["head_dim"]))
+        grid = (min(groups, MAX_GROUPS_X), -(-groups // MAX_GROUPS_X))
+        uniform = pack_struct(pipeline.interface.structs["MergeParams"], {"rows": rows})
+        run = device.run(pipeline, {
+            "v": InOut(case["v"]), "s": InOut(case["s"]),
+            "v_other": case["v_other"], "s_other": case["s_other"], "params": uniform,
+        }, grid)
+        return Launched(run.outputs, run.guard_intact, run.timing)
+
+    def expected(self, config, case):
+        v, s, v_other, s_other = (np.asarray(case[n], np.float64) for n in ("v", "s", "v_other", "s_other"))
+        v_ref, s_ref = merge_outputs(v, s, v_other, s_other, base=2)
+        v_budget, s_budget = merge_budget(v, s, v_other, s_other, v_ref, s_ref, config["dtype"])
+        empty = np.isinf(s) & np.isinf(s_other)
+        return [
+            Expected.around("v", v_ref, v_budget, config["dtype"], exact=np.broadcast_to(empty[..., None], v.shape)),
+            Expected.around("s", s_ref, s_budget, "f32", exact=empty),
+        ]
+
+    def features(self, case):
+        return {"rows": int(case["s"].size), "lse_gap": float(np.nanmax(np.abs(np.nan_to_num(
+            case["s"].astype(np.float64) - case["s_other"], nan=0.0, posinf=0.0, neginf=0.0))))}

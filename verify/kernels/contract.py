@@ -1,0 +1,145 @@
+"""What a kernel promises: its config space, WGSL, launch rule, reference and error budget.
+
+A `Kernel` is everything the checks need to run one kernel and judge its outputs; it knows no
+CLI and no report. Families (attention, dp4a) subclass it; sources other than our own WGSL
+(TVM, a user's file) reuse a family's contract with different WGSL.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from verify.cases import Case
+from verify.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One thing the WGSL is specialised on."""
+
+    name: str
+    default: object
+    choices: tuple = ()
+    doc: str = ""
+
+    def parse(self, text: str):
+        kind = type(self.default)
+        try:
+            value = kind(text) if kind is not bool else text.lower() in ("1", "true", "yes")
+        except ValueError:
+            raise UsageError(f"config {self.name}={text!r}: expected {kind.__name__}") from None
+        if self.choices and value not in self.choices:
+            raise UsageError(f"config {self.name}={value}: expected one of {', '.join(map(str, self.choices))}")
+        return value
+
+
+@dataclass
+class Expected:
+    """One output's acceptable values and error budget, as float64 arrays of its shape.
+
+    The kernel's value v passes where lo - budget <= v <= hi + budget. Most outputs have
+    lo == hi == the reference; quantized codes have a legal range. `dtype` is the stored
+    format of the output, for ulps and rounding floors. `exact` marks elements that must
+    match bit for bit (e.g. the -inf LSE of an empty context), whatever the budget says.
+    """
+
+    name: str
+    lo: np.ndarray
+    hi: np.ndarray
+    budget: np.ndarray
+    dtype: str
+    exact: np.ndarray | None = None
+
+    @classmethod
+    def around(cls, name, reference, budget, dtype, exact=None) -> "Expected":
+        reference = np.asarray(reference, dtype=np.float64)
+        return cls(name, reference, reference, np.asarray(budget, dtype=np.float64), dtype, exact)
+
+    @property
+    def reference(self) -> np.ndarray:
+        return (self.lo + self.hi) / 2 if self.lo is not self.hi else self.lo
+
+
+@dataclass
+class Launched:
+    """What one dispatch of a kernel produced."""
+
+    outputs: dict
+    guard_intact: dict = field(default_factory=dict)
+    timing: object = None
+
+
+class Kernel(ABC):
+    name: str = ""
+    family: str = ""
+    source: str = "own"
+    summary: str = ""
+    #: Dotted name of the float64 reference the outputs are compared with.
+    reference: str = ""
+    #: Device features the WGSL needs; a device without them skips the check, with the reason.
+    requires: frozenset = frozenset()
+    #: Device limits to hold the kernel to (overrides verify.gpu.device.WANTED_LIMITS).
+    limits: dict = {}
+    config_keys: tuple = ()
+    #: Names of the checks (verify.checks) that apply to this kernel.
+    checks: tuple = ("reference", "determinism")
+
+    # -- config ------------------------------------------------------------------------
+    def config(self, overrides: dict | None = None) -> dict:
+        """The full config: defaults, then `overrides` (strings from the CLI are parsed)."""
+        keys = {k.name: k for k in self.config_keys}
+        config = {k.name: k.default for k in self.config_keys}
+        for name, value in (overrides or {}).items():
+            if name not in keys:
+                valid = ", ".join(keys) or "none"
+                raise UsageError(f"{self.name} has no config key {name!r}; valid keys: {valid}")
+            config[name] = keys[name].parse(value) if isinstance(value, str) else value
+        self.validate(config)
+        return config
+
+    def validate(self, config: dict) -> None:
+        """Raise UsageError saying why a combination of keys cannot be built."""
+
+    def requirements(self, config: dict) -> frozenset:
+        """Device features this config's WGSL needs (e.g. shader-f16 only for f16 storage)."""
+        return frozenset(self.requires)
+
+    def gate_configs(self, profile: str) -> list[dict]:
+        """The configs `verify gate` runs for a profile (default: just the defaults)."""
+        return [self.config()]
+
+    # -- the kernel ----------------------------------------------------------------------
+    @abstractmethod
+    def wgsl(self, config: dict) -> str:
+        """The exact WGSL `check` runs for this config."""
+
+    @abstractmethod
+    def cases(self, config: dict, profile: str):
+        """A Hypothesis strategy of Case for this config."""
+
+    @abstractmethod
+    def launch(self, device, pipeline, config: dict, case: Case) -> Launched:
+        """Bind the case's arrays and dispatch once."""
+
+    @abstractmethod
+    def expected(self, config: dict, case: Case) -> list[Expected]:
+        """Reference values and budgets for every output that is judged."""
+
+    def features(self, case: Case) -> dict:
+        """Scalars describing a case for plots (e.g. context length); default: none."""
+        return {}
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "family": self.family,
+            "source": self.source,
+            "summary": self.summary,
+            "reference": self.reference,
+            "requires": sorted(self.requires),
+            "config_keys": {k.name: {"default": k.default, "choices": list(k.choices), "doc": k.doc} for k in self.config_keys},
+            "checks": list(self.checks),
+        }
