@@ -50,13 +50,20 @@ def _positions(name: str, x, batch: int) -> np.ndarray:
 
 
 def _rounder(rotary_dtype):
-    """x -> x rounded to rotary_dtype (TVM's `cast_qkv` after the f32 rope), or x unchanged for None."""
+    """A function rounding a fresh float64 array in place to rotary_dtype (TVM's `cast_qkv` after the
+    f32 rope), or leaving it unchanged for None."""
     if rotary_dtype is None:
         return lambda x: x
     dtype = np.dtype(rotary_dtype)
     if dtype not in (np.float16, np.float32):
         raise ValueError(f"rotary_dtype must be None, float16 or float32, got {rotary_dtype!r}")
-    return lambda x: x.astype(dtype).astype(np.float64)
+
+    def round_in_place(x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):  # beyond the dtype's range it stores inf, as the kernel does
+            x[...] = x.astype(dtype)
+        return x
+
+    return round_in_place
 
 
 def decode_attention(q, pages, page_indptr, page_values, length_info, *, sm_scale: float,

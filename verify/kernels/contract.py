@@ -132,6 +132,15 @@ class Kernel(ABC):
         """Scalars describing a case for plots (e.g. context length); default: none."""
         return {}
 
+    #: The function that derives this kernel's budgets; its docstring is the derivation.
+    budget_function = None
+
+    def budget_doc(self) -> str:
+        import inspect
+
+        doc = inspect.getdoc(self.budget_function) if self.budget_function else None
+        return doc or "no derivation recorded"
+
     def describe(self) -> dict:
         return {
             "name": self.name,

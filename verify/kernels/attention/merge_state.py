@@ -29,6 +29,7 @@ class MergeState(Kernel):
     reference = "references.softmax.merge_outputs"
     config_keys = (HEAD_DIM, DTYPE)
     checks = ("reference", "determinism")
+    budget_function = staticmethod(merge_budget)
 
     def requirements(self, config):
         return dtype_features(config)
@@ -70,5 +71,7 @@ class MergeState(Kernel):
         ]
 
     def features(self, case):
-        return {"rows": int(case["s"].size), "lse_gap": float(np.nanmax(np.abs(np.nan_to_num(
-            case["s"].astype(np.float64) - case["s_other"], nan=0.0, posinf=0.0, neginf=0.0))))}
+        s, s_other = case["s"].astype(np.float64), case["s_other"].astype(np.float64)
+        both = np.isfinite(s) & np.isfinite(s_other)
+        gap = np.abs(s - np.where(both, s_other, s))
+        return {"rows": int(s.size), "lse_gap": float(gap.max(initial=0.0))}

@@ -1,0 +1,98 @@
+"""The process that actually runs checks, one job at a time, so a hung or crashed kernel
+can be killed without losing the rest of a run (see verify.session).
+
+Protocol: one JSON job per line on stdin; JSON events per line on the protocol stream
+(the original stdout): {"event": "progress", ...} then {"event": "record", "record": {...}}.
+Everything libraries print goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from verify import __version__
+from verify.checks import get_check
+from verify.checks.context import CheckContext
+from verify.checks.runner import RunOptions, run_check
+from verify.errors import KernelError, UsageError
+from verify.gpu import Device, ShaderCompileError
+from verify.gpu.wgsl import sha256
+from verify.kernels.registry import get_kernel
+
+
+def base_record(job: dict, kernel, config: dict, wgsl: str) -> dict:
+    return {
+        "kernel": kernel.name,
+        "family": kernel.family,
+        "source": {"kind": job.get("origin_kind", kernel.source), "origin": job.get("origin", kernel.source),
+                   "sha256": sha256(wgsl)},
+        "config": config,
+        "check": job["check"],
+        "profile": job.get("profile", "ci"),
+        "seed": job["seed"],
+        "budget": kernel.budget_doc(),
+        "verify_version": __version__,
+    }
+
+
+def execute(job: dict, devices: dict, emit) -> dict:
+    kernel = get_kernel(job["kernel"])
+    config = kernel.config(job.get("config"))
+    wgsl = job.get("wgsl") or kernel.wgsl(config)
+    record = base_record(job, kernel, config, wgsl)
+    limits_key = json.dumps(kernel.limits, sort_keys=True)
+    if limits_key not in devices:
+        devices[limits_key] = Device(job.get("adapter"), kernel.limits)
+    device = devices[limits_key]
+    record["adapter"] = dict(device.info.as_record(), subgroup_size=device.subgroup_size)
+    missing = device.missing(kernel.requirements(config))
+    if missing:
+        return dict(record, verdict="skip", reason=f"adapter lacks {', '.join(missing)}", examples=0)
+    check = get_check(job["check"])
+    try:
+        device.pipeline(wgsl)
+    except ShaderCompileError as exc:
+        return dict(record, verdict="fail", reason=f"WGSL does not compile:\n{exc}", examples=0)
+    ctx = CheckContext(kernel, config, device, wgsl, job.get("profile", "ci"))
+    options = RunOptions(job["examples"], job["seed"], Path(job["out_dir"]) if job.get("out_dir") else None)
+    result = run_check(check, ctx, options, progress=lambda done, total: emit(
+        {"event": "progress", "done": done, "total": total}))
+    return dict(record, **result)
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+
+    def emit(event: dict) -> None:
+        protocol.write(json.dumps(event, default=str) + "\n")
+        protocol.flush()
+
+    devices: dict = {}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        try:
+            record = execute(job, devices, emit)
+            emit({"event": "record", "record": record})
+        except UsageError as exc:
+            emit({"event": "usage_error", "message": str(exc)})
+        except KernelError as exc:
+            emit({"event": "record", "record": dict(job_identity(job), verdict="fail", reason=str(exc), examples=0)})
+        except Exception as exc:
+            emit({"event": "record", "record": dict(job_identity(job), verdict="error", examples=0,
+                                                    reason=f"internal error in verify: {type(exc).__name__}: {exc}",
+                                                    traceback=traceback.format_exc())})
+
+
+def job_identity(job: dict) -> dict:
+    return {k: job.get(k) for k in ("kernel", "config", "check", "seed", "profile")}
+
+
+if __name__ == "__main__":
+    main()
