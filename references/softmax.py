@@ -112,7 +112,7 @@ def merge_states(a, b, base=2) -> SoftmaxState:
     """The (m, d, o) state over the union of the logits of two (m, d, o) states, in their base.
 
     Merging with an empty state returns the other state bit for bit (selected, not recomputed, so
-    even -0.0 survives); merging two empties gives an empty.
+    even -0.0 survives); merging two empties gives the empty state (-inf, 0, 0).
     """
     exp, _ = _exp_log(base)
     (ma, da, oa), (mb, db, ob) = ([np.asarray(x, np.float64) for x in st] for st in (a, b))
@@ -123,7 +123,7 @@ def merge_states(a, b, base=2) -> SoftmaxState:
     a_empty, b_empty = np.isneginf(ma), np.isneginf(mb)
     d = np.where(b_empty, da, np.where(a_empty, db, d))
     o = np.where(b_empty[..., None], oa, np.where(a_empty[..., None], ob, o))
-    return SoftmaxState(m, d, o)
+    return SoftmaxState(m, np.where(a_empty & b_empty, 0.0, d), np.where((a_empty & b_empty)[..., None], 0.0, o))
 
 
 def merge_outputs(o_a, lse_a, o_b, lse_b, base=2) -> tuple[np.ndarray, np.ndarray]:

@@ -122,6 +122,16 @@ def _jobs_for(kernel, config: dict, *, examples: int, seed: int, profile: str, o
                 time_limit=time_limit) for check in selected]
 
 
+def _file_config(kernel, path: str, overrides: dict) -> dict:
+    """A file printed by `verify show` records its config: use it unless --config says otherwise
+    (a contradiction is reported by _validate_user_wgsl)."""
+    from verify.kernels.specialize import recorded_config
+
+    keys = {k.name for k in kernel.config_keys}
+    recorded = {k: v for k, v in (recorded_config(_read_wgsl(path)) or {}).items() if k in keys}
+    return {**recorded, **overrides}
+
+
 def _validate_user_wgsl(kernel, config: dict, path: str) -> str:
     from verify.gpu.wgsl import parse_interface
     from verify.kernels.specialize import check_recorded_config
@@ -187,7 +197,7 @@ def cmd_check(args) -> int:
     jobs = []
     for name in args.kernel:
         kernel = get_kernel(name)
-        config = kernel.config(overrides)
+        config = kernel.config(_file_config(kernel, args.wgsl, overrides) if args.wgsl else overrides)
         if checks:
             unknown = [c for c in checks if c not in kernel.checks]
             if unknown:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -49,3 +51,136 @@ def merge_cases(draw, head_dim: int, dtype: str, max_tokens: int = 16, max_heads
     v_other = np.where(np.isinf(s_other)[..., None], 0, v_other).astype(v.dtype)
     params = {"tokens": tokens, "heads": heads, "lse_kind": lse_kind, "values": values, "seed": seed}
     return Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other}, params)
+
+
+# -- paged decode ---------------------------------------------------------------------------------
+#: Data shapes for q/k/v beyond the plain value kinds: equal_logits (all keys nearly equal, so
+#: the softmax is flat and sums are long), rising (keys increasingly aligned with q, so the
+#: running max moves at every tile and every rescale matters), peaked (one key dominates).
+DECODE_VALUE_KINDS = ("normal", "uniform", "large", "spiky", "equal_logits", "rising", "peaked")
+#: Unused slots and spare pages hold NaN, so a read of anything unattended poisons the output.
+POISON = np.nan
+
+
+@dataclass(frozen=True)
+class DecodeLimits:
+    """How big decode cases get in a profile."""
+
+    max_batch: int
+    max_context: int
+    #: Context lengths drawn on purpose: 1, page and shard boundaries, 256 +- 1.
+    special: tuple
+
+
+def decode_limits(profile: str, page_size: int) -> DecodeLimits:
+    p = page_size
+    edges = {1, 2, p - 1, p, p + 1, 2 * p - 1, 2 * p + 1, 127, 128, 129, 255, 256, 257, 383, 385}
+    if profile == "quick":
+        return DecodeLimits(2, 70, tuple(sorted(e for e in edges if e <= 70)))
+    if profile == "ci":
+        return DecodeLimits(4, 520, tuple(sorted(edges | {511, 512, 513})))
+    return DecodeLimits(8, 8192, tuple(sorted(edges | {1023, 1025, 2047, 4096, 4097, 8191})))
+
+
+def context_lengths(limits: DecodeLimits):
+    """Attended lengths: mostly the boundary values, else anything up to the profile's maximum,
+    with an occasional empty context."""
+    return st.one_of(
+        st.sampled_from(limits.special),
+        st.integers(1, limits.max_context),
+        st.integers(1, 48),
+        st.just(0),
+    )
+
+
+def _decode_values(rng, kind, q_shape, kv_shape, dtype):
+    """q [B, Hq, D] and per-row K, V [B, Hkv, L, D] (logical rows, before paging)."""
+    if kind in VALUE_KINDS_SET:
+        return (make_values(rng, kind, q_shape, dtype), make_values(rng, kind, kv_shape, dtype),
+                make_values(rng, kind, kv_shape, dtype))
+    q = rng.standard_normal(q_shape)
+    v = rng.standard_normal(kv_shape)
+    batch, kv_heads, rows, dim = kv_shape
+    direction = q.reshape(batch, kv_heads, -1, dim).mean(axis=2)[:, :, None, :]  # [B, Hkv, 1, D]
+    direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
+    noise = rng.standard_normal(kv_shape)
+    if kind == "equal_logits":
+        k = np.broadcast_to(rng.standard_normal((batch, kv_heads, 1, dim)), kv_shape) + 1e-3 * noise
+    elif kind == "rising":
+        ramp = np.linspace(-4.0, 4.0, max(rows, 1))[None, None, :, None]
+        k = direction * ramp * np.sqrt(dim) + 0.1 * noise
+    elif kind == "peaked":
+        k = 0.3 * noise
+        if rows:
+            k[:, :, rng.integers(0, rows)] += direction[:, :, 0] * 3.0 * np.sqrt(dim)
+    else:
+        raise ValueError(f"unknown decode value kind {kind!r}")
+    return tuple(np.asarray(x).astype(dtype) for x in (q, k, v))
+
+
+VALUE_KINDS_SET = frozenset(("normal", "uniform", "large", "tiny", "spiky"))
+
+
+def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, spare_pages=0):
+    """Scatter logical K/V rows into a shuffled paged cache, as TVM's runtime lays it out.
+
+    k_rows, v_rows: [B, Hkv, Lmax, D]; lengths [B] attended rows; sliding: optional (offset, sink)
+    arrays [B]. Returns pages [P, 2, Hkv, page_size, D], page_indptr, page_values, length_info.
+    Unused slots, stale slots between sinks and window, and spare pages are NaN.
+    """
+    batch, kv_heads, _, dim = k_rows.shape
+    offset, sink = sliding if sliding is not None else (np.zeros(batch, int), np.zeros(batch, int))
+    slots = np.where(lengths > 0, offset + lengths - sink, 0)  # slots the sequence occupies
+    pages_per_seq = -(-slots // page_size)
+    total = int(pages_per_seq.sum())
+    num_pages = total + spare_pages
+    physical = rng.permutation(num_pages)[:total]
+    pages = np.full((num_pages, 2, kv_heads, page_size, dim), POISON, dtype=k_rows.dtype)
+    indptr = np.concatenate([[0], np.cumsum(pages_per_seq)]).astype(np.int32)
+    for b in range(batch):  # a handful of sequences; rows are scattered with fancy indexing
+        rows = np.arange(lengths[b])
+        slot = np.where(rows < sink[b], rows, rows - sink[b] + offset[b])
+        page = physical[indptr[b] + slot // page_size]
+        pages[page, 0, :, slot % page_size] = k_rows[b, :, : lengths[b]].transpose(1, 0, 2)
+        pages[page, 1, :, slot % page_size] = v_rows[b, :, : lengths[b]].transpose(1, 0, 2)
+    last_page_len = np.where(slots > 0, (slots - 1) % page_size + 1, 0).astype(np.int32)
+    length_info = np.stack([last_page_len, offset, sink]).astype(np.int32) if sliding is not None else last_page_len
+    return pages, indptr, physical.astype(np.int32), length_info
+
+
+@st.composite
+def decode_cases(draw, config: dict, profile: str):
+    """A paged decode case for a kernel config (head_dim, qo_heads, kv_heads, dtype, page_size,
+    sliding_window)."""
+    limits = decode_limits(profile, config["page_size"])
+    batch = draw(st.integers(1, limits.max_batch))
+    lengths = np.array(draw(st.lists(context_lengths(limits), min_size=batch, max_size=batch)), dtype=np.int64)
+    sliding = None
+    if config.get("sliding_window"):
+        sinks = [draw(st.integers(0, min(int(n), 8))) for n in lengths]
+        offsets = [s + draw(st.sampled_from([0, 1, config["page_size"] - 1, config["page_size"], 37])) for s in sinks]
+        sliding = (np.array(offsets, dtype=np.int64), np.array(sinks, dtype=np.int64))
+    rotary_mode = draw(st.sampled_from([0, 1]))
+    rope_theta = draw(st.sampled_from([1e4, 5e5]))
+    rope_scale = draw(st.sampled_from([1.0, 0.25]))
+    kind = draw(st.sampled_from(DECODE_VALUE_KINDS))
+    spare = draw(st.integers(0, 3))
+    seed = draw(seeds)
+    rng = np.random.default_rng(seed)
+    dtype = np.float16 if config["dtype"] == "f16" else np.float32
+    max_len = int(lengths.max(initial=0))
+    q, k_rows, v_rows = _decode_values(rng, kind, (batch, config["qo_heads"], config["head_dim"]),
+                                       (batch, config["kv_heads"], max_len, config["head_dim"]), dtype)
+    pages, indptr, values, length_info = build_paged_cache(rng, k_rows, v_rows, lengths, config["page_size"],
+                                                           sliding=sliding, spare_pages=spare)
+    k_offset = rng.integers(0, 32768 - max_len, size=batch) if rotary_mode else np.zeros(batch, np.int64)
+    q_position = k_offset + np.maximum(lengths - 1, 0) + rng.integers(0, 2, size=batch) * rotary_mode
+    sm_scale = draw(st.sampled_from([1.0 / np.sqrt(config["head_dim"]), 0.5 / np.sqrt(config["head_dim"]), 1.0]))
+    arrays = {
+        "q": q, "pages": pages, "page_indptr": indptr, "page_values": values, "length_info": length_info,
+        "k_rope_pos_offset": k_offset.astype(np.int32), "q_rope_position": q_position.astype(np.int32),
+    }
+    params = {"batch": batch, "lengths": lengths.tolist(), "rotary_mode": rotary_mode, "rope_theta": rope_theta,
+              "rope_scale": rope_scale, "sm_scale": float(sm_scale), "values": kind, "spare_pages": spare,
+              "seed": seed}
+    return Case(arrays, params)

@@ -1,0 +1,126 @@
+"""The contract every paged decode kernel of ours shares: bindings, uniforms, reference, budget.
+
+Bindings (TVM's argument names, one buffer each):
+  0 q [B, Hq, D]            qkv_t   read
+  1 pages [P, 2, Hkv, PAGE_SIZE, D] qkv_t read (dim 1: 0 = K, 1 = V)
+  2 page_indptr [B+1]       i32     read
+  3 page_values [nnz]       i32     read
+  4 length_info [B] | [3,B] i32     read (last_page_len | + sliding_window_offset, sink_size)
+  5 k_rope_pos_offset [B]   i32     read
+  6 q_rope_position [B]     i32     read
+  7 output [B, Hq, D]       qkv_t   read_write
+  8 lse [B, Hq]             f32     read_write (base 2; -inf for an empty context)
+  9 params                  uniform DecodeParams {batch, rotary_mode, rope_scale, rope_theta, sm_scale}
+Semantics: references.decode.decode_attention (TVM's _attention_decode), rotated q/k rounded to
+the storage type as TVM's cast_qkv does. Empty contexts: output 0 and lse -inf, bit-exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from references.decode import decode_attention
+from verify.budgets.attention import decode_budget
+from verify.cases.attention import decode_cases
+from verify.gpu import Output
+from verify.gpu.uniforms import pack_struct
+from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE, dtype_enables, \
+    dtype_features
+from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
+from verify.kernels.specialize import specialize
+from verify.errors import UsageError
+
+SLIDING_WINDOW = ConfigKey("sliding_window", 0, (0, 1), "1: length_info is [3, B] with window offset and sinks")
+
+
+class DecodeKernel(Kernel):
+    """Base of our paged decode kernels; subclasses give the WGSL body and the dispatch rule."""
+
+    family = "attention"
+    reference = "references.decode.decode_attention"
+    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW)
+    checks = ("reference", "determinism", "page_permutation", "split_merge")
+    budget_function = staticmethod(decode_budget)
+
+    def validate(self, config):
+        if config["qo_heads"] <= 0 or config["kv_heads"] <= 0 or config["qo_heads"] % config["kv_heads"]:
+            raise UsageError(f"qo_heads={config['qo_heads']} must be a positive multiple of kv_heads={config['kv_heads']}")
+
+    def requirements(self, config):
+        return dtype_features(config)
+
+    def gate_configs(self, profile):
+        shapes = [
+            dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", sliding_window=0),
+            dict(head_dim=64, qo_heads=8, kv_heads=1, dtype="f32", sliding_window=0),
+            dict(head_dim=256, qo_heads=4, kv_heads=4, dtype="f16", sliding_window=1),
+            dict(head_dim=96, qo_heads=6, kv_heads=2, dtype="f16", sliding_window=0),
+        ]
+        return [self.config(s) for s in shapes]
+
+    # -- WGSL ---------------------------------------------------------------------------------
+    body_file: str = ""
+
+    def layout_constants(self, config) -> dict:
+        """Kernel-specific constants (workgroup shape, tiles) beyond the config's."""
+        return {}
+
+    def wgsl(self, config):
+        from verify.kernels.specialize import body
+
+        constants = {
+            "HEAD_DIM": config["head_dim"], "QO_HEADS": config["qo_heads"], "KV_HEADS": config["kv_heads"],
+            "PAGE_SIZE": config["page_size"], "SLIDING_WINDOW": bool(config["sliding_window"]),
+            **self.layout_constants(config),
+        }
+        return specialize(self.name, body(__package__, self.body_file), config, enables=dtype_enables(config),
+                          aliases={"qkv_t": config["dtype"]}, constants=constants)
+
+    def workgroups(self, config, case):
+        raise NotImplementedError
+
+    # -- running and judging --------------------------------------------------------------------
+    def cases(self, config, profile):
+        return decode_cases(config, profile)
+
+    def launch(self, device, pipeline, config, case):
+        batch, qo_heads, head_dim = case["q"].shape
+        p = case.params
+        uniform = pack_struct(pipeline.interface.structs["DecodeParams"], {
+            "batch": batch, "rotary_mode": p["rotary_mode"], "rope_scale": p["rope_scale"],
+            "rope_theta": p["rope_theta"], "sm_scale": p["sm_scale"]})
+        dtype = STORAGE[config["dtype"]]
+        resources = {name: case[name] for name in ("q", "pages", "page_indptr", "page_values", "length_info",
+                                                    "k_rope_pos_offset", "q_rope_position")}
+        resources.update(output=Output(dtype, (batch, qo_heads, head_dim)), lse=Output(np.float32, (batch, qo_heads)),
+                         params=uniform)
+        run = device.run(pipeline, resources, self.workgroups(config, case))
+        return Launched(run.outputs, run.guard_intact, run.timing)
+
+    def reference_result(self, config, case):
+        p = case.params
+        return decode_attention(
+            case["q"], case["pages"], case["page_indptr"], case["page_values"], case["length_info"],
+            sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"], rope_theta=p["rope_theta"],
+            rope_scale=p["rope_scale"], k_rope_pos_offset=case["k_rope_pos_offset"],
+            q_rope_position=case["q_rope_position"], sliding_window=bool(config["sliding_window"]),
+            rotary_dtype=STORAGE[config["dtype"]], page_size=config["page_size"])
+
+    def expected(self, config, case):
+        result = self.reference_result(config, case)
+        p = case.params
+        k_positions = case["k_rope_pos_offset"].astype(np.int64)[:, None] + np.arange(result.k.shape[2])
+        o_budget, lse_budget = decode_budget(
+            result, config["dtype"], sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"],
+            rope_theta=p["rope_theta"], rope_scale=p["rope_scale"],
+            q_positions=case["q_rope_position"].astype(np.int64), k_positions=k_positions)
+        empty = result.length == 0
+        return [
+            Expected.around("output", result.o, o_budget, config["dtype"],
+                            exact=np.broadcast_to(empty[:, None, None], result.o.shape)),
+            Expected.around("lse", result.lse2, lse_budget, "f32", exact=np.broadcast_to(empty[:, None], result.lse2.shape)),
+        ]
+
+    def features(self, case):
+        lengths = case.params.get("lengths", [0])
+        return {"context": int(max(lengths, default=0)), "positions": int(sum(lengths)), "batch": len(lengths)}
