@@ -54,7 +54,8 @@ def execute(job: dict, devices: dict, emit) -> dict:
         return dict(record, verdict="skip", reason=f"adapter lacks {', '.join(missing)}", examples=0)
     check = get_check(job["check"])
     try:
-        device.pipeline(wgsl)
+        for module in kernel.modules(wgsl):
+            device.pipeline(module)
     except ShaderCompileError as exc:
         return dict(record, verdict="fail", reason=f"WGSL does not compile:\n{exc}", examples=0)
     ctx = CheckContext(kernel, config, device, wgsl, job.get("profile", "ci"))

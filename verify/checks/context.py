@@ -17,15 +17,10 @@ class CheckContext:
     profile: str = "ci"
     timer: StageTimer = field(default_factory=StageTimer)
 
-    @property
-    def pipeline(self):
-        return self.device.pipeline(self.wgsl)
-
     def launch(self, case, kernel=None, wgsl=None):
         """Run a kernel (this one by default) on a case, timing the stages."""
         kernel = kernel or self.kernel
-        pipeline = self.device.pipeline(wgsl or self.wgsl)
-        launched = kernel.launch(self.device, pipeline, self.config, case)
+        launched = kernel.launch(self.device, wgsl or self.wgsl, self.config, case)
         self.timer.add_launch(launched.timing)
         return launched
 

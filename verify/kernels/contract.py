@@ -121,8 +121,12 @@ class Kernel(ABC):
         """A Hypothesis strategy of Case for this config."""
 
     @abstractmethod
-    def launch(self, device, pipeline, config: dict, case: Case) -> Launched:
-        """Bind the case's arrays and dispatch once."""
+    def launch(self, device, wgsl: str, config: dict, case: Case) -> Launched:
+        """Bind the case's arrays and dispatch (`device.pipeline(wgsl)` is cached by hash)."""
+
+    def modules(self, wgsl: str) -> list[str]:
+        """The separately compiled WGSL modules in `wgsl` (one, unless a kernel switches between several)."""
+        return [wgsl]
 
     @abstractmethod
     def expected(self, config: dict, case: Case) -> list[Expected]:

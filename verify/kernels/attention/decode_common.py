@@ -83,7 +83,8 @@ class DecodeKernel(Kernel):
     def cases(self, config, profile):
         return decode_cases(config, profile)
 
-    def launch(self, device, pipeline, config, case):
+    def launch(self, device, wgsl, config, case):
+        pipeline = device.pipeline(wgsl)
         batch, qo_heads, head_dim = case["q"].shape
         p = case.params
         uniform = pack_struct(pipeline.interface.structs["DecodeParams"], {

@@ -48,7 +48,8 @@ class MergeState(Kernel):
     def cases(self, config, profile):
         return merge_cases(config["head_dim"], config["dtype"], max_tokens={"quick": 4, "ci": 16}.get(profile, 64))
 
-    def launch(self, device, pipeline, config, case):
+    def launch(self, device, wgsl, config, case):
+        pipeline = device.pipeline(wgsl)
         tokens, heads, _ = case["v"].shape
         rows = tokens * heads
         groups = -(-rows // rows_per_group(config["head_dim"]))
