@@ -56,9 +56,10 @@ def lay_out(contexts, sinks, offsets, page_size: int, spare_pages: int, rng: np.
 
 @st.composite
 def decode_cases(draw, *, max_batch=3, max_len=20, head_dims=(2, 4, 8), sliding_window=None,
-                 rotary_mode=None, rotary_dtype=None):
+                 rotary_mode=None, rotary_dtype=st.just(None)):
     """A paged decode case: GQA ratio, page size, lengths (0, page boundaries, odd tails), spare
-    pages, optional sliding window with sinks, rotary positions, and peaked or flat softmaxes."""
+    pages, optional sliding window with sinks, rotary positions, and peaked or flat softmaxes.
+    sliding_window and rotary_mode are drawn unless given; rotary_dtype is a strategy."""
     batch = draw(st.integers(1, max_batch))
     kv_heads = draw(st.sampled_from([1, 2]))
     group = draw(st.sampled_from([1, 2, 3]))
@@ -84,7 +85,7 @@ def decode_cases(draw, *, max_batch=3, max_len=20, head_dims=(2, 4, 8), sliding_
             rope_scale=draw(st.sampled_from([1.0, 0.25])),
             k_rope_pos_offset=np.array(draw(st.lists(st.integers(0, 50), min_size=batch, max_size=batch))),
             q_rope_position=np.array(draw(st.lists(st.integers(0, 100), min_size=batch, max_size=batch))),
-            rotary_dtype=rotary_dtype,
+            rotary_dtype=draw(rotary_dtype),
         )
     q = (q_scale * rng.standard_normal((batch, kv_heads * group, head_dim))).astype(np.float16)
     return PagedCase(q, pages, indptr, values, length_info, sliding, contexts, options)

@@ -189,3 +189,31 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
     lse_budget = mean_delta + (-np.log2(1.0 - np.minimum(eps_d, 0.5))) + log2_abs(d) + \
         r * np.abs(np.where(nonempty, result.lse2, 0.0))
     return np.where(nonempty[..., None], o_budget, 0.0), np.where(nonempty, lse_budget, 0.0)
+
+
+def merged_parts_budget(o_a, lse_a, budget_o_a, budget_lse_a, o_b, lse_b, budget_o_b, budget_lse_b):
+    """How far merge(o_a, lse_a, o_b, lse_b) can move when its inputs err by the given budgets.
+
+    lse = log2(2^lse_a + 2^lse_b) is monotone and shifts with its inputs, so it errs by at most
+    max(delta_a, delta_b). o = o_b + p_a (o_a - o_b) with p_a = 1/(1 + 2^(lse_b - lse_a)):
+    dp_a/d(lse_a - lse_b) = ln2 p_a p_b <= ln2/4, so |dp_a| <= ln2 (delta_a + delta_b) min(1/4,
+    p_a p_b 2^(delta_a + delta_b)); a perturbed weight is at most p·2^(delta_a + delta_b).
+    Inputs are exact references (o, lse) with per-element budgets; -inf LSEs have weight 0.
+    """
+    lse_a, lse_b = np.asarray(lse_a, np.float64), np.asarray(lse_b, np.float64)
+    m = np.maximum(lse_a, lse_b)
+    finite = np.isfinite(m)
+    m_safe = np.where(finite, m, 0.0)
+    with np.errstate(invalid="ignore"):
+        w_a = np.where(np.isfinite(lse_a), np.exp2(lse_a - m_safe), 0.0)
+        w_b = np.where(np.isfinite(lse_b), np.exp2(lse_b - m_safe), 0.0)
+    total = np.where(finite, w_a + w_b, 1.0)
+    p_a, p_b = w_a / total, w_b / total
+    delta = np.where(np.isfinite(lse_a), budget_lse_a, 0.0) + np.where(np.isfinite(lse_b), budget_lse_b, 0.0)
+    growth = np.exp2(delta)
+    dp = LN2 * delta * np.minimum(0.25, p_a * p_b * growth)
+    o_budget = (np.minimum(1.0, p_a * growth)[..., None] * budget_o_a
+                + np.minimum(1.0, p_b * growth)[..., None] * budget_o_b
+                + dp[..., None] * np.abs(np.asarray(o_a, np.float64) - np.asarray(o_b, np.float64)))
+    lse_budget = np.maximum(np.where(np.isfinite(lse_a), budget_lse_a, 0.0), np.where(np.isfinite(lse_b), budget_lse_b, 0.0))
+    return np.where(finite[..., None], o_budget, 0.0), np.where(finite, lse_budget, 0.0)

@@ -184,3 +184,50 @@ def decode_cases(draw, config: dict, profile: str):
               "rope_scale": rope_scale, "sm_scale": float(sm_scale), "values": kind, "spare_pages": spare,
               "seed": seed}
     return Case(arrays, params)
+
+
+# -- metamorphic transforms of decode cases ---------------------------------------------------------
+def _transform_rng(case: Case, salt: int) -> np.random.Generator:
+    """Transforms derive their randomness from the case, so a saved case replays exactly."""
+    return np.random.default_rng([int(case.params.get("seed", 0)), salt])
+
+
+def permute_pages(case: Case) -> Case:
+    """The same cache with every physical page moved (page_values renamed alike)."""
+    pages = case["pages"]
+    perm = _transform_rng(case, 1).permutation(pages.shape[0])
+    moved = np.empty_like(pages)
+    moved[perm] = pages
+    return case.replace({"pages": moved, "page_values": perm[case["page_values"]].astype(np.int32)})
+
+
+def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
+    """Cut every sequence's attended rows at a point c_b: rows [0, c) and [c, L) as two caches.
+
+    The second part's keys keep their positions (k_rope_pos_offset + c); the query is unchanged.
+    Returns (first, second, cut). Sliding-window configs get windows with no sinks and no offset.
+    """
+    from references.paged_kv import gather_kv
+
+    dtype = case["q"].dtype
+    sliding = bool(config.get("sliding_window"))
+    k, v, length = gather_kv(case["pages"], case["page_indptr"], case["page_values"], case["length_info"],
+                             config["page_size"], sliding)
+    k, v = k.astype(dtype), v.astype(dtype)  # gathered stored values convert back exactly
+    rng = _transform_rng(case, 2)
+    cut = np.array([rng.integers(0, n + 1) for n in length], dtype=np.int64)
+    batch = length.size
+    zeros = np.zeros(batch, np.int64)
+    window = (zeros, zeros) if sliding else None
+    parts = []
+    for start, stop in ((zeros, cut), (cut, length)):
+        rows = max(int((stop - start).max(initial=0)), 0)
+        index = np.minimum(start[:, None] + np.arange(rows), max(k.shape[2] - 1, 0))
+        take = lambda x: np.take_along_axis(x, index[:, None, :, None], axis=2) if x.shape[2] else x[:, :, :rows]
+        pages, indptr, values, length_info = build_paged_cache(rng, take(k), take(v), stop - start,
+                                                               config["page_size"], sliding=window)
+        offset = (case["k_rope_pos_offset"].astype(np.int64) + start).astype(np.int32)
+        parts.append(case.replace({"pages": pages, "page_indptr": indptr, "page_values": values,
+                                   "length_info": length_info, "k_rope_pos_offset": offset},
+                                  lengths=(stop - start).tolist()))
+    return parts[0], parts[1], cut

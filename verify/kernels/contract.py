@@ -86,6 +86,8 @@ class Kernel(ABC):
     config_keys: tuple = ()
     #: Names of the checks (verify.checks) that apply to this kernel.
     checks: tuple = ("reference", "determinism")
+    #: Kernel the "differential" check compares with (same contract and config keys).
+    differential_partner: str = ""
 
     # -- config ------------------------------------------------------------------------
     def config(self, overrides: dict | None = None) -> dict:

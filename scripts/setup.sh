@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for verify: a virtualenv with the project, and a WebGPU adapter.
+#
+#   scripts/setup.sh          what the gate needs
+#   scripts/setup.sh --test   also what the test suite needs (pytest, headless Chromium)
+#
+# wgpu's OpenGL fallback on Mesa llvmpipe has neither shader-f16 nor subgroups, so when no
+# adapter offers both, Debian's software Vulkan driver (mesa-vulkan-drivers, "lavapipe") is
+# installed. Installing system packages needs root; without it the script says what to run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_tests=0
+[ "${1:-}" = "--test" ] && want_tests=1
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+"$PYTHON" - <<'PY' || { say "Python >= 3.11 is required (found $("$PYTHON" --version 2>&1))"; exit 2; }
+import sys
+sys.exit(0 if sys.version_info >= (3, 11) else 1)
+PY
+
+apt_install() {
+  if [ "$(id -u)" != 0 ]; then
+    say "needs root to install $*: run 'sudo apt-get install -y $*' and try again"
+    exit 2
+  fi
+  say "installing $* (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+extras="tvm"
+[ "$want_tests" = 1 ] && extras="tvm,test"
+say "installing the project with [$extras]"
+"$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+"$VENV/bin/python" -m pip install -q -e ".[$extras]"
+
+# An adapter on a native backend (Vulkan/Metal/D3D12) with shader-f16 and subgroups?
+has_adapter() {
+  "$VENV/bin/python" - <<'PY'
+import sys
+from verify.gpu import list_adapters
+ok = any(a.backend != "OpenGL" and {"shader-f16", "subgroup"} <= set(a.features) for a in list_adapters())
+sys.exit(0 if ok else 1)
+PY
+}
+if ! has_adapter; then
+  apt_install mesa-vulkan-drivers
+  has_adapter || { say "still no WebGPU adapter with shader-f16 and subgroups after installing mesa-vulkan-drivers"; exit 2; }
+fi
+
+if [ "$want_tests" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium
+fi
+say "ready: $("$VENV/bin/verify" adapters | head -n 1 | sed 's/^\* //')"

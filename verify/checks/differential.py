@@ -1,0 +1,40 @@
+"""Differential check: two implementations of one contract on identical cases.
+
+Each is within its own budget of the same exact value, so they may differ by at most the sum
+of the two budgets; elements that must be bit-exact (empty contexts) must match bit for bit.
+"""
+
+from __future__ import annotations
+
+from verify.budgets.metrics import compare
+from verify.checks import register
+from verify.checks.base import Check
+from verify.checks.outcome import Outcome
+from verify.kernels.contract import Expected
+
+
+class DifferentialCheck(Check):
+    name = "differential"
+    doc = "agrees with a second implementation of the same contract within their joint budget"
+
+    def run_example(self, ctx, case):
+        from verify.kernels.registry import get_kernel
+
+        partner = get_kernel(ctx.kernel.differential_partner)
+        mine = ctx.launch(case).outputs
+        theirs = ctx.launch(case, kernel=partner, wgsl=partner.wgsl(partner.config(ctx.config))).outputs
+        with ctx.timer.stage("reference"):
+            budgets_mine = {e.name: e for e in ctx.kernel.expected(ctx.config, case)}
+            budgets_theirs = {e.name: e for e in partner.expected(ctx.config, case)}
+        metrics = []
+        with ctx.timer.stage("compare"):
+            for name, own in budgets_mine.items():
+                joint = Expected.around(name, theirs[name], own.budget + budgets_theirs[name].budget, own.dtype,
+                                        exact=own.exact)
+                metrics.append(compare(mine[name], joint))
+        score = max(m.max_err_over_budget for m in metrics)
+        features = dict(ctx.kernel.features(case), partner=partner.name)
+        return Outcome(all(m.passed for m in metrics), score, metrics, [], features, case)
+
+
+register(DifferentialCheck())
