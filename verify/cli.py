@@ -116,7 +116,7 @@ def _jobs_for(kernel, config: dict, *, examples: int, seed: int, profile: str, o
               adapter, checks=None, wgsl=None, origin=""):
     from verify.session import Job
 
-    selected = [c for c in kernel.checks if not checks or c in checks]
+    selected = [c for c in checks if c in kernel.checks] if checks else list(kernel.checks)
     return [Job(kernel.name, config, check, examples, seed, profile, wgsl=wgsl, origin=origin or kernel.source,
                 origin_kind="file" if wgsl else kernel.source, out_dir=str(out_dir), adapter=adapter,
                 time_limit=time_limit) for check in selected]

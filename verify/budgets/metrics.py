@@ -8,7 +8,7 @@ elements fail, the worst, and where.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -33,6 +33,8 @@ class OutputMetrics:
     worst_value: float
     worst_expected: float
     worst_budget: float
+    #: err/budget per element (not serialised; the runner summarises it for the report).
+    ratio: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
@@ -55,7 +57,7 @@ class OutputMetrics:
         return f"{self.name}: " + "; ".join(parts)
 
     def as_record(self) -> dict:
-        record = asdict(self)
+        record = {k: v for k, v in asdict(self).items() if k != "ratio"}
         record["passed"] = self.passed
         return {k: _jsonable(v) for k, v in record.items()}
 
@@ -78,6 +80,12 @@ def element_errors(actual: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.nda
 
 def compare(actual: np.ndarray, expected) -> OutputMetrics:
     """Metrics of one output against its `Expected` (verify.kernels.contract.Expected)."""
+    # np.where evaluates both branches; inf - inf and x/0 there are masked out by design.
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return _compare(actual, expected)
+
+
+def _compare(actual: np.ndarray, expected) -> OutputMetrics:
     a = np.asarray(actual, dtype=np.float64)
     if a.shape != expected.lo.shape:
         raise ValueError(f"{expected.name}: kernel output shape {a.shape} != expected {expected.lo.shape}")
@@ -85,8 +93,7 @@ def compare(actual: np.ndarray, expected) -> OutputMetrics:
     reference = (lo + hi) / 2
     err = element_errors(a, lo, hi)
     nan = np.isnan(a) & ~np.isnan(reference)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(err == 0, 0.0, err / budget)
+    ratio = np.where(err == 0, 0.0, err / budget)
     exact_bad = 0
     if expected.exact is not None:
         exact = np.broadcast_to(expected.exact, a.shape)
@@ -118,4 +125,5 @@ def compare(actual: np.ndarray, expected) -> OutputMetrics:
         worst_value=float(a[worst]) if a.size else 0.0,
         worst_expected=float(reference[worst]) if a.size else 0.0,
         worst_budget=float(budget[worst]) if a.size else 0.0,
+        ratio=ratio,
     )

@@ -231,3 +231,35 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
                                    "length_info": length_info, "k_rope_pos_offset": offset},
                                   lengths=(stop - start).tolist()))
     return parts[0], parts[1], cut
+
+
+# -- rotary embedding -----------------------------------------------------------------------------
+#: Positions drawn on purpose: 0 (the identity), 1 (the smallest turn), powers of two, and the
+#: top of a 32k context, where f32 angles are largest and least accurate.
+ROPE_POSITIONS = (0, 1, 2, 3, 255, 256, 4095, 4096, 16383, 16384, 32766, 32767)
+ROPE_MAX_POSITION = 32767
+
+
+@st.composite
+def rope_cases(draw, config: dict, profile: str):
+    """q [T, Hq, D], k [T, Hkv, D] in the config's dtype, positions [T] i32, theta and scale.
+
+    Positions are mostly the special ones, else anything in a 32k context; rope_theta covers
+    Llama 2 (1e4), Llama 3 (5e5) and Qwen-style (1e6) bases, rope_scale shrinks or stretches
+    the position (0.5, 8) as position interpolation does.
+    """
+    tokens = draw(st.integers(1, {"quick": 4, "ci": 16}.get(profile, 64)))
+    positions = draw(st.lists(
+        st.one_of(st.sampled_from(ROPE_POSITIONS), st.integers(0, ROPE_MAX_POSITION)),
+        min_size=tokens, max_size=tokens,
+    ))
+    rope_theta = draw(st.sampled_from([1e4, 5e5, 1e6]))
+    rope_scale = draw(st.sampled_from([1.0, 0.5, 8.0]))
+    values = draw(value_kinds)
+    seed = draw(seeds)
+    rng = np.random.default_rng(seed)
+    head_dim = config["head_dim"]
+    q = make_values(rng, values, (tokens, config["qo_heads"], head_dim), config["dtype"])
+    k = make_values(rng, values, (tokens, config["kv_heads"], head_dim), config["dtype"])
+    params = {"tokens": tokens, "rope_theta": rope_theta, "rope_scale": rope_scale, "values": values, "seed": seed}
+    return Case({"q": q, "k": k, "positions": np.array(positions, dtype=np.int32)}, params)

@@ -19,6 +19,7 @@ from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
 from verify.errors import KernelError
 from verify.results.casefile import save_case
+from verify.results.detail import error_detail
 
 #: Per-example points kept for plots (err/budget against a case feature).
 MAX_SAMPLES = 4000
@@ -38,7 +39,7 @@ class RunOptions:
     shrink: bool = True
 
 
-def _summarise(outcome: Outcome | None) -> dict | None:
+def _summarise(outcome: Outcome | None, axes: dict | None = None) -> dict | None:
     if outcome is None:
         return None
     return {
@@ -48,6 +49,7 @@ def _summarise(outcome: Outcome | None) -> dict | None:
         "features": outcome.features,
         "case": outcome.case.summary() if outcome.case is not None else "",
         "outputs": [m.as_record() for m in outcome.outputs],
+        "detail": error_detail(outcome.outputs, axes),
     }
 
 
@@ -120,8 +122,8 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> d
         "runs": state["calls"],
         "seed": options.seed,
         "duration_s": round(time.perf_counter() - started, 3),
-        "worst": _summarise(state["worst"]),
-        "shrunk": _summarise(shrunk),
+        "worst": _summarise(state["worst"], ctx.kernel.output_axes),
+        "shrunk": _summarise(shrunk, ctx.kernel.output_axes),
         "samples": state["samples"],
         "timing": ctx.timer.as_record(),
     }

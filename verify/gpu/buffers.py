@@ -53,13 +53,14 @@ def poison_bytes(dtype, nbytes: int) -> bytes:
     return np.full(_aligned(nbytes) // 4, word, dtype="<u4").tobytes()[:nbytes]
 
 
-def array_bytes(array: np.ndarray) -> bytes:
-    """Little-endian C-order bytes, poison-padded to a multiple of 4 as WebGPU requires."""
+def array_bytes(array: np.ndarray, min_bytes: int = 4) -> bytes:
+    """Little-endian C-order bytes, poison-padded to a multiple of 4 as WebGPU requires, and to
+    at least `min_bytes`."""
     data = np.ascontiguousarray(array)
     if data.dtype.byteorder == ">":
         data = data.byteswap().view(data.dtype.newbyteorder("<"))
     raw = data.tobytes()
-    return raw + poison_bytes(data.dtype, _aligned(len(raw)) - len(raw))
+    return raw + poison_bytes(data.dtype, max(min_bytes, _aligned(len(raw))) - len(raw))
 
 
 def with_guard(payload: bytes, dtype) -> bytes:

@@ -21,6 +21,9 @@ OPTIONAL_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
 #: TVM's web runtime asks for 10 storage buffers (its decode kernel binds 9) and 32 KiB of
 #: workgroup storage; everything else stays at WebGPU's defaults so kernels stay portable.
 WANTED_LIMITS = {"max-storage-buffers-per-shader-stage": 10, "max-compute-workgroup-storage-size": 32768}
+#: A binding must hold one element of its array (WebGPU minBindingSize), even for an empty input
+#: such as the pages of a batch of empty contexts; vec4<f32> is the widest element kernels bind.
+MIN_INPUT_BYTES = 16
 
 _SUBGROUP_PROBE = """
 @group(0) @binding(0) var<storage, read_write> size_out: array<u32>;
@@ -166,7 +169,7 @@ class Device:
             elif isinstance(value, (bytes, bytearray)):
                 data = bytes(value) + bytes(-len(value) % 16)
             else:
-                data = buffers.array_bytes(np.asarray(value))
+                data = buffers.array_bytes(np.asarray(value), min_bytes=MIN_INPUT_BYTES)
             if b.writable:
                 usage |= wgpu.BufferUsage.COPY_SRC
             bound.append((b, dev.create_buffer_with_data(data=data, usage=usage)))

@@ -41,6 +41,7 @@ class DecodeKernel(Kernel):
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW)
     checks = ("reference", "determinism", "page_permutation", "split_merge")
     budget_function = staticmethod(decode_budget)
+    output_axes = {"output": ("head", "dim"), "lse": ("sequence", "head")}
 
     def validate(self, config):
         if config["qo_heads"] <= 0 or config["kv_heads"] <= 0 or config["qo_heads"] % config["kv_heads"]:

@@ -30,6 +30,7 @@ class MergeState(Kernel):
     config_keys = (HEAD_DIM, DTYPE)
     checks = ("reference", "determinism")
     budget_function = staticmethod(merge_budget)
+    output_axes = {"v": ("head", "dim"), "s": ("token", "head")}
 
     def requirements(self, config):
         return dtype_features(config)

@@ -1,0 +1,112 @@
+"""The `verify` command's contract: exit codes, one-line errors, hangs that do not hang the run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def verify(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "verify", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_usage_error(result, *fragments):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("verify: error:"), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_help_teaches_the_commands_and_exit_codes():
+    result = verify("--help")
+    assert result.returncode == 0
+    for word in ("check", "gate", "replay", "report", "show", "exit codes"):
+        assert word in result.stdout
+
+
+def test_unknown_kernel_lists_the_valid_ones():
+    assert_one_line_usage_error(verify("show", "decode.nope"), "unknown kernel", "merge_state")
+
+
+def test_unknown_config_key_lists_the_valid_ones():
+    assert_one_line_usage_error(verify("show", "merge_state", "--config", "heads=3"), "no config key", "head_dim")
+
+
+def test_config_the_kernel_cannot_take_says_why():
+    assert_one_line_usage_error(verify("show", "merge_state", "--config", "head_dim=80"), "head_dim=80", "64, 96, 128, 256")
+
+
+def test_unknown_profile_lists_the_profiles():
+    assert_one_line_usage_error(verify("gate", "--profile", "weekly"), "quick, ci, nightly")
+
+
+def test_unreadable_wgsl_file_is_a_usage_error(tmp_path):
+    assert_one_line_usage_error(verify("check", "merge_state", "--wgsl", str(tmp_path / "none.wgsl")), "cannot read")
+
+
+def test_missing_case_file_is_a_usage_error(tmp_path):
+    assert_one_line_usage_error(verify("replay", str(tmp_path / "case.npz")), "no such case file")
+
+
+def test_wgsl_made_for_another_config_is_refused(tmp_path):
+    shown = verify("show", "merge_state", "--config", "head_dim=64")
+    path = tmp_path / "k.wgsl"
+    path.write_text(shown.stdout)
+    assert_one_line_usage_error(verify("check", "merge_state", "--wgsl", str(path), "--config", "head_dim=128"),
+                                "head_dim=64 (file) vs 128")
+
+
+def test_show_prints_the_config_it_was_made_for():
+    shown = verify("show", "merge_state", "--config", "head_dim=96,dtype=f32").stdout
+    assert "// config: dtype=f32 head_dim=96" in shown and "const HEAD_DIM: u32 = 96u;" in shown
+
+
+@pytest.mark.gpu
+def test_shown_kernel_checked_back_passes_and_writes_results(tmp_path):
+    path = tmp_path / "k.wgsl"
+    path.write_text(verify("show", "merge_state", "--config", "head_dim=64,dtype=f32").stdout)
+    result = verify("check", "merge_state", "--wgsl", str(path), "--examples", "20", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert document["complete"] and {r["verdict"] for r in document["records"]} == {"pass"}
+    assert all(r["source"]["kind"] == "file" and r["config"]["head_dim"] == 64 for r in document["records"])
+
+
+@pytest.mark.gpu
+def test_wgsl_that_does_not_compile_fails_with_the_compiler_message(tmp_path):
+    source = verify("show", "merge_state").stdout.replace("let d = w_self + w_peer;", "let d = 1u + w_self;")
+    path = tmp_path / "broken.wgsl"
+    path.write_text(source)
+    result = verify("check", "merge_state", "--wgsl", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "does not compile" in result.stderr and "wgsl:" in result.stderr
+
+
+@pytest.mark.gpu
+def test_a_kernel_that_never_finishes_fails_on_time_and_later_checks_still_run(tmp_path):
+    result = verify("check", "merge_state", "--wgsl", str(FIXTURES / "wgsl" / "merge_state_never_finishes.wgsl"),
+                    "--checks", "determinism,reference", "--examples", "50", "--time-limit", "8",
+                    "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    records = json.loads((tmp_path / "out" / "results.json").read_text())["records"]
+    assert [r["check"] for r in records] == ["determinism", "reference"]
+    assert records[0]["verdict"] == "fail" and "time limit" in records[0]["reason"]
+    assert records[1]["verdict"] == "fail" and "over budget" in records[1]["reason"]
+
+
+@pytest.mark.gpu
+def test_failing_case_replays_from_its_file(tmp_path):
+    mutant = FIXTURES / "mutants" / "merge_state" / "natural_log.wgsl"
+    result = verify("check", "merge_state", "--wgsl", str(mutant), "--checks", "reference", "--out", str(tmp_path))
+    assert result.returncode == 1
+    record = json.loads((tmp_path / "results.json").read_text())["records"][0]
+    replay = verify("replay", record["shrunk"]["case_file"])
+    assert replay.returncode == 1 and "FAIL" in replay.stdout and "max err/budget" in replay.stdout

@@ -1,0 +1,115 @@
+"""verify.gpu: bindings by name, poison, guards, uniform layout, compile errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from verify.errors import UsageError
+from verify.gpu import InOut, Output, ShaderCompileError
+from verify.gpu.buffers import GUARD_BYTES, INT_SENTINEL, poison_bytes
+from verify.gpu.uniforms import pack_struct
+from verify.gpu.wgsl import parse_interface
+
+COPY = """
+struct Params { count: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+  if (id.x < params.count) { dst[id.x + OFFSET] = src[id.x] * params.scale; }
+}
+"""
+
+
+def _copy(offset: int) -> str:
+    return f"const OFFSET: u32 = {offset}u;\n" + COPY
+
+
+def _uniform(device, pipeline, count, scale=2.0):
+    return pack_struct(pipeline.interface.structs["Params"], {"count": count, "scale": scale})
+
+
+def test_interface_reads_bindings_structs_and_entry_points():
+    interface = parse_interface(_copy(0))
+    assert [(b.binding, b.name, b.access) for b in interface.bindings] == [
+        (0, "src", "read"), (1, "dst", "read_write"), (2, "params", "read")]
+    assert interface.structs["Params"] == [("count", "u32"), ("scale", "f32")]
+    assert [e.name for e in interface.entry_points] == ["main"]
+
+
+def test_commented_out_bindings_do_not_count():
+    interface = parse_interface("// @group(0) @binding(3) var<storage, read> ghost: array<f32>;\n" + _copy(0))
+    assert "ghost" not in interface.names
+
+
+def test_uniform_layout_aligns_vectors_and_pads_to_16_bytes():
+    packed = pack_struct([("a", "u32"), ("b", "vec4<f32>"), ("c", "f32")], {"a": 1, "b": [1, 2, 3, 4], "c": 5})
+    assert len(packed) == 48  # a at 0, b at 16 (16-byte aligned), c at 32, size rounded to 16
+    assert np.frombuffer(packed[16:32], "<f4").tolist() == [1, 2, 3, 4]
+
+
+@pytest.mark.gpu
+def test_unwritten_outputs_stay_poisoned(device):
+    pipeline = device.pipeline(_copy(0))
+    src = np.arange(8, dtype=np.float32)
+    run = device.run(pipeline, {"src": src, "dst": Output(np.float32, (10,)), "params": _uniform(device, pipeline, 8)}, 1)
+    out = run.outputs["dst"]
+    assert out[:8].tolist() == (src * 2).tolist()
+    assert np.isnan(out[8:]).all()
+    assert run.guard_intact["dst"]
+
+
+@pytest.mark.gpu
+def test_write_past_the_end_breaks_the_guard(device):
+    pipeline = device.pipeline(_copy(2))
+    run = device.run(pipeline, {"src": np.ones(8, np.float32), "dst": Output(np.float32, (8,)),
+                                "params": _uniform(device, pipeline, 8)}, 1)
+    assert not run.guard_intact["dst"]
+
+
+@pytest.mark.gpu
+def test_inout_buffers_are_read_back(device):
+    source = COPY.replace("var<storage, read_write> dst", "var<storage, read_write> dst").replace(
+        "dst[id.x + OFFSET] = src[id.x] * params.scale;", "dst[id.x] = dst[id.x] + src[id.x];")
+    pipeline = device.pipeline("const OFFSET: u32 = 0u;\n" + source)
+    run = device.run(pipeline, {"src": np.ones(4, np.float32), "dst": InOut(np.full(4, 3.0, np.float32)),
+                                "params": _uniform(device, pipeline, 4)}, 1)
+    assert run.outputs["dst"].tolist() == [4.0] * 4
+
+
+@pytest.mark.gpu
+def test_missing_or_extra_resources_are_a_usage_error(device):
+    pipeline = device.pipeline(_copy(0))
+    with pytest.raises(UsageError, match="bindings mismatch"):
+        device.run(pipeline, {"src": np.ones(4, np.float32)}, 1)
+
+
+@pytest.mark.gpu
+def test_compile_errors_carry_the_compiler_message_and_line(device):
+    with pytest.raises(ShaderCompileError) as info:
+        device.pipeline(_copy(0).replace("* params.scale", "* 1u"))
+    assert "wgsl:" in str(info.value) and "Validation Error" not in str(info.value)
+
+
+@pytest.mark.gpu
+def test_pipelines_are_cached_by_source_hash(device):
+    assert device.pipeline(_copy(0)) is device.pipeline(_copy(0))
+
+
+@pytest.mark.gpu
+def test_timestamps_measure_the_dispatch(device):
+    if "timestamp-query" not in device.features:
+        pytest.skip("adapter has no timestamp queries")
+    pipeline = device.pipeline(_copy(0))
+    run = device.run(pipeline, {"src": np.ones(64, np.float32), "dst": Output(np.float32, (64,)),
+                                "params": _uniform(device, pipeline, 64)}, 1, timestamps=True)
+    assert run.timing.gpu_ns is not None and run.timing.gpu_ns >= 0
+
+
+def test_poison_patterns():
+    assert np.isnan(np.frombuffer(poison_bytes(np.float16, 8), np.float16)).all()
+    assert np.isnan(np.frombuffer(poison_bytes(np.float32, 8), np.float32)).all()
+    assert (np.frombuffer(poison_bytes(np.int32, 8), "<u4") == INT_SENTINEL).all()
+    assert GUARD_BYTES % 4 == 0

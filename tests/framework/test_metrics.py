@@ -1,0 +1,58 @@
+"""verify.budgets.metrics.compare: what passes, what fails, and what the record says."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.budgets.metrics import compare
+from verify.kernels.contract import Expected
+
+
+def _expected(reference, budget, dtype="f32", exact=None):
+    return Expected.around("y", np.asarray(reference, float), np.asarray(budget, float), dtype, exact)
+
+
+def test_within_budget_passes_and_reports_the_largest_ratio():
+    m = compare(np.array([1.0, 2.0005], np.float32), _expected([1.0, 2.0], [1e-3, 1e-3]))
+    assert m.passed and m.failing == 0
+    assert 0.45 < m.max_err_over_budget < 0.55
+
+
+def test_over_budget_fails_and_names_the_worst_element():
+    m = compare(np.array([[1.0, 2.5]]), _expected([[1.0, 2.0]], [[1e-3, 1e-3]]))
+    assert not m.passed and m.failing == 1
+    assert m.worst_index == [0, 1] and m.worst_value == 2.5 and m.worst_expected == 2.0
+    assert "1/2 elements over budget" in m.message()
+
+
+def test_nan_where_the_reference_is_finite_fails_even_with_a_huge_budget():
+    m = compare(np.array([np.nan, 1.0]), _expected([0.0, 1.0], [1e30, 1e30]))
+    assert not m.passed and m.nan_count == 1
+
+
+def test_exact_elements_must_match_bit_for_bit():
+    reference = np.array([-np.inf, 0.5])
+    exact = np.array([True, False])
+    assert compare(np.array([-np.inf, 0.5]), _expected(reference, [0.0, 1e-3], exact=exact)).passed
+    wrong = compare(np.array([-5e4, 0.5]), _expected(reference, [1e9, 1e-3], exact=exact))
+    assert not wrong.passed and wrong.exact_mismatches == 1
+
+
+def test_interval_outputs_pass_anywhere_inside_their_legal_range():
+    legal = Expected("codes", np.array([3.0, -7.0]), np.array([4.0, -7.0]), np.zeros(2), "i8")
+    assert compare(np.array([4, -7]), legal).passed
+    outside = compare(np.array([5, -7]), legal)
+    assert not outside.passed and outside.max_ulp == 1.0
+
+
+def test_ulps_are_counted_in_the_output_format():
+    one_ulp = np.float16(1.0) + np.finfo(np.float16).eps
+    m = compare(np.array([one_ulp], np.float16), _expected([1.0], [1.0], dtype="f16"))
+    assert m.max_ulp == 1.0
+
+
+def test_record_is_json_friendly():
+    import json
+
+    m = compare(np.array([np.inf]), _expected([1.0], [1.0]))
+    json.dumps(m.as_record())

@@ -1,0 +1,175 @@
+"""The report's plots, drawn with matplotlib and returned as inline SVG text.
+
+Three views answer the questions a kernel author asks first (methodology.md §5):
+- `err_budget_scatter`: err/budget of every drawn example against a case feature (context
+  length for decode), log axes, the budget line at 1. Shows whether errors grow with the
+  reduction length (a budget or accumulation problem) or jump at a boundary (an indexing bug).
+- `err_budget_histogram`: the distribution of log10(err/budget) over one output's elements
+  (verify/results/detail.py bins it); a bug puts a second mode above 0, a too-tight budget a tail.
+- `err_budget_heatmap`: the worst err/budget over the output's last two axes (e.g. heads x
+  dims): a missing barrier or a wrong stride shows as stripes or blocks.
+
+SVG text is kept small: fonts stay text (`svg.fonttype: none`), dense markers and the heatmap
+are embedded as small PNG rasters by matplotlib itself. Every figure gets its own hash salt so
+the ids inside several inline SVGs of one HTML page never collide, and the output is the same
+on every run. The `Figure` API is used instead of pyplot: no global figure state, no GUI backend.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+#: Where err/budget values of 0 and of inf/NaN are drawn on a log axis (and the heatmap's
+#: colour range): the histogram bins of verify/results/detail.py span the same decades.
+LOG_FLOOR, LOG_CEILING = 1e-8, 1e4
+#: Above this many points the scatter's markers are rasterized (an SVG marker costs ~60 bytes).
+RASTER_POINTS = 300
+
+_STYLE = {
+    "svg.fonttype": "none",
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "savefig.dpi": 110,
+}
+_METADATA = re.compile(r"<metadata>.*?</metadata>", re.S)
+_BETWEEN_TAGS = re.compile(r">\s+<")
+_INDENT = re.compile(r"\s*\n\s*")
+_PASS, _FAIL, _BUDGET = "#4c72b0", "#c0392b", "#555555"
+
+
+def _svg(figure: Figure, salt: str) -> str:
+    """The figure as an <svg> element for inline use: no XML prolog, no RDF metadata block,
+    and no indentation (whitespace between SVG elements and inside path data is not rendered)."""
+    buffer = io.StringIO()
+    with rc_context(dict(_STYLE, **{"svg.hashsalt": salt})):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = _METADATA.sub("", text[text.index("<svg"):])
+    return _INDENT.sub(" ", _BETWEEN_TAGS.sub("><", text)).strip()
+
+
+def _figure(width: float, height: float, right: float = 0.12) -> tuple[Figure, object]:
+    """A figure with one axes placed by fixed margins in inches: constrained layout would
+    measure every label first and doubles the drawing time of these small plots."""
+    with rc_context(_STYLE):
+        figure = Figure(figsize=(width, height))
+        left, bottom, top = 0.55, 0.4, 0.22
+        ax = figure.add_axes((left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height))
+    return figure, ax
+
+
+def _plain_log_labels(axis) -> None:
+    """Tick labels as plain numbers ("1e-06", "0.01", "100"): matplotlib's default 10^k
+    labels go through mathtext, which costs most of a figure's drawing time and SVG bytes."""
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _on_log_axis(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values clipped into [LOG_FLOOR, LOG_CEILING], mask of those that were inf/NaN)."""
+    off_scale = ~np.isfinite(values)
+    return np.clip(np.where(off_scale, LOG_CEILING, values), LOG_FLOOR, LOG_CEILING), off_scale
+
+
+def _x_scale(ax, x: np.ndarray) -> None:
+    """Log x when the feature spans a decade or more of positive values; symlog when it also
+    holds zeros; linear otherwise (a constant or narrow feature)."""
+    positive = x[x > 0]
+    if positive.size and positive.max() >= 10 * positive.min():
+        if (x <= 0).any():
+            ax.set_xscale("symlog", linthresh=max(float(positive.min()), 1e-12))
+        else:
+            ax.set_xscale("log")
+        _plain_log_labels(ax.xaxis)
+
+
+def err_budget_scatter(points: list[tuple[float, float, bool]], feature: str, salt: str,
+                       marks: dict[str, tuple[float, float]] | None = None) -> str:
+    """err/budget (y) per example against `feature` (x); `marks` labels chosen examples
+    (e.g. {"worst": (x, y), "shrunk": (x, y)})."""
+    data = np.array([(x, y) for x, y, _ in points], dtype=np.float64).reshape(-1, 2)
+    passed = np.array([p for _, _, p in points], dtype=bool)
+    y, off_scale = _on_log_axis(data[:, 1])
+    x = data[:, 0]
+    figure, ax = _figure(3.6, 2.2)
+    with rc_context(_STYLE):
+        dense = len(points) > RASTER_POINTS
+        for mask, colour, label in ((passed, _PASS, "pass"), (~passed, _FAIL, "fail")):
+            finite = mask & ~off_scale
+            if finite.any():
+                ax.scatter(x[finite], y[finite], s=9, c=colour, alpha=0.6, linewidths=0, label=label, rasterized=dense)
+            if (mask & off_scale).any():
+                ax.scatter(x[mask & off_scale], y[mask & off_scale], s=22, marker="^", c=colour,
+                           label=f"{label}: inf/NaN", rasterized=dense)
+        for (name, (mx, my)), marker in zip((marks or {}).items(), ("*", "D")):
+            ax.scatter([mx], _on_log_axis(np.array([my]))[0], s=60 if marker == "*" else 26, marker=marker,
+                       facecolors="none", edgecolors="black", linewidths=0.9, label=name)
+        ax.axhline(1.0, color=_BUDGET, linestyle="--", linewidth=0.8)
+        ax.annotate("budget", (1.0, 1.0), xycoords=("axes fraction", "data"), xytext=(-2, 2),
+                    textcoords="offset points", ha="right", va="bottom", fontsize=7, color=_BUDGET)
+        ax.set_yscale("log")
+        _plain_log_labels(ax.yaxis)
+        _x_scale(ax, np.concatenate([x, [m[0] for m in (marks or {}).values()]]))
+        top = max(float(y.max(initial=1.0)), 1.0)
+        ax.set_ylim(min(float(y.min(initial=1.0)), 1e-3) / 2, top * 4)
+        ax.set_xlabel(feature)
+        ax.set_ylabel("err / budget")
+        ax.set_title(f"err/budget per example ({len(points)}); 0 drawn at {LOG_FLOOR:g}", loc="left")
+        ax.legend(fontsize=6, frameon=False, loc="upper left", ncol=2, handletextpad=0.2, columnspacing=0.8)
+    return _svg(figure, salt)
+
+
+def err_budget_histogram(output: str, histogram: dict, salt: str) -> str:
+    """The elements of one output by log10(err/budget); the line at 0 is the budget."""
+    edges = np.asarray(histogram["log10_edges"], dtype=np.float64)
+    counts = np.asarray(histogram["counts"], dtype=np.float64)
+    figure, ax = _figure(3.4, 2.0)
+    with rc_context(_STYLE):
+        under = edges[1:] <= 0
+        ax.stairs(np.where(under, counts, 0), edges, fill=True, color=_PASS, alpha=0.8)
+        ax.stairs(np.where(under, 0, counts), edges, fill=True, color=_FAIL, alpha=0.8)
+        ax.axvline(0.0, color=_BUDGET, linestyle="--", linewidth=0.8)
+        if counts.max(initial=0) >= 100:
+            ax.set_yscale("symlog", linthresh=1)
+            _plain_log_labels(ax.yaxis)
+        ax.set_xlabel(f"log10(err/budget); 0 in the first bin, inf/NaN in the last")
+        ax.set_ylabel("elements")
+        total = int(counts.sum())
+        ax.set_title(f"{output}: {histogram.get('over_budget', 0)} of {total} elements over budget", loc="left")
+    return _svg(figure, salt)
+
+
+def err_budget_heatmap(output: str, heatmap: dict, salt: str) -> str:
+    """Worst err/budget per cell over the heatmap's two axes; red above the budget, blue below."""
+    grid = np.asarray(heatmap["values"], dtype=np.float64)
+    logs = np.log10(_on_log_axis(grid)[0])
+    rows, cols = grid.shape
+    axes = heatmap.get("axes", ["axis -2", "axis -1"])
+    shape = heatmap.get("shape", list(grid.shape))
+    width = 3.6
+    height = min(3.2, max(1.1, 0.6 + width * rows / max(cols, 1)))
+    figure, ax = _figure(width, height, right=0.85)
+    with rc_context(_STYLE):
+        norm = TwoSlopeNorm(vmin=math.log10(LOG_FLOOR), vcenter=0.0, vmax=math.log10(LOG_CEILING))
+        image = ax.imshow(logs, cmap="RdBu_r", norm=norm, aspect="auto", interpolation="none")
+        box = ax.get_position()
+        colorbar = figure.colorbar(image, cax=figure.add_axes((box.x1 + 0.03, box.y0, 0.035, box.height)))
+        colorbar.set_label("log10(err/budget)", fontsize=7)
+        ax.set_xlabel(f"{axes[1]}" + (" (blocks, max)" if cols < shape[-1] else ""))
+        ax.set_ylabel(f"{axes[0]}" + (" (blocks, max)" if len(shape) > 1 and rows < shape[-2] else ""))
+        leading = " (max over leading axes)" if len(shape) > 2 else ""
+        ax.set_title(f"{output} {list(shape)}: worst err/budget{leading}", loc="left")
+    return _svg(figure, salt)
