@@ -238,7 +238,7 @@ def dequantize_activation(codes, scales) -> np.ndarray:
 
 
 def pack_codes(codes) -> np.ndarray:
-    """int8 codes [..., K] -> uint32 [..., K/4]: code 4j+i in bits 8i..8i+7, two's complement.
+    """int8 codes [..., K] -> uint32 [..., K/4]: code 4j+i in bits 8i..8i+7 of word j, two's complement.
 
     The layout of ORT's quantized A (`output: array<u32>`, pack4x8snorm's byte order).
     """

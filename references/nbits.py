@@ -172,12 +172,20 @@ def _centered_weights(packed, zero_points, bits: int, block_size: int, K: int) -
     return (q - zp[..., None]).reshape(n, K)
 
 
+def _check_stored_scales(name: str, scales: np.ndarray) -> None:
+    """Scales are stored in A's dtype (f16, bf16 or f32), so they are f32 values; that keeps
+    every scaled code exact in float64."""
+    if not np.isfinite(scales).all():
+        raise ValueError(f"{name} hold inf or NaN")
+    if (scales.astype(np.float32) != scales).any():
+        raise ValueError(f"{name} must be stored f16/bf16/f32 values, exactly; some are not f32 values")
+
+
 def _weight_scales(scales, n: int, k_blocks: int) -> np.ndarray:
     scales = np.asarray(scales, dtype=np.float64)
     if scales.shape != (n, k_blocks):
         raise ValueError(f"scales must be [N, k_blocks] = [{n}, {k_blocks}], got {scales.shape}")
-    if not np.isfinite(scales).all():
-        raise ValueError("scales hold inf or NaN")
+    _check_stored_scales("scales", scales)
     return scales
 
 
@@ -260,8 +268,7 @@ def _activation_operands(qa) -> tuple[np.ndarray, np.ndarray]:
     codes, scales = np.asarray(codes), np.asarray(scales, dtype=np.float64)
     if not np.issubdtype(codes.dtype, np.integer) or (codes.size and (codes.min() < -128 or codes.max() > 127)):
         raise ValueError("activation codes must be integers in [-128, 127]")
-    if not np.isfinite(scales).all():
-        raise ValueError("activation scales hold inf or NaN")
+    _check_stored_scales("activation scales", scales)
     return codes, scales
 
 

@@ -229,7 +229,7 @@ def cmd_gate(args) -> int:
         for config in configs:
             jobs += _jobs_for(kernel, config, examples=per_config, seed=args.seed, profile=profile.name,
                               out_dir=Path(args.out), time_limit=args.time_limit or profile.time_limit,
-                              adapter=args.adapter)
+                              adapter=args.adapter, checks=kernel.gate_checks(config))
     meta = {"command": "gate", "argv": sys.argv[1:], "profile": profile.name}
     out_dir = Path(args.out)
     if skipped:

@@ -56,22 +56,29 @@ class _Worker:
         )
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.proc.stdout, selectors.EVENT_READ)
+        self.pending = b""
 
     def send(self, job: Job) -> None:
         self.proc.stdin.write(json.dumps(job.payload()) + "\n")
         self.proc.stdin.flush()
 
     def next_event(self, deadline: float) -> dict | None:
-        """The next event, None at the deadline; raises EOFError if the worker died."""
-        while True:
+        """The next event, None at the deadline; raises EOFError if the worker died.
+
+        Reads the pipe's bytes itself: readline() would read ahead into a buffer select()
+        cannot see, and a record already received would then wait there until the deadline.
+        """
+        while b"\n" not in self.pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
             if self.selector.select(timeout=min(remaining, 1.0)):
-                line = self.proc.stdout.readline()
-                if not line:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+                if not chunk:
                     raise EOFError
-                return json.loads(line)
+                self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
 
     def stop(self, kill: bool = False) -> None:
         if self.proc.poll() is None:

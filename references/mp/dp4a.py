@@ -5,9 +5,10 @@ Restated from the definitions (ort_dp4a.md §1, §3, §4; WGSL #floating-point-a
 independent to agree with: formats are rounded by scaling to an integer grid, ULPs found from
 neighbouring T-values, legal codes by trying every code, bits read one field at a time.
 
-At 50 digits a quotient of T-values is exact when it is dyadic with few bits, and otherwise lies
-at least 2^-60 (relative) from every T-value and every half-way point, so rounding it into a
-format gives the exact answer. Inputs are float64 arrays or nested lists of exact values.
+At 50 digits (166 bits) a quotient of T-values is exact when it is dyadic with few bits, and
+otherwise lies at least 2^-52 (relative) from every number of p + 4 bits (T-values, half-way
+points, the ends of a 2.5-ULP interval), so every rounding decision below is the exact one.
+Inputs are float64 arrays or nested lists of exact values.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def division_results(num, den, dtype: str):
     with mp.workdps(DIGITS):
         quotient = mpf(num) / mpf(den)
         half_width = mpf(2.5) * wgsl_ulp(quotient, dtype)
-        return round_to_format(quotient - half_width, dtype, "up"), round_to_format(quotient + half_width, dtype, "down")
+        least = round_to_format(quotient - half_width, dtype, "up")
+        return least, round_to_format(quotient + half_width, dtype, "down")
 
 
 def quantize_block(values, dtype: str) -> dict:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
 
+from references.rope import Llama3Scaling
+
 
 @dataclass
 class PagedCase:
@@ -83,6 +85,7 @@ def decode_cases(draw, *, max_batch=3, max_len=20, head_dims=(2, 4, 8), sliding_
             rotary_mode=1,
             rope_theta=draw(st.sampled_from([1e4, 5e5])),
             rope_scale=draw(st.sampled_from([1.0, 0.25])),
+            llama3=draw(st.sampled_from([None, Llama3Scaling(8.0, 1.0, 4.0, 64)])),
             k_rope_pos_offset=np.array(draw(st.lists(st.integers(0, 50), min_size=batch, max_size=batch))),
             q_rope_position=np.array(draw(st.lists(st.integers(0, 100), min_size=batch, max_size=batch))),
             rotary_dtype=draw(rotary_dtype),

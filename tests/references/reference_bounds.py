@@ -4,7 +4,8 @@ Every bound is `float64_reference_bound(magnitude, ulps, terms)` = (gamma_terms 
 (u = 2**-53) with the magnitude a condition number of the computation, derived in each docstring.
 numpy's exp, exp2, log, log2, sin, cos and power are taken to err by at most 2u relative (glibc's
 are below 1 ulp). Input errors propagate to first order; they are ~1e-13 relative, so second-order
-terms are far below the slack left in the ulps.
+terms are far below the slack left in the ulps. Where results can be subnormal, each operation
+may add an absolute ETA instead of a relative error, so those bounds carry a few ETA.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import numpy as np
 from verify.budgets.roundoff import float64_reference_bound, unit_roundoff
 
 U64 = unit_roundoff("f64")
+#: Absolute error of one float64 operation whose result underflows (Higham §2.1, eta <= 2**-1075).
+ETA = 2.0**-1074
 LN_BASE = {2: math.log(2.0), "e": 1.0}
 
 
@@ -54,6 +57,7 @@ def softmax_bounds(logits, values, o, lse, base):
     is off by (gamma_n + u(T + 3)) (A_d + |o_d|), A_d = sum_j p_j |v_jd|  ->  magnitude
     (A_d + |o_d|)(2 + T). lse = m + log_base(d) errs by the relative error of d over ln(base), plus
     u|log_base d| <= u log_base n and u|lse|  ->  magnitude 2 + T + |lse| + 2 log_base n.
+    Products and sums of tiny values may underflow instead: one ETA per operation.
     """
     n, spread = _spread(logits)
     exp = np.exp2 if base == 2 else np.exp
@@ -66,7 +70,7 @@ def softmax_bounds(logits, values, o, lse, base):
     o_bound = float64_reference_bound((a + np.abs(o)) * (2 + spread[..., None]), 4, n[..., None])
     log_n = np.log(np.maximum(n, 1)) / LN_BASE[base]
     lse_bound = float64_reference_bound(2 + spread + np.abs(np.where(np.isfinite(lse), lse, 0)) + 2 * log_n, 4, n)
-    return o_bound, lse_bound
+    return o_bound + (2 * n[..., None] + 4) * ETA, lse_bound + 4 * ETA
 
 
 def merge_bounds(o_a, lse_a, o_b, lse_b, lse, base, err_a=(0.0, 0.0), err_b=(0.0, 0.0)):
@@ -76,7 +80,7 @@ def merge_bounds(o_a, lse_a, o_b, lse_b, lse, base, err_a=(0.0, 0.0), err_b=(0.0
     shifted LSE errs by uD, its weight by ln(base)uD + 2u relative, the normalisation and products add
     a few u  ->  (gamma_2 + 4u)(w_a|o_a| + w_b|o_b|)(4 + D) (this sum bounds |o|) and (gamma_2 + 4u)(3 + D + |lse|).
     Propagated: d lse/d lse_x = w_x, d o/d o_x = w_x, d o/d lse_a = ln(base) w_a w_b (o_a - o_b).
-    An empty input (lse = -inf) makes the result the other input exactly.
+    An empty input (lse = -inf) makes the result the other input exactly. Plus ETA per operation.
     """
     o_a, o_b = np.asarray(o_a, np.float64), np.asarray(o_b, np.float64)
     lse_a, lse_b, lse = (np.asarray(x, np.float64) for x in (lse_a, lse_b, lse))
@@ -88,10 +92,10 @@ def merge_bounds(o_a, lse_a, o_b, lse_b, lse, base, err_a=(0.0, 0.0), err_b=(0.0
     w_a, w_b = np.where(both, exp(lse_a0 - lse0), 0.0), np.where(both, exp(lse_b0 - lse0), 0.0)
     gap = np.abs(lse_a0 - lse_b0)
     mixed = w_a[..., None] * np.abs(o_a) + w_b[..., None] * np.abs(o_b)  # >= |o|
-    o_own = float64_reference_bound(mixed * (4 + gap[..., None]), 4, 2)
+    o_own = float64_reference_bound(mixed * (4 + gap[..., None]), 4, 2) + 8 * ETA
     o_prop = (w_a[..., None] * eo_a + w_b[..., None] * eo_b
               + LN_BASE[base] * (w_a * w_b)[..., None] * np.abs(o_a - o_b) * (el_a + el_b)[..., None])
-    lse_own = float64_reference_bound(3 + gap + np.abs(lse0), 4, 2)
+    lse_own = float64_reference_bound(3 + gap + np.abs(lse0), 4, 2) + 4 * ETA
     o_bound = np.where(b_empty[..., None], eo_a, np.where(a_empty[..., None], eo_b, o_own + o_prop))
     lse_bound = np.where(b_empty, el_a, np.where(a_empty, el_b, lse_own + w_a * el_a + w_b * el_b))
     return o_bound, lse_bound
@@ -129,8 +133,10 @@ def rope_bound(x, positions, rope_scale, freq, pairing: str, kappa: float):
     t = pos*scale*f errs by (kappa + 2)u|t| (f by kappa u, two products), so cos t and sin t err by
     that plus 2u; the two products and the sum add 3u on |x_d| + |x_pair|  ->  magnitude
     (|x_d| + |x_pair|)(1 + |t_d|) with ulps kappa + 2 over 2 terms. The angle's rounding is amplified
-    by |t|, which is why large positions and low theta lose absolute accuracy.
+    by |t|, which is why large positions and low theta lose absolute accuracy. Three operations
+    per element may underflow: 3 ETA.
     """
     x = np.abs(np.asarray(x, np.float64))
     t = np.abs((np.asarray(positions, np.float64) * rope_scale)[..., None] * np.asarray(freq, np.float64))
-    return float64_reference_bound((x + x[..., partner_index(x.shape[-1], pairing)]) * (1 + t), kappa + 2, 2)
+    magnitude = (x + x[..., partner_index(x.shape[-1], pairing)]) * (1 + t)
+    return float64_reference_bound(magnitude, kappa + 2, 2) + 3 * ETA

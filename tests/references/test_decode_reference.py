@@ -35,13 +35,13 @@ def rope_errors(case: PagedCase, k_stored: np.ndarray):
         return np.zeros_like(q), np.zeros_like(k_stored)
     q_pos = opts["q_rope_position"][:, None]
     k_pos = opts["k_rope_pos_offset"][:, None, None] + np.arange(k_stored.shape[2])
-    freq = rope_frequencies(q.shape[-1], opts["rope_theta"])
-    kappa = frequency_ulps(opts["rope_theta"])
+    freq = rope_frequencies(q.shape[-1], opts["rope_theta"], opts["llama3"])
+    kappa = frequency_ulps(opts["rope_theta"], opts["llama3"])
     errors = []
     for x, pos in ((q, q_pos), (k_stored, k_pos)):
         err = rope_bound(x, pos, opts["rope_scale"], freq, "neox", kappa)
         if opts["rotary_dtype"] is not None:
-            rotated = rotate_neox(x, pos, opts["rope_theta"], opts["rope_scale"])
+            rotated = rotate_neox(x, pos, opts["rope_theta"], opts["rope_scale"], opts["llama3"])
             dtype = opts["rotary_dtype"]
             assume(np.array_equal((rotated - err).astype(dtype), (rotated + err).astype(dtype)))
             err = np.zeros_like(err)

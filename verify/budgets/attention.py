@@ -5,7 +5,8 @@ order, since WebGPU backends may reassociate. Inputs are the exact stored values
 budget covers only the kernel's arithmetic, done in f32 ("r" below is the relative error of
 one f32 operation rounded to either neighbour, 2u). Built-ins use the WGSL spec's accuracy
 (verify.budgets.wgsl_accuracy). Second-order products of relative errors are covered by
-inflating a total relative error T to T(1+T).
+inflating a total relative error T to T(1+T). WGSL also lets any f32 intermediate below the
+smallest normal be flushed to zero: each operation that can produce one adds FTZ_ABS absolute.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import math
 
 import numpy as np
 
-from verify.budgets.roundoff import faithful_rounding_bound, gamma, ulp, unit_roundoff
+from verify.budgets.roundoff import faithful_rounding_bound, gamma, smallest_normal, ulp, unit_roundoff
 from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel, trig_abs
 
 LN2 = math.log(2.0)
 #: Accumulation and built-ins run in f32 in every attention kernel we check.
 ACC = "f32"
+#: Absolute error of one f32 operation whose result may be flushed to zero.
+FTZ_ABS = smallest_normal(ACC)
 
 
 def _second_order(total):
@@ -30,16 +33,20 @@ def _second_order(total):
 def rope_angle_rel(head_dim: int, rope_theta: float) -> np.ndarray:
     """Relative error of the angle t_d = pos*scale*theta^(-e_d), computed in f32, per dim.
 
-    theta^(-e) is WGSL pow, i.e. exp2(-e*log2(theta)) (spec: inherited): log2(theta) errs by
-    log2_abs, the product by r, exp2 by exp2_rel; then the angle takes a multiply and a
-    division (or a second multiply), each r or division_rel.
+    The exponent e = ((2d) mod D)/D is an f32 division (division_rel, even where the quotient is
+    exact: the spec allows 2.5 ULP). theta^(-e) is WGSL pow, i.e. exp2(-e*log2(theta)) (spec:
+    inherited): log2(theta) errs by log2_abs, the product by r, so y = e*log2(theta) errs by
+    |y|(division_rel + r) + e*log2_abs, which exp2 turns into ln2 times that, relative; exp2
+    adds exp2_rel. Then the angle takes a multiply and a division (or a second multiply), each
+    r or division_rel.
     """
     r = rounding_rel(ACC)
     d = np.arange(head_dim)
     exponent = (2 * d % head_dim) / head_dim
     log_theta = math.log2(rope_theta)
     y = exponent * log_theta
-    pow_rel = exp2_rel(y, ACC) + LN2 * (np.abs(y) * r + exponent * log2_abs(rope_theta, ACC))
+    y_error = np.abs(y) * (division_rel(ACC) + r) + exponent * log2_abs(rope_theta, ACC)
+    pow_rel = exp2_rel(y, ACC) + LN2 * y_error
     return pow_rel + division_rel(ACC) + 2 * r
 
 
@@ -47,13 +54,14 @@ def rope_error(x, angles, angle_rel) -> np.ndarray:
     """Bound on |f32 rope(x)[d] - rope(x)[d]| for NeoX pairing (d with d +- D/2).
 
     out[d] = cos(t) x[d] -+ sin(t) x[pair]: cos and sin err by trig_abs plus the angle error
-    |t|*angle_rel (both are 1-Lipschitz), and the two products and the sum add 2r relative.
+    |t|*angle_rel (both are 1-Lipschitz), and the two products and the sum add 2r relative and
+    up to three flushed subnormals.
     """
     x = np.asarray(x, dtype=np.float64)
     half = x.shape[-1] // 2
     pair = np.concatenate([x[..., half:], x[..., :half]], axis=-1)
     magnitude = np.abs(x) + np.abs(pair)
-    return (trig_abs(ACC) + np.abs(angles) * angle_rel + 2 * rounding_rel(ACC)) * magnitude
+    return (trig_abs(ACC) + np.abs(angles) * angle_rel + 2 * rounding_rel(ACC)) * magnitude + 3 * FTZ_ABS
 
 
 def rope_budget(x, positions, rope_theta: float, rope_scale: float, out_dtype: str):
@@ -75,7 +83,8 @@ def merge_budget(v_a, lse_a, v_b, lse_b, v_ref, lse_ref, v_dtype: str):
     the weight 2^x_i) and exp2 (exp2_rel(x_i)). d = w_a + w_b adds r. lse = M + log2(d): log2
     errs by log2_abs(d) plus -log2(1 - rel_d) from d's relative error, the add by r|lse|.
     v = (w_a v_a + w_b v_b)/d: each term's weight error, d's, a division and two roundings,
-    then the store to v's dtype. An empty state (lse = -inf) has weight exactly 0.
+    then the store to v's dtype; two products, a sum and a division may each flush a subnormal.
+    An empty state (lse = -inf) has weight exactly 0.
     """
     r = rounding_rel(ACC)
     lse_a, lse_b = np.asarray(lse_a, np.float64), np.asarray(lse_b, np.float64)
@@ -95,7 +104,7 @@ def merge_budget(v_a, lse_a, v_b, lse_b, v_ref, lse_ref, v_dtype: str):
     pa, pb = (w_a / d)[..., None], (w_b / d)[..., None]
     spread = pa * np.abs(v_a) * _second_order(eps_a[..., None] + term[..., None]) + \
         pb * np.abs(v_b) * _second_order(eps_b[..., None] + term[..., None])
-    v_budget = spread + faithful_rounding_bound(v_ref, v_dtype)
+    v_budget = spread + 4 * FTZ_ABS + faithful_rounding_bound(v_ref, v_dtype)
     return np.where(finite[..., None], v_budget, 0.0), np.where(finite, lse_budget, 0.0)
 
 
@@ -128,7 +137,8 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
       one per merge of partial states, so N_e <= 2n events whose exponents telescope to at
       most the logit range R: eps_chain = 2u(3 N_e + 2R) + N_e·r + ln2·r·R.
     - normalised weight error pi_j = kappa_j + Σ p kappa + ln2(delta_j + Σ p delta) + 2 eps_chain + gamma_n(r).
-    - o_d: Σ_j p_j|v_jd|(pi_j + gamma_n(r) + r) + division_rel·A_d, A_d = Σ_j p_j|v_jd|, then
+    - o_d: Σ_j p_j|v_jd|(pi_j + gamma_n(r) + r) + division_rel·A_d, A_d = Σ_j p_j|v_jd|, plus
+      (2n + 4) flushed subnormals (products and sums of the accumulation, the division), then
       the store to qkv_dtype (faithful rounding).
     - lse = m + log2(d): Σ p delta + (-log2(1 - eps_d)) + log2_abs(d) + r|lse|, with
       eps_d = Σ p kappa + eps_chain + gamma_n(r).
@@ -183,7 +193,8 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
     pg = p.reshape(batch, kv_heads, group, -1)
     spread = ((pg * pi.reshape(pg.shape)) @ vg).reshape(batch, qo_heads, head_dim)
     a_d = (pg @ vg).reshape(batch, qo_heads, head_dim)
-    o_budget = spread + division_rel(ACC) * a_d + faithful_rounding_bound(result.o, qkv_dtype)
+    o_budget = spread + division_rel(ACC) * a_d + (2 * n[..., None] + 4) * FTZ_ABS + \
+        faithful_rounding_bound(result.o, qkv_dtype)
 
     eps_d = _second_order(mean_kappa + eps_chain + gamma_n)
     lse_budget = mean_delta + (-np.log2(1.0 - np.minimum(eps_d, 0.5))) + log2_abs(d) + \

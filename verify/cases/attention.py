@@ -35,11 +35,15 @@ def _lse_pair(rng: np.random.Generator, kind: str, shape) -> tuple[np.ndarray, n
 
 
 @st.composite
-def merge_cases(draw, head_dim: int, dtype: str, max_tokens: int = 16, max_heads: int = 32):
-    """Two states per (token, head): v, v_other [N, H, D] in `dtype`, s, s_other [N, H] f32."""
+def merge_cases(draw, head_dim: int, dtype: str, max_tokens: int = 16, max_heads: int = 32, *,
+                heads: int | None = None, lse_kinds: tuple = LSE_KINDS):
+    """Two states per (token, head): v, v_other [N, H, D] in `dtype`, s, s_other [N, H] f32.
+
+    `heads` pins H for kernels specialised on it (TVM's merge); `lse_kinds` narrows LSE_KINDS.
+    """
     tokens = draw(st.integers(1, max_tokens))
-    heads = draw(st.integers(1, max_heads))
-    lse_kind = draw(st.sampled_from(LSE_KINDS))
+    heads = heads or draw(st.integers(1, max_heads))
+    lse_kind = draw(st.sampled_from(lse_kinds))
     values = draw(value_kinds)
     seed = draw(seeds)
     rng = np.random.default_rng(seed)

@@ -1,7 +1,8 @@
 """Differential check: two implementations of one contract on identical cases.
 
 Each is within its own budget of the same exact value, so they may differ by at most the sum
-of the two budgets; elements that must be bit-exact (empty contexts) must match bit for bit.
+of the two budgets; elements that must be bit-exact (empty contexts) must match bit for bit,
+and elements under a kernel's own convention (Expected.convention) are held to its contract.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ class DifferentialCheck(Check):
         metrics = []
         with ctx.timer.stage("compare"):
             for name, own in budgets_mine.items():
-                joint = Expected.around(name, theirs[name], own.budget + budgets_theirs[name].budget, own.dtype,
-                                        exact=own.exact)
+                joint = own.keeping_conventions(Expected.around(
+                    name, theirs[name], own.budget + budgets_theirs[name].budget, own.dtype, exact=own.exact))
                 metrics.append(compare(mine[name], joint))
         score = max(m.max_err_over_budget for m in metrics)
         features = dict(ctx.kernel.features(case), partner=partner.name)

@@ -61,7 +61,8 @@ class SplitMergeCheck(Check):
                 budget = whole.budget + parts + merging
                 # The merged result and the whole-context run are each within their budget of the
                 # same exact value, so they may differ by the sum of both budgets.
-                joint = Expected.around(name, full.outputs[name], budget, whole.dtype, exact=whole.exact)
+                joint = whole.keeping_conventions(
+                    Expected.around(name, full.outputs[name], budget, whole.dtype, exact=whole.exact))
                 metrics.append(compare(outputs[name], joint))
         score = max(m.max_err_over_budget for m in metrics)
         features = dict(kernel.features(case), cut=int(cut.max(initial=0)))

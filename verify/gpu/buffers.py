@@ -1,8 +1,8 @@
 """numpy arrays <-> GPU buffer bytes, with poison for everything a kernel should not read.
 
 Outputs and scratch start as NaN (floats) or a sentinel pattern (integers), and every
-writable buffer carries a poisoned guard region past its end: a missing write shows up as
-NaN, an out-of-bounds write as a changed guard.
+writable buffer carries a guard region (a canary pattern) past its end: a missing write shows
+up as NaN, an out-of-bounds write as a changed guard.
 """
 
 from __future__ import annotations
@@ -11,8 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Bytes of poison appended to every writable buffer to catch writes past the end.
+#: Bytes of canary appended to every writable buffer to catch writes past the end.
 GUARD_BYTES = 256
+#: The canary is a finite pattern, not NaN: a write past the end computed from the canary's
+#: own value (x*0.5 - 0.25*x of NaN is NaN again, bit for bit) must still change it.
+GUARD_WORD = 0x7B5A7B5A
 #: Poison pattern for integer buffers (as a little-endian u32).
 INT_SENTINEL = 0xDEADBEEF
 _NAN_BITS = {np.dtype(np.float16): 0x7E00, np.dtype(np.float32): 0x7FC00000}
@@ -63,14 +66,20 @@ def array_bytes(array: np.ndarray, min_bytes: int = 4) -> bytes:
     return raw + poison_bytes(data.dtype, max(min_bytes, _aligned(len(raw))) - len(raw))
 
 
+def guard_bytes() -> bytes:
+    return np.full(GUARD_BYTES // 4, GUARD_WORD, dtype="<u4").tobytes()
+
+
 def with_guard(payload: bytes, dtype) -> bytes:
-    return payload + poison_bytes(dtype, GUARD_BYTES)
+    """payload, poison up to the next multiple of 4 bytes (where split_guard expects the guard), the guard."""
+    padding = poison_bytes(dtype, _aligned(len(payload)) - len(payload))
+    return payload + padding + guard_bytes()
 
 
 def split_guard(raw: bytes, nbytes: int, dtype) -> tuple[bytes, bool]:
     """(payload, guard_intact) of a writable buffer read back from the GPU."""
     guard_start = _aligned(nbytes)
-    intact = raw[guard_start : guard_start + GUARD_BYTES] == poison_bytes(dtype, GUARD_BYTES)
+    intact = raw[guard_start : guard_start + GUARD_BYTES] == guard_bytes()
     return raw[:nbytes], intact
 
 

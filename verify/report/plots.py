@@ -25,7 +25,7 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 #: Where err/budget values of 0 and of inf/NaN are drawn on a log axis (and the heatmap's
 #: colour range): the histogram bins of verify/results/detail.py span the same decades.
@@ -45,19 +45,23 @@ _STYLE = {
     "savefig.dpi": 110,
 }
 _METADATA = re.compile(r"<metadata>.*?</metadata>", re.S)
+_GROUP_ID = re.compile(r'<g id="[\w.]+_\d+"')
 _BETWEEN_TAGS = re.compile(r">\s+<")
 _INDENT = re.compile(r"\s*\n\s*")
 _PASS, _FAIL, _BUDGET = "#4c72b0", "#c0392b", "#555555"
 
 
 def _svg(figure: Figure, salt: str) -> str:
-    """The figure as an <svg> element for inline use: no XML prolog, no RDF metadata block,
-    and no indentation (whitespace between SVG elements and inside path data is not rendered)."""
+    """The figure as an <svg> element for inline use: no XML prolog, no RDF metadata block, no
+    indentation (whitespace between SVG elements and inside path data is not rendered), and none
+    of the group ids matplotlib numbers per figure ("patch_1", "axes_1"): nothing refers to them,
+    and in a page of many figures they would repeat. The ids that are referred to (clip paths,
+    markers) are hashes salted per figure, so they stay unique."""
     buffer = io.StringIO()
     with rc_context(dict(_STYLE, **{"svg.hashsalt": salt})):
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
-    text = _METADATA.sub("", text[text.index("<svg"):])
+    text = _GROUP_ID.sub("<g", _METADATA.sub("", text[text.index("<svg"):]))
     return _INDENT.sub(" ", _BETWEEN_TAGS.sub("><", text)).strip()
 
 
@@ -66,7 +70,7 @@ def _figure(width: float, height: float, right: float = 0.12) -> tuple[Figure, o
     measure every label first and doubles the drawing time of these small plots."""
     with rc_context(_STYLE):
         figure = Figure(figsize=(width, height))
-        left, bottom, top = 0.55, 0.4, 0.22
+        left, bottom, top = 0.62, 0.4, 0.22
         ax = figure.add_axes((left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height))
     return figure, ax
 
@@ -104,7 +108,7 @@ def err_budget_scatter(points: list[tuple[float, float, bool]], feature: str, sa
     passed = np.array([p for _, _, p in points], dtype=bool)
     y, off_scale = _on_log_axis(data[:, 1])
     x = data[:, 0]
-    figure, ax = _figure(3.6, 2.2)
+    figure, ax = _figure(4.4, 2.2, right=0.95)
     with rc_context(_STYLE):
         dense = len(points) > RASTER_POINTS
         for mask, colour, label in ((passed, _PASS, "pass"), (~passed, _FAIL, "fail")):
@@ -113,27 +117,27 @@ def err_budget_scatter(points: list[tuple[float, float, bool]], feature: str, sa
                 ax.scatter(x[finite], y[finite], s=9, c=colour, alpha=0.6, linewidths=0, label=label, rasterized=dense)
             if (mask & off_scale).any():
                 ax.scatter(x[mask & off_scale], y[mask & off_scale], s=22, marker="^", c=colour,
-                           label=f"{label}: inf/NaN", rasterized=dense)
+                           label=f"{label}, inf/NaN", rasterized=dense)
         for (name, (mx, my)), marker in zip((marks or {}).items(), ("*", "D")):
-            ax.scatter([mx], _on_log_axis(np.array([my]))[0], s=60 if marker == "*" else 26, marker=marker,
-                       facecolors="none", edgecolors="black", linewidths=0.9, label=name)
-        ax.axhline(1.0, color=_BUDGET, linestyle="--", linewidth=0.8)
-        ax.annotate("budget", (1.0, 1.0), xycoords=("axes fraction", "data"), xytext=(-2, 2),
-                    textcoords="offset points", ha="right", va="bottom", fontsize=7, color=_BUDGET)
+            ax.scatter([mx], _on_log_axis(np.array([my]))[0], s=70 if marker == "*" else 28, marker=marker,
+                       facecolors="none", edgecolors="black", linewidths=0.9, label=f"{name} case")
+        ax.axhline(1.0, color=_BUDGET, linestyle="--", linewidth=0.8, label="budget")
         ax.set_yscale("log")
         _plain_log_labels(ax.yaxis)
         _x_scale(ax, np.concatenate([x, [m[0] for m in (marks or {}).values()]]))
-        top = max(float(y.max(initial=1.0)), 1.0)
-        ax.set_ylim(min(float(y.min(initial=1.0)), 1e-3) / 2, top * 4)
+        top = max(float(y.max(initial=1.0)), *(m[1] for m in (marks or {}).values() if m[1] == m[1]), 1.0)
+        ax.set_ylim(min(float(y.min(initial=1.0)), 1e-3) / 2, min(top, LOG_CEILING) * 4)
         ax.set_xlabel(feature)
         ax.set_ylabel("err / budget")
-        ax.set_title(f"err/budget per example ({len(points)}); 0 drawn at {LOG_FLOOR:g}", loc="left")
-        ax.legend(fontsize=6, frameon=False, loc="upper left", ncol=2, handletextpad=0.2, columnspacing=0.8)
+        count = f"{len(points)} example" + ("s" if len(points) != 1 else "")
+        ax.set_title(f"{count} (err/budget 0 drawn at {LOG_FLOOR:g})", loc="left")
+        ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return _svg(figure, salt)
 
 
 def err_budget_histogram(output: str, histogram: dict, salt: str) -> str:
-    """The elements of one output by log10(err/budget); the line at 0 is the budget."""
+    """The elements of one output by log10(err/budget); the line at 0 is the budget. Zeros sit
+    in the first bin and inf/NaN in the last (verify/results/detail.py clips them there)."""
     edges = np.asarray(histogram["log10_edges"], dtype=np.float64)
     counts = np.asarray(histogram["counts"], dtype=np.float64)
     figure, ax = _figure(3.4, 2.0)
@@ -145,31 +149,36 @@ def err_budget_histogram(output: str, histogram: dict, salt: str) -> str:
         if counts.max(initial=0) >= 100:
             ax.set_yscale("symlog", linthresh=1)
             _plain_log_labels(ax.yaxis)
-        ax.set_xlabel(f"log10(err/budget); 0 in the first bin, inf/NaN in the last")
+        ax.set_xlabel("log10(err/budget)")
         ax.set_ylabel("elements")
         total = int(counts.sum())
-        ax.set_title(f"{output}: {histogram.get('over_budget', 0)} of {total} elements over budget", loc="left")
+        ax.set_title(f"{output}: {histogram.get('over_budget', 0)} of {total} over budget", loc="left")
     return _svg(figure, salt)
 
 
 def err_budget_heatmap(output: str, heatmap: dict, salt: str) -> str:
-    """Worst err/budget per cell over the heatmap's two axes; red above the budget, blue below."""
+    """Worst err/budget per cell over the heatmap's two axes, red above the budget and blue
+    below. Axis ticks count elements of the output, also when a cell is the max of a block."""
     grid = np.asarray(heatmap["values"], dtype=np.float64)
     logs = np.log10(_on_log_axis(grid)[0])
     rows, cols = grid.shape
-    axes = heatmap.get("axes", ["axis -2", "axis -1"])
-    shape = heatmap.get("shape", list(grid.shape))
-    width = 3.6
-    height = min(3.2, max(1.1, 0.6 + width * rows / max(cols, 1)))
-    figure, ax = _figure(width, height, right=0.85)
+    names = heatmap.get("axes", ["axis -2", "axis -1"])
+    shape = list(heatmap.get("shape", grid.shape))
+    extent_rows = shape[-2] if len(shape) > 1 else 1
+    row_step, col_step = -(-extent_rows // rows), -(-shape[-1] // cols)
+    width = 3.8
+    height = min(3.2, max(1.2, 0.7 + 2.4 * rows / max(cols, 1)))
+    figure, ax = _figure(width, height, right=0.9)
     with rc_context(_STYLE):
         norm = TwoSlopeNorm(vmin=math.log10(LOG_FLOOR), vcenter=0.0, vmax=math.log10(LOG_CEILING))
-        image = ax.imshow(logs, cmap="RdBu_r", norm=norm, aspect="auto", interpolation="none")
+        image = ax.imshow(logs, cmap="RdBu_r", norm=norm, aspect="auto", interpolation="none",
+                          extent=(0, cols * col_step, rows * row_step, 0))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(MaxNLocator(nbins=6, integer=True))
         box = ax.get_position()
-        colorbar = figure.colorbar(image, cax=figure.add_axes((box.x1 + 0.03, box.y0, 0.035, box.height)))
+        colorbar = figure.colorbar(image, cax=figure.add_axes((box.x1 + 0.03, box.y0, 0.03, box.height)))
         colorbar.set_label("log10(err/budget)", fontsize=7)
-        ax.set_xlabel(f"{axes[1]}" + (" (blocks, max)" if cols < shape[-1] else ""))
-        ax.set_ylabel(f"{axes[0]}" + (" (blocks, max)" if len(shape) > 1 and rows < shape[-2] else ""))
-        leading = " (max over leading axes)" if len(shape) > 2 else ""
-        ax.set_title(f"{output} {list(shape)}: worst err/budget{leading}", loc="left")
+        ax.set_xlabel(names[1] + (f" (blocks of {col_step})" if col_step > 1 else ""))
+        ax.set_ylabel(names[0] + (f" (blocks of {row_step})" if row_step > 1 else ""))
+        ax.set_title(f"{output} {shape}" + (", max over leading axes" if len(shape) > 2 else ""), loc="left")
     return _svg(figure, salt)

@@ -1,22 +1,127 @@
-"""Render results documents into one self-contained HTML file (no network needed to view)."""
+"""Render results documents into one self-contained HTML file (no network needed to view).
+
+The page is a Jinja2 template (templates/report.html.j2) with its CSS inlined and its plots as
+inline SVG drawn by matplotlib (plots.py), so the file can be mailed, attached to a CI run or
+opened from disk. Size is kept in check the way pytest-html users asked for (methodology.md §5:
+reports of 100 MB crash browsers): full plots only for failing records; passing records are
+table rows, with one err/budget scatter per kernel and adapter.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
+from markupsafe import Markup
 
+from verify import __version__
+from verify.report import plots
+from verify.report.model import AdapterColumn, RecordView, build_report, number, scatter_feature, scatter_points
 from verify.results.atomic import write_atomic
 
-_VERDICT_ORDER = {"fail": 0, "error": 1, "skip": 2, "pass": 3}
+
+@dataclass
+class Plot:
+    svg: Markup
+    caption: str
+
+
+@dataclass
+class PassGroup:
+    """The passing records of one kernel on one adapter, with one scatter of all their examples."""
+
+    kernel: str
+    adapter: AdapterColumn
+    records: list = field(default_factory=list)
+    plot: Plot | None = None
+
+
+_SCATTER_CAPTION = ("Each drawn example's largest err/budget against {feature}; points above the dashed "
+                    "line at 1 exceed the derived budget.")
+
+
+def _format_number(value, digits: int = 3) -> str:
+    """Numbers as a reader scans them: integers whole, others to `digits` significant digits."""
+    if value is None or value == "" or isinstance(value, Undefined):
+        return "–"
+    x = number(value)
+    if x is None:
+        return str(value)
+    if x != x or abs(x) == float("inf"):
+        return str(x)
+    if x == int(x) and abs(x) < 1e7:
+        return str(int(x))
+    return f"{x:.{digits}g}"
 
 
 def _environment() -> Environment:
-    return Environment(loader=PackageLoader("verify.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    env = Environment(loader=PackageLoader("verify.report", "templates"), autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = _format_number
+    return env
+
+
+def _scatter(samples: list[dict], salt: str, marks_from: dict | None = None) -> Plot | None:
+    feature = scatter_feature(samples or [dict(r.get("features") or {}) for r in (marks_from or {}).values()])
+    points = scatter_points(samples, feature)
+    marks = {}
+    for label, summary in (marks_from or {}).items():
+        x = number((summary.get("features") or {}).get(feature)) if feature else None
+        y = number(summary.get("score"))
+        if x is not None and y is not None and x == x and abs(x) != float("inf"):
+            marks[label] = (x, y)
+    if not points and not marks:
+        return None
+    name = feature or "example #"
+    return Plot(Markup(plots.err_budget_scatter(points, name, salt, marks)), _SCATTER_CAPTION.format(feature=name))
+
+
+def _failure_plots(view: RecordView) -> list[Plot]:
+    """Scatter of the drawn examples (worst and shrunk marked), then per output of the worst
+    case its err/budget histogram and heatmap; bitwise checks have no err/budget to plot."""
+    record = view.record
+    if not view.has_metrics:
+        return []
+    marks = {label: record[label] for label in ("worst", "shrunk") if record.get(label)}
+    if view.same_case:
+        marks.pop("shrunk", None)
+    found = [_scatter(record.get("samples") or [], f"{view.anchor}-scatter", marks)]
+    for output, detail in ((record.get("worst") or {}).get("detail") or {}).items():
+        histogram, heatmap = detail.get("histogram"), detail.get("heatmap")
+        if histogram and sum(histogram.get("counts", [])) > 1:
+            found.append(Plot(Markup(plots.err_budget_histogram(output, histogram, f"{view.anchor}-hist-{output}")),
+                              f"{output}: elements of the worst case by log10(err/budget); red bars exceed the budget, "
+                              "zeros sit in the first bin, inf/NaN in the last."))
+        values = (heatmap or {}).get("values") or []
+        if sum(len(row) for row in values) > 1:
+            found.append(Plot(Markup(plots.err_budget_heatmap(output, heatmap, f"{view.anchor}-heat-{output}")),
+                              f"{output}: the worst case's err/budget per cell (max over blocks and leading axes); "
+                              "red exceeds the budget."))
+    return [p for p in found if p is not None]
+
+
+def _pass_groups(passes: list[RecordView]) -> list[PassGroup]:
+    groups: dict[tuple, PassGroup] = {}
+    for view in passes:
+        key = (str(view.record.get("kernel")), view.adapter.key)
+        groups.setdefault(key, PassGroup(key[0], view.adapter)).records.append(view)
+    for i, group in enumerate(groups.values()):
+        samples = [s for v in group.records if v.has_metrics for s in v.record.get("samples") or []]
+        group.plot = _scatter(samples, f"pass{i}") if samples else None
+    return list(groups.values())
 
 
 def render_report(documents: list[dict], path: Path) -> None:
-    records = [dict(r, _run=i) for i, doc in enumerate(documents) for r in doc.get("records", [])]
-    records.sort(key=lambda r: (_VERDICT_ORDER.get(r.get("verdict"), 9), r.get("kernel", ""), r.get("check", "")))
-    html = _environment().get_template("report.html.j2").render(documents=documents, records=records)
+    """Write the HTML report of `documents` (results documents, merged) to `path`."""
+    report = build_report(documents)
+    for view in report.section("fail", "error"):
+        view.plots = _failure_plots(view)
+    html = _environment().get_template("report.html.j2").render(
+        report=report,
+        failures=report.section("fail", "error"),
+        skips=report.section("skip"),
+        pass_groups=_pass_groups(report.section("pass")),
+        verify_version=__version__,
+    )
     write_atomic(Path(path), html)

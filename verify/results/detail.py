@@ -28,11 +28,12 @@ def _block_max(grid: np.ndarray, limit: int) -> np.ndarray:
         size = grid.shape[axis]
         if size > limit:
             step = -(-size // limit)
+            blocks = -(-size // step)
             pad = [(0, 0), (0, 0)]
-            pad[axis] = (0, step * limit - size)
+            pad[axis] = (0, step * blocks - size)
             grid = np.pad(grid, pad, constant_values=0.0)
             shape = list(grid.shape)
-            shape[axis : axis + 1] = [limit, step]
+            shape[axis : axis + 1] = [blocks, step]
             grid = grid.reshape(shape).max(axis=axis + 1)
     return grid
 

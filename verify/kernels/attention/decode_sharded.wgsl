@@ -13,19 +13,22 @@
 // Per position t every lane of a shard forms the partial dot product of its dims with K row
 // start_s + t and writes it to partial_dots[t % 2]; after the one workgroupBarrier of the
 // position each lane sums its shard's LANES partials in lane order (so all lanes of a shard get
-// the same logit bit for bit) and updates its own (m, d, o) online-softmax state. The parity
+// the same logit bit for bit) and updates its own (m, d, o) online-softmax state, which starts
+// at the shard's first row (m = s_0, d = 1, o = v_0), not at an m = -5e4 sentinel. The parity
 // double buffer is what makes one barrier per position enough: a lane that runs ahead writes
 // the other buffer, and cannot come back to this one before every lane has passed the next
 // barrier, i.e. has finished reading. Every invocation runs ceil(L / SHARDS) positions, so the
 // barriers stay in uniform control flow when shards differ in length; a shard past its rows
-// only writes a 0 partial that nobody reads.
+// only writes a 0 partial that nobody reads. (With one lane, D = 64, a shard only reads its own
+// partial and the barrier has nothing to order; it stays so all layouts share one code path.)
 //
 // Merge of the shard states, in two phases:
 //   1. shard_max[s] = m_s; M = max_s m_s; w_s = 2^(m_s - M); shard_denom[s] = d_s w_s;
 //      d = sum_s shard_denom[s] (shard order); lse = M + log2(d).
-//   2. HEAD_DIM / CHUNK rounds: the lane owning dims [c CHUNK, (c + 1) CHUNK) stages
-//      w_s o_s[dim] in staged[s][dim - c CHUNK]; invocation i < CHUNK sums column i over the
-//      shards that have rows (shard order) and writes output dim c CHUNK + i = sum / d.
+//   2. HEAD_DIM / CHUNK rounds (CHUNK = 2048 / SHARDS, so staging takes 8 KiB): the lane
+//      owning dims [c CHUNK, (c + 1) CHUNK) stages w_s o_s[dim] in staged[s][dim - c CHUNK];
+//      invocation i < CHUNK sums column i over the shards that have rows (shard order) and
+//      writes output dim c CHUNK + i = sum / d.
 // A shard without rows is never read in the merge, so it contributes nothing (no initial
 // m = -5e4 state as in TVM). An empty context writes output 0 and lse = -inf (bit pattern
 // 0xff800000: WGSL lets an implementation assume no infinities in arithmetic).

@@ -38,18 +38,23 @@ class DecodeSwitch(DecodeKernel):
                "(one WGSL text, two modules)")
 
     @cached_property
-    def _branches(self) -> dict:
+    def branches(self) -> dict:
+        """The two kernels by branch name, imported on first use."""
         from verify.kernels.attention.decode_sharded import DecodeSharded
         from verify.kernels.attention.decode_tiled import DecodeTiled
 
         return {"tiled": DecodeTiled(), "sharded": DecodeSharded()}
+
+    def validate(self, config):
+        for kernel in self.branches.values():
+            kernel.validate(config)
 
     @property
     def limits(self) -> dict:
         """Device limits both modules run under: per key, the larger of the two kernels' needs."""
         from verify.gpu.device import WANTED_LIMITS
 
-        kernels = self._branches.values()
+        kernels = self.branches.values()
         keys = set().union(*(k.limits for k in kernels))
         return {key: max(k.limits.get(key, WANTED_LIMITS[key]) for k in kernels) for key in keys}
 
@@ -61,14 +66,14 @@ class DecodeSwitch(DecodeKernel):
 
     def wgsl(self, config):
         parts = []
-        for kernel in self._branches.values():
+        for kernel in self.branches.values():
             parts += [_SEPARATOR.format(name=kernel.name), kernel.wgsl(config)]
         return "\n".join(parts)
 
     def _modules_by_name(self, wgsl: str) -> dict:
         names = _SEPARATOR_LINE.findall(wgsl)
         texts = _SEPARATOR_LINE.split(wgsl)[2::2]
-        expected = [k.name for k in self._branches.values()]
+        expected = [k.name for k in self.branches.values()]
         if sorted(names) != sorted(expected):
             found = ", ".join(names) or "none"
             raise UsageError(f"decode WGSL must hold one module per kernel ({', '.join(expected)}), each after a "
@@ -79,7 +84,7 @@ class DecodeSwitch(DecodeKernel):
         return list(self._modules_by_name(wgsl).values())
 
     def launch(self, device, wgsl, config, case):
-        kernel = self._branches[self.branch(case)]
+        kernel = self.branches[self.branch(case)]
         return kernel.launch(device, self._modules_by_name(wgsl)[kernel.name], config, case)
 
     def features(self, case):

@@ -77,6 +77,7 @@ class DecodeTiled(DecodeKernel):
     summary = ("paged decode with TVM's nest: lanes across the head dim, GQA heads and KV-row slices per "
                "workgroup, K/V tiles in workgroup memory, online softmax, slices merged at the end")
     body_file = "decode_tiled.wgsl"
+    limits = {"max-compute-workgroup-storage-size": MAX_WORKGROUP_BYTES}
 
     def layout(self, config) -> TiledLayout:
         return tiled_layout(config["head_dim"], config["qo_heads"] // config["kv_heads"])

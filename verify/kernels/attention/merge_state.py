@@ -75,5 +75,5 @@ class MergeState(Kernel):
     def features(self, case):
         s, s_other = case["s"].astype(np.float64), case["s_other"].astype(np.float64)
         both = np.isfinite(s) & np.isfinite(s_other)
-        gap = np.abs(s - np.where(both, s_other, s))
+        gap = np.abs(np.where(both, s, 0.0) - np.where(both, s_other, 0.0))
         return {"rows": int(s.size), "lse_gap": float(gap.max(initial=0.0))}

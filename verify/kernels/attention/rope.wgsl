@@ -8,9 +8,9 @@
 // whole pair: it reads both elements and writes both, no other invocation touches them, and the
 // in-place update needs no barrier.
 //
-// The exponent 2i/D is f32(i) times the constant 2/D, exact when D is a power of two (a
-// correctly rounded product of representable result is exact, WGSL §15.7.4); for D = 96 the
-// exponent itself is rounded.
+// The exponent 2i/D is f32(i) times the constant 2/D: exact when D is a power of two (a
+// correctly rounded product whose result is representable is exact, WGSL §15.7.4); for D = 96
+// it is rounded twice (constant, product), within the one division rope_angle_rel allows for it.
 //
 // Layout: row r is (token r / HEADS, head r % HEADS), the QO_HEADS query heads of a token
 // first, then its KV_HEADS key heads. A workgroup covers ROWS_PER_GROUP rows; lane x of a row

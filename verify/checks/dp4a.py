@@ -1,0 +1,80 @@
+"""Checks of the DP4A matmul beyond the reference: exact integer arithmetic, the accumulator's
+range, and (informational) what quantizing A costs against the unquantized product."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from references.nbits import dequantize_weights, matmul_nbits
+from verify.budgets.dp4a import quantization_bound
+from verify.budgets.metrics import compare
+from verify.cases.dp4a_matmul import accumulator_range_cases, integer_sum_cases
+from verify.checks import register
+from verify.checks.base import Check
+from verify.checks.outcome import Outcome
+from verify.kernels.contract import Expected
+
+#: Largest finite f16.
+F16_MAX = 65504.0
+
+
+class IntegerSumsCheck(Check):
+    name = "integer_sums"
+    doc = ("unit scales, small integer codes: every product and partial sum is an exact integer, "
+           "so Y = sum_c I_c + bias bit for bit (nibble order, sign extension, zero points, indexing)")
+
+    def strategy(self, ctx):
+        return integer_sum_cases(ctx.config, ctx.profile)
+
+    def run_example(self, ctx, case):
+        return ctx.judge(case, ctx.launch(case))
+
+
+class AccumulatorRangeCheck(Check):
+    name = "accumulator_range"
+    doc = ("large same-sign chunk products: running sums pass 65504 while Y stays finite; an f16 "
+           "accumulator overflows to Inf (ort_dp4a.md §7.5)")
+
+    def strategy(self, ctx):
+        return accumulator_range_cases(ctx.config, ctx.profile)
+
+    def run_example(self, ctx, case):
+        outcome = ctx.judge(case, ctx.launch(case))
+        y = outcome.outputs[0] if outcome.outputs else None
+        if y is not None and (y.nan_count or not np.isfinite(y.worst_value)):
+            outcome.reasons.insert(0, (
+                f"f16 accumulation overflow: Inf/NaN outputs where the exact result is finite "
+                f"(|Y| <= {np.abs(ctx.kernel.expected(ctx.config, case)[0].reference).max():.6g}); the running "
+                f"sums reach about {case.params['peak_partial_sum']:.6g} > {F16_MAX:g}, so an accumulator in f16 "
+                f"(acc={ctx.config['acc']}) overflows; ORT's fix is f32 accumulation (enableMatmulFp32Accumulation)"))
+        return outcome
+
+
+class QuantizationErrorCheck(Check):
+    name = "quantization_error"
+    doc = ("informational, never fails: Y and the DP4A-exact product against the unquantized float64 "
+           "MatMulNBits, err/budget in units of the a-priori quantization bound")
+
+    def run_example(self, ctx, case):
+        config = ctx.config
+        launched = ctx.launch(case)
+        with ctx.timer.stage("reference"):
+            kernel_expected = ctx.kernel.expected(config, case)[0]
+            zero_points = case["zero_points"] if config["has_zero_points"] else None
+            bias = case["bias"].astype(np.float64) if config["has_bias"] else None
+            b_scales = case["b_scales"].astype(np.float64)
+            ideal = matmul_nbits(case["a"].astype(np.float64), case["b"], b_scales, zero_points, bias,
+                                 bits=config["bits"], block_size=config["block_size"])
+            weights = dequantize_weights(case["b"], b_scales, zero_points, bits=config["bits"],
+                                         block_size=config["block_size"], K=case["a"].shape[-1])
+            bound = quantization_bound(case["a"], weights, config["dtype"])
+        with ctx.timer.stage("compare"):
+            metrics = [
+                compare(launched.outputs["y"], Expected.around("y", ideal, bound + kernel_expected.budget, config["dtype"])),
+                compare(kernel_expected.reference, Expected.around("dp4a_exact", ideal, bound, config["dtype"])),
+            ]
+        return Outcome(True, metrics[0].max_err_over_budget, metrics, [], ctx.kernel.features(case), case)
+
+
+for _check in (IntegerSumsCheck(), AccumulatorRangeCheck(), QuantizationErrorCheck()):
+    register(_check)

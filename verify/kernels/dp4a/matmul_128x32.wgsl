@@ -1,0 +1,68 @@
+// dp4a.matmul, tile "128x32": the wide-subgroup tile of microsoft/onnxruntime#33560
+// (shared/seeds/001), in plain workgroup memory so it runs on any subgroup width.
+//
+// A 256-lane workgroup owns a 128 x 32 output tile of one batch: each lane one A row (lane %
+// 128) and 16 output columns (lane / 128). Per 32-value K chunk every lane loads one half of
+// its row's codes and lanes 0-63 load and centre B; after a barrier each lane adds p_c for its
+// 16 columns in ascending c. As in the PR, a row's activation scale is loaded only at the
+// first chunk of its 128-value block and reused by the block's other three chunks (128 scale
+// loads per 128 x 128 step instead of 512); both barriers stay, so the reuse needs no more.
+
+const TILE_M: u32 = 128u;
+const TILE_N: u32 = 32u;
+const COLS_PER_LANE: u32 = 16u;
+
+var<workgroup> tile_a: array<array<vec4<u32>, TILE_M>, 2>;
+var<workgroup> tile_b: array<array<vec4<u32>, TILE_N>, 2>;
+var<workgroup> tile_scale_a: array<T, TILE_M>;
+var<workgroup> tile_scale_b: array<T, TILE_N>;
+var<workgroup> tile_offset_b: array<i32, TILE_N>;
+
+@compute @workgroup_size(256)
+fn matmul(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+  let first_row = group.y * TILE_M;
+  let first_col = group.x * TILE_N;
+  let batch_row = group.z * params.m;
+  let row = lane % TILE_M;
+  let col = lane / TILE_M * COLS_PER_LANE;
+  let r = lane / 2u;
+  let half = lane % 2u;
+  var acc: array<acc_t, COLS_PER_LANE>;
+  for (var chunk = 0u; chunk < chunk_count(); chunk++) {
+    if (first_row + r < params.m) {
+      let a_row = batch_row + first_row + r;
+      tile_a[half][r] = a_codes(a_row, chunk, half);
+      if (half == 0u && chunk % CHUNKS_PER_A_BLOCK == 0u) {
+        tile_scale_a[r] = a_scale(a_row, chunk);
+      }
+    }
+    if (lane < 2u * TILE_N) {
+      let n = first_col + r;
+      if (n < params.n) {
+        tile_b[half][r] = centered_weights(n, chunk, half);
+        if (half == 0u) {
+          tile_scale_b[r] = b_scale(n, chunk);
+          tile_offset_b[r] = weight_offset(n, chunk);
+        }
+      }
+    }
+    workgroupBarrier();
+    let a0 = tile_a[0][row];
+    let a1 = tile_a[1][row];
+    let scale_a = tile_scale_a[row];
+    for (var j = 0u; j < COLS_PER_LANE; j++) {
+      let c = col + j;
+      let sum = chunk_sum(a0, a1, tile_b[0][c], tile_b[1][c], tile_offset_b[c]);
+      acc[j] += acc_t(chunk_product(sum, scale_a, tile_scale_b[c]));
+    }
+    workgroupBarrier();
+  }
+  let m = first_row + row;
+  let n = first_col + col;
+  if (m < params.m && n < params.n) {
+    let out = (batch_row + m) * params.n + n;
+    for (var j = 0u; j < COLS_PER_LANE; j++) {
+      output[out + j] = finish(acc[j], n + j);
+    }
+  }
+}

@@ -1,0 +1,260 @@
+"""What the report shows, computed from one or more results documents before any HTML.
+
+Documents are merged without losing where a record ran: every record keeps its own adapter
+(records written without one, e.g. for a worker that died, take the adapter the rest of their
+document ran on), and the kernel x adapter matrix gets one column per distinct adapter. Records
+are ordered failures first (methodology.md §5: a kernel author reads the failures, then the
+summary of what held), and skips are kept apart from passes: a check that did not run proved
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+VERDICTS = ("fail", "error", "skip", "pass")
+_ORDER = {v: i for i, v in enumerate(VERDICTS)}
+_SAMPLE_KEYS = ("score", "passed")
+
+
+def number(value) -> float | None:
+    """A record's number as float: results files write inf and NaN as strings."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def config_text(config: dict | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted((config or {}).items()))
+
+
+@dataclass
+class AdapterColumn:
+    """One adapter as a column of the matrix: the same name, backend and driver are one column
+    even when they come from several documents."""
+
+    name: str
+    backend: str
+    driver: str
+    type: str = ""
+    vendor: str = ""
+    subgroup_size: int | None = None
+    hosts: list = field(default_factory=list)
+    index: int = 0
+    counts: Counter = field(default_factory=Counter)
+
+    @property
+    def key(self) -> tuple:
+        return (self.name, self.backend, self.driver)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.backend})" if self.backend else self.name
+
+
+@dataclass
+class RecordView:
+    record: dict
+    anchor: str
+    run: int
+    adapter: AdapterColumn
+    verdict: str
+    score: float | None
+    #: True when the check compares against budgets (outputs with metrics), so its score is an
+    #: err/budget; bitwise checks (determinism, page permutation) score a count of differences.
+    has_metrics: bool
+    kind: str = ""
+    plots: dict = field(default_factory=dict)
+
+    @property
+    def config(self) -> str:
+        return config_text(self.record.get("config"))
+
+    @property
+    def same_case(self) -> bool:
+        """The shrunk case is also the worst one found (a bug that fails on the first example)."""
+        shrunk, worst = self.record.get("shrunk"), self.record.get("worst")
+        return bool(shrunk and worst and shrunk.get("case") == worst.get("case")
+                    and shrunk.get("message") == worst.get("message"))
+
+    @property
+    def rerun(self) -> str:
+        """The `verify check` line that re-runs this check with the same seed and draw count."""
+        r = self.record
+        parts = ["verify check", str(r.get("kernel"))]
+        if r.get("config"):
+            parts.append("--config " + ",".join(f"{k}={v}" for k, v in sorted(r["config"].items())))
+        source = r.get("source") or {}
+        if source.get("kind") == "file" and source.get("origin"):
+            parts.append(f"--wgsl {source['origin']}")
+        if r.get("check") and r.get("check") != "*":
+            parts.append(f"--checks {r['check']}")
+        for option, key in (("--seed", "seed"), ("--examples", "examples"), ("--profile", "profile")):
+            if r.get(key) not in (None, "") and not (key == "examples" and not r[key]):
+                parts.append(f"{option} {r[key]}")
+        return " ".join(parts)
+
+
+def failure_kind(record: dict) -> str:
+    """A defect class for a failing record, as Allure's categories do (methodology.md §5):
+    read from the structured metrics first, then from the reasons verify itself writes."""
+    reason = record.get("reason") or ""
+    if record.get("verdict") == "error":
+        return "internal error"
+    for prefix, kind in (("WGSL does not compile", "compile error"), ("did not finish within", "time limit"),
+                         ("the process running the kernel died", "crash or device lost"),
+                         ("nondeterministic", "nondeterministic")):
+        if reason.startswith(prefix):
+            return kind
+    if "wrote past the end" in reason:
+        return "write out of bounds"
+    outputs = (record.get("shrunk") or record.get("worst") or {}).get("outputs") or []
+    if any(o.get("nan_count") for o in outputs):
+        return "NaN"
+    if any(o.get("exact_mismatches") for o in outputs):
+        return "not bit-exact"
+    if any(o.get("failing") for o in outputs):
+        return "over budget"
+    if "page placement changed" in reason:
+        return "page placement"
+    return "failed"
+
+
+def scatter_feature(samples: list[dict]) -> str | None:
+    """The first case feature with a finite number in some sample (context length for decode)."""
+    for key in (samples[0] if samples else {}):
+        if key in _SAMPLE_KEYS:
+            continue
+        values = [number(s.get(key)) for s in samples]
+        if any(v is not None and v == v and abs(v) != float("inf") for v in values):
+            return key
+    return None
+
+
+def scatter_points(samples: list[dict], feature: str | None) -> list[tuple[float, float, bool]]:
+    """(feature, err/budget, passed) per example; the example's index when no feature is numeric."""
+    points = []
+    for i, sample in enumerate(samples):
+        x = number(sample.get(feature)) if feature else float(i + 1)
+        y = number(sample.get("score"))
+        if x is not None and y is not None and abs(x) != float("inf") and x == x:
+            points.append((x, y, bool(sample.get("passed", True))))
+    return points
+
+
+@dataclass
+class Cell:
+    """One kernel on one adapter: the worst verdict of its records, and their totals."""
+
+    counts: Counter = field(default_factory=Counter)
+    examples: int = 0
+    worst: float | None = None
+    first_failure: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        for v in ("fail", "error", "pass", "skip"):
+            if self.counts[v]:
+                return v
+        return ""
+
+    def add(self, view: RecordView) -> None:
+        self.counts[view.verdict] += 1
+        self.examples += int(number(view.record.get("examples")) or 0)
+        if view.has_metrics and view.score is not None:
+            self.worst = view.score if self.worst is None else max(self.worst, view.score)
+        if view.verdict in ("fail", "error") and self.first_failure is None:
+            self.first_failure = view.anchor
+
+
+@dataclass
+class Report:
+    runs: list
+    adapters: list
+    records: list
+    counts: Counter
+    matrix: list  # [(kernel, [Cell | None per adapter])]
+
+    def section(self, *verdicts: str) -> list:
+        return [r for r in self.records if r.verdict in verdicts]
+
+    @property
+    def headline(self) -> str:
+        total = len(self.records)
+        bad = self.counts["fail"] + self.counts["error"]
+        skipped = f", {self.counts['skip']} skipped" if self.counts["skip"] else ""
+        if bad:
+            return f"{bad} of {total} checks did not hold{skipped}"
+        if self.counts["pass"]:
+            return f"all {self.counts['pass']} checks that ran held{skipped}"
+        return f"no check ran ({total} records{skipped})"
+
+
+def _document_adapter(document: dict) -> dict | None:
+    seen = Counter(tuple(sorted(r["adapter"].items())) for r in document.get("records", [])
+                   if isinstance(r.get("adapter"), dict))
+    return dict(seen.most_common(1)[0][0]) if seen else None
+
+
+def _run_summary(index: int, document: dict, adapters: list) -> dict:
+    return {
+        "index": index + 1,
+        "command": " ".join(["verify", *document.get("argv", [])]) if document.get("argv") else document.get("command", ""),
+        **{k: document.get(k, "") for k in ("profile", "host", "started", "finished", "verify_version")},
+        "complete": bool(document.get("complete")),
+        "interrupted": bool(document.get("interrupted")),
+        "records": len(document.get("records", [])),
+        "adapters": adapters,
+    }
+
+
+def _column(columns: dict, info: dict) -> AdapterColumn:
+    column = AdapterColumn(str(info.get("name", "?")), str(info.get("backend", "")), str(info.get("driver", "")),
+                           str(info.get("type", "")), str(info.get("vendor", "")), info.get("subgroup_size"),
+                           index=len(columns))
+    return columns.setdefault(column.key, column)
+
+
+def build_report(documents: list[dict]) -> Report:
+    columns: dict[tuple, AdapterColumn] = {}
+    views, runs = [], []
+    for run, document in enumerate(documents):
+        fallback = _document_adapter(document) or {"name": "unknown adapter", "backend": "", "driver": ""}
+        records = list(document.get("records", [])) + list(document.get("skipped_kernels", []))
+        run_columns = []
+        for record in records:
+            info = record.get("adapter") if isinstance(record.get("adapter"), dict) else fallback
+            column = _column(columns, info)
+            if document.get("host") and document["host"] not in column.hosts:
+                column.hosts.append(document["host"])
+            if column not in run_columns:
+                run_columns.append(column)
+            worst = record.get("worst") or {}
+            verdict = record.get("verdict") if record.get("verdict") in VERDICTS else "error"
+            view = RecordView(record, "", run + 1, column, verdict, number(worst.get("score")),
+                              bool(worst.get("outputs")))
+            if verdict in ("fail", "error"):
+                view.kind = failure_kind(record)
+            views.append(view)
+        runs.append(_run_summary(run, document, [c.label for c in run_columns]))
+    views.sort(key=lambda v: (_ORDER[v.verdict], str(v.record.get("kernel")), str(v.record.get("check")), v.config,
+                              v.adapter.index, v.run))
+    for i, view in enumerate(views):
+        view.anchor = f"r{i + 1}"
+    adapters = list(columns.values())
+    kernels = sorted({str(v.record.get("kernel")) for v in views})
+    cells = {(k, a.key): None for k in kernels for a in adapters}
+    for view in views:
+        key = (str(view.record.get("kernel")), view.adapter.key)
+        cells[key] = cells[key] or Cell()
+        cells[key].add(view)
+    for view in views:
+        view.adapter.counts[view.verdict] += 1
+    matrix = [(k, [cells[(k, a.key)] for a in adapters]) for k in kernels]
+    return Report(runs, adapters, views, Counter(v.verdict for v in views), matrix)

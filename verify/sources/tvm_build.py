@@ -1,0 +1,179 @@
+"""Apache TVM's WebGPU kernels as WGSL text, built once per config and kept on disk.
+
+TVM generates its paged-KV decode and merge kernels from Python factories
+(`tvm/relax/frontend/nn/llm/_decode_kernels.py`: `_attention_decode`, `_merge_state_inplace`);
+`tvm.build(..., target="webgpu")` lowers one to a host module whose single import is the
+WebGPU device module, and that module's `inspect_source()` is the WGSL TVM's web runtime
+compiles (tvm_semantics.md §5).
+
+Importing TVM takes ~2 s and a build ~0.1-0.5 s, so the text is cached under
+`$VERIFY_TVM_CACHE` (else `$XDG_CACHE_HOME/verify/tvm`, else `~/.cache/verify/tvm`) in one
+folder per TVM version, one file per factory call; the first line of each file says which
+call made it. apache-tvm is imported only to build: its version comes from pip's metadata,
+and a machine without apache-tvm still uses WGSL found in the cache (e.g. a folder exported
+from a machine that has it), newest supported version first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from verify.errors import SetupError, UsageError
+
+#: The TVM releases whose kernels and launch rules these contracts describe.
+REQUIREMENT = "apache-tvm>=0.27,<0.28"
+SUPPORTED = (0, 27)
+INSTALL = "pip install 'verify[tvm]'  (or: pip install 'apache-tvm>=0.27,<0.28')"
+CACHE_ENV = "VERIFY_TVM_CACHE"
+
+
+@dataclass(frozen=True)
+class TvmBuild:
+    """One call of a kernel factory in TVM's `_decode_kernels` module, built for WebGPU."""
+
+    factory: str
+    arguments: tuple  # (name, value) pairs: the factory's keyword arguments besides `target`
+
+    def describe(self) -> str:
+        return f"{self.factory}({', '.join(f'{k}={v!r}' for k, v in self.arguments)})"
+
+    @property
+    def filename(self) -> str:
+        digest = hashlib.sha256(self.describe().encode()).hexdigest()[:16]
+        return f"{self.factory.strip('_')}-{digest}.wgsl"
+
+
+def decode_build(*, kv_heads: int, qo_heads: int, head_dim: int, dtype: str, sliding_window: bool,
+                 page_size: int) -> TvmBuild:
+    """`_attention_decode` with RoPE scaling `{}`: no "rope_type", so `switch_rope_freq_func`
+    (position_embedding.py) picks `rope_freq_default`, theta^(-(2d mod D)/D)."""
+    return TvmBuild("_attention_decode", (
+        ("num_kv_heads", kv_heads), ("num_qo_heads", qo_heads), ("head_dim", head_dim),
+        ("qkv_dtype", _TVM_DTYPE[dtype]), ("sliding_window", bool(sliding_window)), ("rope_scaling", {}),
+        ("page_size", page_size)))
+
+
+def merge_build(*, heads: int, head_dim: int, dtype: str) -> TvmBuild:
+    return TvmBuild("_merge_state_inplace", (("num_heads", heads), ("head_dim", head_dim),
+                                             ("v_dtype", _TVM_DTYPE[dtype])))
+
+
+_TVM_DTYPE = {"f16": "float16", "f32": "float32"}
+
+
+def cache_root() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "verify" / "tvm"
+
+
+def installed_version() -> str | None:
+    """apache-tvm's version from pip's metadata (no 2 s import), else from an importable `tvm`
+    (a source build); None when neither exists."""
+    try:
+        return metadata.version("apache-tvm")
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        import tvm
+    except ImportError:
+        return None
+    return str(tvm.__version__)
+
+
+def _release(version: str) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def _require_supported(version: str) -> None:
+    if _release(version) != SUPPORTED:
+        raise SetupError(f"apache-tvm {version} is installed, but verify's TVM kernels are written for "
+                         f"{REQUIREMENT}; install it with: {INSTALL}")
+
+
+def load(build: TvmBuild, root: Path | None = None) -> str:
+    """The WGSL of `build` (a provenance comment line, then TVM's text): cached, or built now."""
+    root = cache_root() if root is None else root
+    version = installed_version()
+    if version is None:
+        cached = _cached_without_tvm(root, build)
+        if cached is None:
+            raise SetupError(f"TVM kernels need {REQUIREMENT}, which is not installed, and {build.describe()} "
+                             f"is not in the WGSL cache {root}; install it with: {INSTALL}")
+        return cached.read_text()
+    _require_supported(version)
+    path = root / version / build.filename
+    if path.is_file():
+        return path.read_text()
+    text = f"// apache-tvm {version}, target webgpu: {build.describe()}\n" + build_wgsl(build)
+    _write_atomically(path, text)
+    return text
+
+
+def _cached_without_tvm(root: Path, build: TvmBuild) -> Path | None:
+    """The newest supported version's copy of `build` in the cache, if any."""
+    found = [folder / build.filename for folder in root.glob("*")
+             if _release(folder.name) == SUPPORTED and (folder / build.filename).is_file()]
+    key = lambda path: tuple(int(x) for x in re.findall(r"\d+", path.parent.name))
+    return max(found, key=key, default=None)
+
+
+def _import_tvm():
+    try:
+        import tvm
+    except ImportError as exc:
+        raise SetupError(f"TVM kernels need {REQUIREMENT}, which cannot be imported ({exc}); "
+                         f"install it with: {INSTALL}") from None
+    _require_supported(str(tvm.__version__))
+    return tvm
+
+
+def build_wgsl(build: TvmBuild) -> str:
+    """Call TVM's factory and `tvm.build` for WebGPU; the device module's WGSL.
+
+    A config TVM rejects (its factories assert on thread limits) is a UsageError carrying
+    TVM's message on one line.
+    """
+    tvm = _import_tvm()
+    from tvm.relax.frontend.nn.llm import _decode_kernels
+
+    factory = getattr(_decode_kernels, build.factory)
+    target = tvm.target.Target("webgpu")
+    try:
+        func = factory(**dict(build.arguments), target=target)
+        module = tvm.build(tvm.IRModule({"main": func}), target=target)
+    except Exception as exc:  # TVM raises assertions and its own error classes alike
+        raise UsageError(f"apache-tvm cannot build {build.describe()} for webgpu: {_one_line(exc)}") from None
+    devices = [m for m in module.imports if m.kind == "webgpu"]
+    if len(devices) != 1:
+        raise SetupError(f"tvm.build for webgpu returned device modules {[m.kind for m in module.imports]}, "
+                         "expected one webgpu module")
+    return str(devices[0].inspect_source())
+
+
+def _one_line(exc: Exception) -> str:
+    """TVM's messages end with the useful line after a C++ backtrace; keep that line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so a concurrent reader (two
+    workers building the same config) sees either nothing or the whole file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            handle.write(text)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

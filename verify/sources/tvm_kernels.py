@@ -1,0 +1,279 @@
+"""Contracts of the kernels Apache TVM 0.27 generates for WebGPU: paged decode (plain and
+sliding window) and the in-place merge of attention states.
+
+They reuse ours (decode_common.DecodeKernel, merge_state.MergeState): the same cases, float64
+references, budgets and checks. What differs is the WGSL (tvm_build: TVM's own factories, built
+for webgpu) and how it is bound and launched, which follows TVM's web runtime
+(tvm_semantics.md §5, `web/src/webgpu.ts`):
+
+- a buffer parameter P is bound as `P_ptr`, in the order `split_host_device.cc` sorts the
+  parameters; the order and names are read from the WGSL, not assumed;
+- scalars travel in one uniform struct, PODArgs: shape variables (B; N, H, D), every
+  `*_elem_offset` (0 here: one buffer per array), the kernel's scalar arguments, packGridDimX;
+- the grid is the host code's (x, y) with blockIdx.z reserved: an x of 65536 or more is halved
+  (rounding up) while z doubles, and packGridDimX carries the original x.
+
+TVM's empty state is not ours: its running max starts at -5e4, not -inf, so an empty context
+stores output 0 and lse = -5e4 + log2(k) for the k initial states (m = -5e4, d = 1) its
+workgroup summed (tvm_semantics.md §1), and a merge gives such a state weight 2^(-5e4 - M) = 0.
+The contracts state and check that convention instead of ours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.budgets.roundoff import ulp
+from verify.cases.attention import merge_cases
+from verify.checks import register
+from verify.checks.base import Check
+from verify.errors import UsageError
+from verify.gpu import InOut, Output
+from verify.gpu.uniforms import pack_struct
+from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE
+from verify.kernels.attention.decode_common import DecodeKernel
+from verify.kernels.attention.merge_state import MergeState
+from verify.kernels.contract import ConfigKey, Expected, Launched
+from verify.kernels.specialize import config_line
+from verify.sources.tvm_build import decode_build, load, merge_build
+
+#: TVM's webgpu target: max_num_threads (Target("webgpu").attrs).
+MAX_THREADS = 256
+#: Elements one lane loads: VEC_SIZE = min(max(8 // 2, D // 32), 4) = 4 for every head dim,
+#: the factories hard-coding a 2-byte element (_decode_kernels.py L182, L488).
+VEC_SIZE = 4
+#: The initial running max of TVM's online softmax (`st_m[0] = -5e4`, _decode_kernels.py L292).
+EMPTY_MAX = -5e4
+#: An empty state's lse, EMPTY_MAX + log2(k) for a count k < 2^32 of initial states (summed in
+#: one workgroup or merged later), rounded to f32: one ulp below EMPTY_MAX to 32 above.
+EMPTY_LSE_BAND = (EMPTY_MAX - float(ulp(np.float64(EMPTY_MAX), "f32")), EMPTY_MAX + 32.0)
+
+
+# -- TVM's schedules and web runtime -------------------------------------------------------------
+def decode_schedule(head_dim: int, group: int) -> tuple[int, int, int, int]:
+    """(bdx, bdy, bdz, gdz) of `_attention_decode` for webgpu (_decode_kernels.py L181-207):
+    bdx lanes of VEC_SIZE dims; bdy heads of the GQA group, halved while bdx*bdy > 256;
+    gdz = group // bdy head slices across the grid; bdz = 256 // (bdx*bdy) KV-row slices."""
+    bdx = head_dim // VEC_SIZE
+    bdy = group
+    while bdx * bdy > MAX_THREADS and bdy > 1:
+        bdy //= 2
+    return bdx, bdy, max(MAX_THREADS, bdx * bdy) // (bdx * bdy), group // bdy
+
+
+def merge_schedule(heads: int, head_dim: int) -> tuple[int, int, int]:
+    """(bdx, bdy, gdy) of `_merge_state_inplace` (L476-487): bdy heads, halved while
+    bdx*bdy > 256, and gdy = heads // bdy head groups across the grid."""
+    bdx = head_dim // VEC_SIZE
+    bdy = heads
+    while bdx * bdy > MAX_THREADS and bdy > 1:
+        bdy //= 2
+    return bdx, bdy, heads // bdy
+
+
+def web_runtime_grid(x: int, y: int) -> tuple[tuple[int, int, int], int]:
+    """Workgroups TVM's web runtime dispatches for a host grid (x, y), and its packGridDimX
+    (webgpu.ts L767-789): WebGPU caps a dimension at 65535, so x is halved (rounding up) while
+    z doubles; the kernel rebuilds blockIdx.z * gridDim.x + blockIdx.x and compares it with
+    packGridDimX."""
+    pack_x, z = x, 1
+    while x >= 1 << 16:
+        x = (x + 1) // 2
+        z *= 2
+    return (x, y, z), pack_x
+
+
+def bind(interface, inputs: dict, outputs: dict, pod: dict) -> dict:
+    """Resources by WGSL binding name: TVM binds parameter P as `P_ptr` and its scalars as the
+    uniform PODArgs. `inputs` and `outputs` are keyed by TVM's parameter names."""
+    resources = {}
+    for binding in interface.bindings:
+        if binding.address_space == "uniform":
+            resources[binding.name] = pod_args(interface.structs.get(binding.type), pod)
+            continue
+        param = binding.name.removesuffix("_ptr")
+        source = outputs if param in outputs else inputs
+        if param not in source:
+            raise UsageError(f"binding {binding.name!r} is not a parameter of the TVM kernel "
+                             f"({', '.join(sorted({**inputs, **outputs}))})")
+        resources[binding.name] = source[param]
+    return resources
+
+
+def pod_args(fields, pod: dict) -> bytes:
+    """PODArgs as the web runtime packs it: every field 4 bytes in order, element offsets 0."""
+    if fields is None:
+        raise UsageError("the WGSL's uniform is not a struct it declares (TVM's is `struct PODArgs`)")
+    values = {}
+    for name, _ in fields:
+        if name.endswith("_elem_offset"):
+            values[name] = 0
+        elif name in pod:
+            values[name] = pod[name]
+        else:
+            raise UsageError(f"PODArgs field {name!r} is none the TVM launch supplies ({', '.join(pod)}, *_elem_offset)")
+    return pack_struct(fields, values)
+
+
+def _by_param(results: dict, names: dict) -> dict:
+    """Read-back results keyed by binding name, renamed to the contract's output names."""
+    return {names[binding.removesuffix("_ptr")]: value for binding, value in results.items()}
+
+
+def _header(kernel: str, config: dict) -> str:
+    return f"// verify kernel: {kernel}\n{config_line(config)}\n"
+
+
+# -- decode ----------------------------------------------------------------------------------------
+#: Our case arrays under TVM's parameter names (`batch_decode_paged_kv`'s signature).
+DECODE_INPUTS = {"Q": "q", "pages": "pages", "page_table_indptr": "page_indptr", "page_table_values": "page_values",
+                 "length_info": "length_info", "k_rope_pos_offset": "k_rope_pos_offset",
+                 "q_rope_position": "q_rope_position"}
+
+
+class TvmDecode(DecodeKernel):
+    """TVM's `batch_decode_paged_kv` under our decode contract, except for empty contexts."""
+
+    name = "tvm.decode"
+    source = "tvm"
+    summary = "Apache TVM 0.27's generated paged decode (_attention_decode, tvm.build for webgpu)"
+    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE,
+                   ConfigKey("sliding_window", 0, (0,), "TVM's sliding-window decode is tvm.decode_sliding_window"))
+    checks = DecodeKernel.checks + ("differential",)
+    differential_partner = "decode.tiled"
+    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16"),
+                   dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"),
+                   dict(head_dim=256, qo_heads=32, kv_heads=8, dtype="f16"),
+                   dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16"))
+
+    def gate_configs(self, profile):
+        """Llama-3-8B-like, MHA in f32 (G = 1: two rows per lane), Gemma-like D = 256, and
+        G = 32 (gdz = 4 head slices). Building them here makes a machine without apache-tvm or
+        its cached WGSL skip the kernel (SetupError) instead of failing the gate."""
+        configs = [self.config(shape) for shape in self.gate_shapes]
+        for config in configs:
+            self.wgsl(config)
+        return configs
+
+    def wgsl(self, config):
+        build = decode_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"], head_dim=config["head_dim"],
+                             dtype=config["dtype"], sliding_window=bool(config["sliding_window"]),
+                             page_size=config["page_size"])
+        return _header(self.name, config) + load(build)
+
+    def launch(self, device, wgsl, config, case):
+        pipeline = device.pipeline(wgsl)
+        batch, qo_heads, head_dim = case["q"].shape
+        *_, gdz = decode_schedule(config["head_dim"], config["qo_heads"] // config["kv_heads"])
+        grid, pack_x = web_runtime_grid(batch, config["kv_heads"] * gdz)
+        p = case.params
+        outputs = {"output": Output(STORAGE[config["dtype"]], (batch, qo_heads, head_dim)),
+                   "lse": Output(np.float32, (batch, qo_heads))}
+        resources = bind(pipeline.interface, {tvm: case[ours] for tvm, ours in DECODE_INPUTS.items()}, outputs, {
+            "B": batch, "rotary_mode": p["rotary_mode"], "rope_scale": p["rope_scale"],
+            "rope_theta": p["rope_theta"], "sm_scale": p["sm_scale"], "packGridDimX": pack_x})
+        run = device.run(pipeline, resources, grid)
+        names = {"output": "output", "lse": "lse"}
+        return Launched(_by_param(run.outputs, names), _by_param(run.guard_intact, names), run.timing)
+
+    def expected(self, config, case):
+        """Ours, but an empty context's lse is TVM's: within EMPTY_LSE_BAND (a convention, so
+        comparisons with other runs hold it to this band); its output stays exactly 0."""
+        output, lse = super().expected(config, case)
+        empty = np.isneginf(lse.lo)
+        lo, hi = EMPTY_LSE_BAND
+        lse = Expected("lse", np.where(empty, lo, lse.lo), np.where(empty, hi, lse.hi),
+                       np.where(empty, 0.0, lse.budget), lse.dtype, convention=empty)
+        return [output, lse]
+
+
+class TvmDecodeSlidingWindow(TvmDecode):
+    name = "tvm.decode_sliding_window"
+    summary = ("Apache TVM 0.27's generated paged decode with attention sinks and a sliding window "
+               "(_attention_decode(sliding_window=True))")
+    config_keys = TvmDecode.config_keys[:-1] + (
+        ConfigKey("sliding_window", 1, (1,), "length_info is [3, B]: last_page_len, window offset, sink size"),)
+    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=4, dtype="f16"),
+                   dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"))
+
+
+# -- merge ------------------------------------------------------------------------------------------
+HEADS = ConfigKey("heads", 32, (), "attention heads H (TVM specialises the merge's workgroup on it)")
+
+
+def _max_tokens(profile: str) -> int:
+    return {"quick": 4, "ci": 16}.get(profile, 64)
+
+
+def tvm_empty_states(case):
+    """Our merge cases write an empty state's lse as -inf; TVM's kernels write -5e4 (+ log2 k)."""
+    return case.replace({n: np.where(np.isneginf(case[n]), EMPTY_MAX, case[n]).astype(np.float32)
+                         for n in ("s", "s_other")})
+
+
+class TvmMergeState(MergeState):
+    """TVM's `merge_state_inplace` (tvm_semantics.md §4) under our merge contract."""
+
+    name = "tvm.merge_state"
+    source = "tvm"
+    summary = ("Apache TVM 0.27's generated in-place merge of base-2 (v, lse) states (_merge_state_inplace); "
+               "empty = lse -5e4")
+    config_keys = (HEADS, HEAD_DIM, DTYPE)
+    checks = ("reference", "determinism", "infinite_empty")
+
+    def validate(self, config):
+        if config["heads"] <= 0:
+            raise UsageError(f"heads={config['heads']} must be positive")
+
+    def gate_configs(self, profile):
+        configs = [self.config(dict(heads=h, head_dim=d, dtype=t)) for h, d, t in
+                   ((32, 128, "f16"), (8, 64, "f32"), (16, 256, "f16"))]
+        for config in configs:
+            self.wgsl(config)
+        return configs
+
+    def gate_checks(self, config):
+        """TVM never writes -inf, and its merge is not defined for it (see infinite_empty)."""
+        return ("reference", "determinism")
+
+    def wgsl(self, config):
+        build = merge_build(heads=config["heads"], head_dim=config["head_dim"], dtype=config["dtype"])
+        return _header(self.name, config) + load(build)
+
+    def cases(self, config, profile):
+        return merge_cases(config["head_dim"], config["dtype"], max_tokens=_max_tokens(profile),
+                           heads=config["heads"]).map(tvm_empty_states)
+
+    def infinite_empty_cases(self, config, profile):
+        """Pairs where one side or both are empty, written -inf as our kernels write it."""
+        return merge_cases(config["head_dim"], config["dtype"], max_tokens=_max_tokens(profile),
+                           heads=config["heads"], lse_kinds=("empty",))
+
+    def launch(self, device, wgsl, config, case):
+        pipeline = device.pipeline(wgsl)
+        tokens, heads, head_dim = case["v"].shape
+        *_, gdy = merge_schedule(config["heads"], config["head_dim"])
+        grid, pack_x = web_runtime_grid(tokens, gdy)
+        resources = bind(pipeline.interface, {"S_other": case["s_other"], "V_other": case["v_other"]},
+                         {"S": InOut(case["s"]), "V": InOut(case["v"])},
+                         {"N": tokens, "H": heads, "D": head_dim, "packGridDimX": pack_x})
+        run = device.run(pipeline, resources, grid)
+        names = {"S": "s", "V": "v"}
+        return Launched(_by_param(run.outputs, names), _by_param(run.guard_intact, names), run.timing)
+
+
+class InfiniteEmptyCheck(Check):
+    """Our kernels write an empty state as lse -inf; a TVM merge fed such states computes
+    M = max(-inf, -inf) and exp2(-inf - M) = exp2(NaN) where both sides are empty."""
+
+    name = "infinite_empty"
+    doc = "merges states whose empty side has lse -inf (our convention, not TVM's) within budget, no NaN"
+
+    def strategy(self, ctx):
+        return ctx.kernel.infinite_empty_cases(ctx.config, ctx.profile)
+
+    def run_example(self, ctx, case):
+        return ctx.judge(case, ctx.launch(case))
+
+
+register(InfiniteEmptyCheck())
