@@ -108,11 +108,20 @@ def output_to_state(o, lse) -> SoftmaxState:
     return SoftmaxState(lse, np.where(empty, 0.0, 1.0), np.where(empty[..., None], 0.0, o))
 
 
+def _select(a_empty, b_empty, from_a, from_b, merged, empty):
+    """`merged`, except `from_a` where only b is empty, `from_b` where only a is, `empty` where both are.
+
+    Selecting instead of recomputing keeps the non-empty input bit for bit (1*o + 0*0 would turn
+    -0.0 into +0.0) and never reads the o of an empty input, which a kernel may leave unwritten.
+    """
+    return np.where(a_empty & b_empty, empty, np.where(b_empty, from_a, np.where(a_empty, from_b, merged)))
+
+
 def merge_states(a, b, base=2) -> SoftmaxState:
     """The (m, d, o) state over the union of the logits of two (m, d, o) states, in their base.
 
-    Merging with an empty state returns the other state bit for bit (selected, not recomputed, so
-    even -0.0 survives); merging two empties gives the empty state (-inf, 0, 0).
+    Merging with an empty state returns the other state bit for bit; merging two empties gives
+    the empty state (-inf, 0, 0).
     """
     exp, _ = _exp_log(base)
     (ma, da, oa), (mb, db, ob) = ([np.asarray(x, np.float64) for x in st] for st in (a, b))
@@ -121,9 +130,9 @@ def merge_states(a, b, base=2) -> SoftmaxState:
     d = da * wa + db * wb
     o = oa * wa[..., None] + ob * wb[..., None]
     a_empty, b_empty = np.isneginf(ma), np.isneginf(mb)
-    d = np.where(b_empty, da, np.where(a_empty, db, d))
-    o = np.where(b_empty[..., None], oa, np.where(a_empty[..., None], ob, o))
-    return SoftmaxState(m, np.where(a_empty & b_empty, 0.0, d), np.where((a_empty & b_empty)[..., None], 0.0, o))
+    d = _select(a_empty, b_empty, da, db, d, 0.0)
+    o = _select(a_empty[..., None], b_empty[..., None], oa, ob, o, 0.0)
+    return SoftmaxState(m, d, o)
 
 
 def merge_outputs(o_a, lse_a, o_b, lse_b, base=2) -> tuple[np.ndarray, np.ndarray]:
@@ -131,7 +140,7 @@ def merge_outputs(o_a, lse_a, o_b, lse_b, base=2) -> tuple[np.ndarray, np.ndarra
 
     M = max(lse_a, lse_b), w_x = base**(lse_x - M); o = (o_a w_a + o_b w_b) / (w_a + w_b),
     lse = M + log_base(w_a + w_b), in the base of the inputs. An empty input (lse = -inf) returns
-    the other bit for bit; two empties give (0, -inf).
+    the other bit for bit, whatever the empty one's o holds; two empties give (0, -inf).
     """
     exp, log = _exp_log(base)
     o_a, lse_a, o_b, lse_b = (np.asarray(x, np.float64) for x in (o_a, lse_a, o_b, lse_b))
@@ -145,10 +154,8 @@ def merge_outputs(o_a, lse_a, o_b, lse_b, base=2) -> tuple[np.ndarray, np.ndarra
     with np.errstate(divide="ignore"):
         lse = big + log(total)
     a_empty, b_empty = np.isneginf(lse_a), np.isneginf(lse_b)
-    o = np.where(b_empty[..., None], o_a, np.where(a_empty[..., None], o_b, o))
-    o = np.where((a_empty & b_empty)[..., None], 0.0, o)
-    lse = np.where(b_empty, lse_a, np.where(a_empty, lse_b, lse))
-    return o, lse
+    o = _select(a_empty[..., None], b_empty[..., None], o_a, o_b, o, 0.0)
+    return o, _select(a_empty, b_empty, lse_a, lse_b, lse, -np.inf)
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
@@ -161,7 +168,7 @@ def merge_many_outputs(o, lse, axis: int = 0, base=2) -> tuple[np.ndarray, np.nd
     """Merge N stored outputs stacked on `axis` of lse (o has one more trailing axis, D).
 
     Returns (o, lse) with that axis removed, lse in the base of the inputs. Empty inputs have weight
-    exactly 0; if all are empty the result is (0, -inf).
+    exactly 0 and their o is never read; if all are empty the result is (0, -inf).
     """
     exp, log = _exp_log(base)
     o = np.asarray(o, np.float64)
@@ -174,18 +181,24 @@ def merge_many_outputs(o, lse, axis: int = 0, base=2) -> tuple[np.ndarray, np.nd
     w = exp(lse - _shift(big))
     total = np.sum(w, axis=axis)
     weighted = np.sum(np.where(np.isneginf(lse)[..., None], 0.0, o) * w[..., None], axis=axis)
-    o_merged = np.where((total == 0)[..., None], 0.0, weighted / np.where(total == 0, 1.0, total)[..., None])
+    empty = (total == 0)[..., None]
+    o_merged = np.where(empty, 0.0, weighted / np.where(empty, 1.0, total[..., None]))
     with np.errstate(divide="ignore"):
         return o_merged, np.squeeze(_shift(big), axis=axis) + log(total)
 
 
 def merge_many_states(m, d, o, axis: int = 0, base=2) -> SoftmaxState:
-    """Merge N (m, d, o) states stacked on `axis` of m and d (o has one more trailing axis, D)."""
+    """Merge N (m, d, o) states stacked on `axis` of m and d (o has one more trailing axis, D).
+
+    Returns the (m, d, o) state with that axis removed; empty states' d and o are never read.
+    """
     exp, _ = _exp_log(base)
     m, d, o = (np.asarray(x, np.float64) for x in (m, d, o))
     _check_logits("m", m)
     if d.shape != m.shape or o.shape[:-1] != m.shape:
-        raise ValueError(f"need d.shape == m.shape and o.shape == m.shape + (D,); got {m.shape}, {d.shape}, {o.shape}")
+        raise ValueError(
+            f"need d.shape == m.shape and o.shape == m.shape + (D,); got m {m.shape}, d {d.shape}, o {o.shape}"
+        )
     axis = _normalize_axis(axis, m.ndim)
     big = np.max(m, axis=axis, keepdims=True, initial=-np.inf)
     w = exp(m - _shift(big))

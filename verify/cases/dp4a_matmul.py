@@ -8,8 +8,8 @@ optional zero points, packed as MatMulNBits stores them.
 
 Three families of cases, one per check:
 - `matmul_cases` (reference, determinism, quantization_error): everything above, magnitudes kept
-  so that no product or partial sum can leave T's range in any order (|sum_c p_c| + |bias| <= 2^14
-  in f16), so the budget is the only judge.
+  so that no product or partial sum can leave T's range in any order (sum_c |p_c| + |bias| <= 2^14
+  in f16, 2^100 in f32), so the budget is the only judge.
 - `integer_sum_cases` (integer_sums): unit scales and small integer codes, so every product and
   partial sum is an exact integer in T; the output must be sum_c I_c + bias bit for bit.
 - `accumulator_range_cases` (accumulator_range): large same-sign chunk products whose running
@@ -41,9 +41,9 @@ CODE_KINDS = ("uniform", "extreme", "near_zero")
 SCALE_KINDS = ("typical", "wide", "powers_of_two", "underflow")
 #: Zero points (has_zero_points=1): random; all 0; all 2^bits-1; all the default 2^(bits-1).
 ZERO_POINT_KINDS = ("random", "zero", "max", "default")
-#: Largest |sum_c p_c| + |bias| drawn in f16: a quarter of the largest finite value, so no
-#: rounding inside the budget can overflow.
-F16_MAGNITUDE = 2.0**14
+#: Largest sum_c |p_c| + |bias| drawn: in f16 a quarter of the largest finite value, so no
+#: rounding inside the budget can overflow; in f32 far from both ends of the range.
+MAGNITUDE = {"f16": 2.0**14, "f32": 2.0**100}
 #: Largest |partial sum| of the integer cases: integers up to 2^11 (f16) / 2^24 (f32) are exact.
 EXACT_INTEGERS = {"f16": 2**11, "f32": 2**24}
 
@@ -205,24 +205,25 @@ def matmul_cases(draw, config: dict, profile: str = "ci"):
     codes = _weight_codes(rng, code_kind, (n, k), bits, np.repeat(zero_points, block_size, axis=-1))
     b_scales = _weight_scales(rng, scale_kind, (n, k // block_size), dtype)
     bias = (rng.standard_normal(n) * 2.0 ** rng.uniform(-2, 3)).astype(t_type) if config["has_bias"] else None
-    if dtype == "f16":
-        b_scales, bias = _within_f16(quantized, codes, zero_points, b_scales, bias, block_size)
+    b_scales, bias = _within_range(quantized, codes, zero_points, b_scales, bias, block_size, dtype)
     params = {"batch": batch, "m": m, "n": n, "k": k, "values": values, "mix": mix, "codes": code_kind,
               "scales": scale_kind, "zero_points": zero_kind if config["has_zero_points"] else "none", "seed": seed}
     return _case(config, a, quantized.codes, quantized.scales, codes, zero_points, b_scales, bias, params)
 
 
-def _within_f16(quantized, codes, zero_points, b_scales, bias, block_size: int):
-    """Scale weights (by a power of two) and bias down until sum_k |s_a a||s_b w| + |bias| <= 2^14."""
+def _within_range(quantized, codes, zero_points, b_scales, bias, block_size: int, dtype: str):
+    """Scale weights (by a power of two) and bias down until sum_k |s_a a||s_b w| + |bias| <= MAGNITUDE."""
+    limit = MAGNITUDE[dtype]
+    t_type = numpy_dtype(dtype)
     if bias is not None:
-        bias = np.clip(bias, -F16_MAGNITUDE / 2, F16_MAGNITUDE / 2).astype(np.float16)
+        bias = np.clip(bias, -limit / 2, limit / 2).astype(t_type)
     a_deq = np.abs(quantized.codes.astype(np.float64)) * np.repeat(quantized.scales, ACTIVATION_BLOCK, axis=-1)
     w = np.abs(_centred(codes, zero_points, block_size)) * np.repeat(b_scales.astype(np.float64), block_size, axis=-1)
     magnitude = float((a_deq.reshape(-1, a_deq.shape[-1]) @ w.T).max(initial=0.0))
-    room = F16_MAGNITUDE - (float(np.abs(bias).max()) if bias is not None else 0.0)
+    room = limit - (float(np.abs(bias).max()) if bias is not None else 0.0)
     if magnitude > room:
         shift = int(np.ceil(np.log2(magnitude / room))) + 1
-        b_scales = (b_scales.astype(np.float64) * 2.0**-shift).astype(np.float16)
+        b_scales = (b_scales.astype(np.float64) * 2.0**-shift).astype(t_type)
     return b_scales, bias
 
 

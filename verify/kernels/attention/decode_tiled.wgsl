@@ -51,8 +51,9 @@ const GROUP: u32 = QO_HEADS / KV_HEADS;
 const SLICE_ROWS: u32 = BDY * TILE;
 const TILE_ROWS: u32 = BDZ * SLICE_ROWS;
 const LOG2E: f32 = 1.4426950408889634;
-// The state's m before any row: below every logit, so 2^(M_START - m') is 0 for any real m'.
-const M_START: f32 = -3.0e38;
+// The state's m before any row: the most negative finite f32, so every logit is >= it and
+// 2^(M_START - m') is 0 once a row of any realistic logit m' has been seen.
+const M_START: f32 = -0x1.fffffep+127f;
 const NEG_INF_BITS: u32 = 0xff800000u;
 
 var<workgroup> k_tile: array<vec4<qkv_t>, TILE_ROWS * BDX>;
@@ -111,11 +112,14 @@ fn decode_tiled(@builtin(workgroup_id) group_id: vec3<u32>,
   let writes = group_head < GROUP && tz == 0u;
   let head = kv_head * GROUP + min(group_head, GROUP - 1u);
 
+  // First vec4 of this head's q and output rows.
+  let head_row = (b * QO_HEADS + head) * BDX;
+
   let first_page = page_indptr[b];
   let length = attended_length(b, page_indptr[b + 1u] - first_page);
   if (length <= 0) {
     if (writes) {
-      output[(b * QO_HEADS + head) * BDX + tx] = vec4<qkv_t>(0.0);
+      output[head_row + tx] = vec4<qkv_t>(0.0);
       if (tx == 0u) {
         lse[b * QO_HEADS + head] = f32_from_bits(NEG_INF_BITS);
       }
@@ -132,10 +136,9 @@ fn decode_tiled(@builtin(workgroup_id) group_id: vec3<u32>,
   let freq = pow(vec4<f32>(params.rope_theta), -exponent);
   let rotary = params.rotary_mode == 1u;
 
-  let q_row = (b * QO_HEADS + head) * BDX;
-  var q_lane = vec4<f32>(q[q_row + tx]);
+  var q_lane = vec4<f32>(q[head_row + tx]);
   if (rotary) {
-    let rotated = rotate(q_lane, vec4<f32>(q[q_row + partner_lane]), lower, freq, q_rope_position[b]);
+    let rotated = rotate(q_lane, vec4<f32>(q[head_row + partner_lane]), lower, freq, q_rope_position[b]);
     q_lane = vec4<f32>(vec4<qkv_t>(rotated));
   }
   let log2_scale = params.sm_scale * LOG2E;
@@ -169,32 +172,33 @@ fn decode_tiled(@builtin(workgroup_id) group_id: vec3<u32>,
 
     let slice_first = tile_first + i32(tz * SLICE_ROWS);
     let count = u32(clamp(length - slice_first, 0, i32(SLICE_ROWS)));
-    let head_rows = (tz * BDY + ty) * SLICE_ROWS;
+    // This head's logits of the slice, and its partials (BDX per row) at logit_base*BDX.
+    let logit_base = (tz * BDY + ty) * SLICE_ROWS;
     for (var j = 0u; j < count; j++) {
       let k_lane = vec4<f32>(k_tile[(tz * SLICE_ROWS + j) * BDX + tx]);
-      partial[(head_rows + j) * BDX + tx] = dot(q_lane, k_lane);
+      partial[(logit_base + j) * BDX + tx] = dot(q_lane, k_lane);
     }
     workgroupBarrier();
 
     if (tx < count) {
       var sum = 0.0;
       for (var l = 0u; l < BDX; l++) {
-        sum += partial[(head_rows + tx) * BDX + l];
+        sum += partial[(logit_base + tx) * BDX + l];
       }
-      logit[head_rows + tx] = sum * log2_scale;
+      logit[logit_base + tx] = sum * log2_scale;
     }
     workgroupBarrier();
 
     if (count > 0u) {
       var m_new = m;
       for (var j = 0u; j < count; j++) {
-        m_new = max(m_new, logit[head_rows + j]);
+        m_new = max(m_new, logit[logit_base + j]);
       }
       let rescale = exp2(m - m_new);
       d *= rescale;
       o *= rescale;
       for (var j = 0u; j < count; j++) {
-        let weight = exp2(logit[head_rows + j] - m_new);
+        let weight = exp2(logit[logit_base + j] - m_new);
         d += weight;
         o += weight * vec4<f32>(v_tile[(tz * SLICE_ROWS + j) * BDX + tx]);
       }
@@ -223,7 +227,7 @@ fn decode_tiled(@builtin(workgroup_id) group_id: vec3<u32>,
     d_all += state.y * weight;
     o_all += merge_o[(z * BDY + ty) * BDX + tx] * weight;
   }
-  output[q_row + tx] = vec4<qkv_t>(o_all / d_all);
+  output[head_row + tx] = vec4<qkv_t>(o_all / d_all);
   if (tx == 0u) {
     lse[b * QO_HEADS + head] = m_all + log2(d_all);
   }

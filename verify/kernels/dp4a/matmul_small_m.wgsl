@@ -8,6 +8,10 @@
 // first_b, first_b + 8, first_b + 16, first_b + 24, reading B straight from memory, and adds
 // p_c to partial[row][slot]. Each output is finally the sum of its 16 strided partial sums in
 // ascending slot, plus bias: the sum is split, not sequential, but the budget holds for any order.
+//
+// ORT relies on WGSL's zero-initialisation of `partial`. Each lane clears its own slots here
+// instead: wgpu-native on Mesa 22.3 lavapipe leaves workgroup memory holding the previous
+// workgroup's values (a WGSL conformance bug of that stack), and clearing costs four stores.
 
 const TILE_N: u32 = 32u;
 const CHUNKS_PER_STEP: u32 = 16u;
@@ -25,6 +29,9 @@ fn matmul(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_ind
   let first_col = group.x * TILE_N;
   let slot = lane % CHUNKS_PER_STEP;
   let first_b = lane / CHUNKS_PER_STEP;
+  for (var r = first_b; r < TILE_N; r += ROW_STEP) {
+    partial[r][slot] = acc_t(0);
+  }
   for (var step = 0u; step < chunk_count(); step += CHUNKS_PER_STEP) {
     if (lane < 2u * CHUNKS_PER_STEP) {
       let c = step + lane / 2u;
