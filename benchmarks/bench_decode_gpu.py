@@ -1,11 +1,13 @@
 """GPU time of paged decode kernels against context length: ours (tiled, sharded) and TVM's.
 
 One fixed case per (head_dim, context): B=1, Hq=32, Hkv=8, f16, page size 16, a shuffled page
-table with spare pages, N(0,1) values, rotary off, sm_scale = D^-1/2. Each kernel runs it
---repeats times after a warm-up; the compute pass is timed with GPU timestamp queries (wall
-time of the dispatch where the adapter has none). Prints the median in microseconds per
-kernel, the tiled/sharded ratio, and each kernel's max err/budget against the float64
-reference on that case (--no-check skips it); --out writes the table as JSON.
+table with spare pages, N(0,1) values, rotary off, sm_scale = D^-1/2. Each kernel's launch is
+captured once (bindings, uniform, grid) and then dispatched --repeats times back to back over
+buffers uploaded once, each dispatch after an L2-evicting pass and timed with GPU timestamp
+queries (--upload-each-run times whole Device.run calls instead: on an H200 that left the
+GPU idle between dispatches and D=256 rows varied 2x between identical runs). Prints the median
+in microseconds per kernel, the tiled/sharded ratio, and each kernel's max err/budget against the
+float64 reference on that case (--no-check skips it); --out writes the table as JSON.
 
 TVM's kernels need their WGSL, built by apache-tvm. On a machine without apache-tvm (a GPU
 box), point --tvm-cache at a folder filled beforehand on a machine that has it:
@@ -13,8 +15,8 @@ box), point --tvm-cache at a folder filled beforehand on a machine that has it:
     python3 -m benchmarks.bench_decode_gpu --tvm-cache benchmarks/tvm_wgsl --prepare   (with apache-tvm)
     python3 -m benchmarks.bench_decode_gpu --tvm-cache benchmarks/tvm_wgsl --out h200.json   (on the GPU)
 
-Quick look on a CPU adapter:
-    python3 -m benchmarks.bench_decode_gpu --head-dims 128 --contexts 64,256 --repeats 3
+Quick look on a CPU adapter (lavapipe: no L2 to flush, no clocks to raise):
+    python3 -m benchmarks.bench_decode_gpu --head-dims 128 --contexts 64,256 --repeats 3 --flush-mib 0 --warmup 0
 """
 
 from __future__ import annotations
@@ -52,32 +54,118 @@ def make_case(head_dim: int, context: int, seed: int = 0):
     return Case(arrays, params)
 
 
-class TimedDevice:
-    """A device whose every dispatch is timed with GPU timestamps (kernels call `run` themselves)."""
+#: Evicts the GPU's L2 (50 MB on an H200) between timed dispatches: writes `scratch` end to end.
+FLUSH = """
+@group(0) @binding(0) var<storage, read_write> scratch: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = id.y * groups.x * 256u + id.x;
+  if (i < arrayLength(&scratch)) { scratch[i] = i; }
+}
+"""
 
-    def __init__(self, device):
-        self._device = device
+
+class CapturingDevice:
+    """A device that remembers the last dispatch a kernel's `launch` made, and times it."""
+
+    def __init__(self, device, timestamps: bool):
+        self._device, self._timestamps, self.last = device, timestamps, None
 
     def __getattr__(self, name):
         return getattr(self._device, name)
 
     def run(self, pipeline, resources, workgroups, **_):
-        return self._device.run(pipeline, resources, workgroups, timestamps=True)
+        self.last = (pipeline, resources, workgroups)
+        return self._device.run(pipeline, resources, workgroups, timestamps=self._timestamps)
 
 
-def time_kernel(device, kernel, config, case, repeats: int) -> tuple[list[float], str, object]:
-    """Microseconds of each timed run, what timed them, and the last run's outputs."""
-    wgsl = kernel.wgsl(config)
-    launched = kernel.launch(device, wgsl, config, case)  # warm-up: compiles the pipeline
-    samples, clock = [], "gpu timestamps"
-    for _ in range(repeats):
-        launched = kernel.launch(device, wgsl, config, case)
-        if launched.timing.gpu_ns is None:
-            clock = "dispatch wall time"
-            samples.append(launched.timing.dispatch * 1e6)
+def resident_gpu_us(device, pipeline, resources, workgroups, repeats: int, flush_mib: int,
+                    warmup_s: float) -> list[float]:
+    """GPU microseconds of `repeats` dispatches recorded back to back over buffers uploaded once,
+    each after a pass that overwrites `flush_mib` MiB (so K/V come from memory, not L2), once the
+    same work has kept the GPU busy for `warmup_s`. An idle H200 drops from 1980 to 345 MHz:
+    uploading and reading back around every dispatch, as Device.run does, leaves it idle in
+    between, and a short batch after host work (the reference check) starts before it clocks up."""
+    import wgpu
+
+    from verify.gpu import InOut, Output
+    from verify.gpu.buffers import array_bytes
+    from verify.gpu.device import MIN_INPUT_BYTES
+
+    dev = device.wgpu_device
+    grid = ((workgroups,) if isinstance(workgroups, int) else tuple(workgroups)) + (1, 1)
+    grid = grid[:3]
+    entries = []
+    for binding in pipeline.interface.bindings:
+        value = resources[binding.name]
+        if isinstance(value, Output):
+            data = bytes(max(4, -(-value.nbytes // 4) * 4))
+        elif isinstance(value, InOut):
+            data = array_bytes(value.array)
+        elif isinstance(value, (bytes, bytearray)):
+            data = bytes(value) + bytes(-len(value) % 16)
         else:
-            samples.append(launched.timing.gpu_ns / 1e3)
-    return samples, clock, launched.outputs
+            data = array_bytes(np.asarray(value), min_bytes=MIN_INPUT_BYTES)
+        usage = wgpu.BufferUsage.UNIFORM if binding.address_space == "uniform" else wgpu.BufferUsage.STORAGE
+        entries.append({"binding": binding.binding,
+                        "resource": {"buffer": dev.create_buffer_with_data(data=data, usage=usage)}})
+    group = dev.create_bind_group(layout=pipeline.layout, entries=entries)
+    flush = device.pipeline(FLUSH) if flush_mib else None
+    if flush:
+        words = flush_mib << 18
+        scratch = dev.create_buffer(size=words * 4, usage=wgpu.BufferUsage.STORAGE)
+        flush_group = dev.create_bind_group(layout=flush.layout,
+                                            entries=[{"binding": 0, "resource": {"buffer": scratch}}])
+        flush_grid = (1024, -(-words // (256 * 1024)), 1)
+    queries = dev.create_query_set(type=wgpu.QueryType.timestamp, count=2 * repeats)
+    resolved = dev.create_buffer(size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+
+    def submit(timed: bool) -> None:
+        encoder = dev.create_command_encoder()
+        for i in range(repeats):
+            if flush:
+                compute = encoder.begin_compute_pass()
+                compute.set_pipeline(flush.compute)
+                compute.set_bind_group(0, flush_group)
+                compute.dispatch_workgroups(*flush_grid)
+                compute.end()
+            writes = {"query_set": queries, "beginning_of_pass_write_index": 2 * i,
+                      "end_of_pass_write_index": 2 * i + 1}
+            compute = encoder.begin_compute_pass(**({"timestamp_writes": writes} if timed else {}))
+            compute.set_pipeline(pipeline.compute)
+            compute.set_bind_group(0, group)
+            compute.dispatch_workgroups(*grid)
+            compute.end()
+        if timed:
+            encoder.resolve_query_set(queries, 0, 2 * repeats, resolved, 0)
+        dev.queue.submit([encoder.finish()])
+        dev._poll_wait()  # as Device.run: a blocking poll waits for the submission
+
+    started = time.perf_counter()
+    while time.perf_counter() - started < warmup_s:
+        submit(timed=False)
+    submit(timed=True)
+    stamps = np.frombuffer(bytes(dev.queue.read_buffer(resolved)), dtype="<u8").reshape(repeats, 2)
+    return list((stamps[:, 1] - stamps[:, 0]) / 1e3)
+
+
+def time_kernel(device, kernel, config, case, repeats: int, flush_mib: int, warmup_s: float,
+                upload_each_run: bool):
+    """Microseconds of each timed run, what timed them, and the outputs of a plain launch."""
+    wgsl = kernel.wgsl(config)
+    outputs = kernel.launch(device, wgsl, config, case).outputs  # also compiles the pipeline
+    if not upload_each_run and "timestamp-query" in device.features:
+        samples = resident_gpu_us(device, *device.last, repeats, flush_mib, warmup_s)
+        return samples, "gpu timestamps, resident buffers", outputs
+    samples, clock = [], "gpu timestamps, upload per run"
+    for _ in range(repeats):
+        timing = kernel.launch(device, wgsl, config, case).timing
+        if timing.gpu_ns is None:
+            clock = "dispatch wall time, upload per run"
+            samples.append(timing.dispatch * 1e6)
+        else:
+            samples.append(timing.gpu_ns / 1e3)
+    return samples, clock, outputs
 
 
 def max_err_over_budget(kernel, config, case, outputs) -> float:
@@ -104,9 +192,16 @@ def main() -> int:
     parser.add_argument("--head-dims", default=HEAD_DIMS, help=f"default {HEAD_DIMS}")
     parser.add_argument("--contexts", default=CONTEXTS, help=f"default {CONTEXTS}")
     parser.add_argument("--repeats", type=int, default=20, help="timed runs per kernel and case (default 20)")
-    parser.add_argument("--tvm-cache", metavar="DIR", help="folder of TVM's WGSL (read, and filled where apache-tvm is)")
+    parser.add_argument("--tvm-cache", metavar="DIR",
+                        help="folder of TVM's WGSL (read; filled where apache-tvm is installed)")
     parser.add_argument("--prepare", action="store_true", help="only build TVM's WGSL into the cache, then exit")
     parser.add_argument("--no-check", action="store_true", help="skip the comparison with the float64 reference")
+    parser.add_argument("--flush-mib", type=int, default=128,
+                        help="MiB overwritten before each timed dispatch to evict the L2 (default 128; 0: none)")
+    parser.add_argument("--warmup", type=float, default=0.3,
+                        help="seconds of untimed repeats before each timed batch, to clock the GPU up (default 0.3)")
+    parser.add_argument("--upload-each-run", action="store_true",
+                        help="time each dispatch as Device.run makes it, uploading and reading back around it")
     parser.add_argument("--adapter", help="adapter whose name/backend contains this text")
     parser.add_argument("--out", metavar="FILE", help="write the table as JSON")
     args = parser.parse_args()
@@ -135,9 +230,10 @@ def main() -> int:
                                             "dtype": DTYPE})
                     key = json.dumps(kernel.limits, sort_keys=True)
                     if key not in devices:
-                        devices[key] = TimedDevice(Device(args.adapter, kernel.limits))
+                        devices[key] = CapturingDevice(Device(args.adapter, kernel.limits), args.upload_each_run)
                     started = time.perf_counter()
-                    samples, clock, outputs = time_kernel(devices[key], kernel, config, case, args.repeats)
+                    samples, clock, outputs = time_kernel(devices[key], kernel, config, case, args.repeats,
+                                                          args.flush_mib, args.warmup, args.upload_each_run)
                     row[kernel.name] = {"median_us": statistics.median(samples), "min_us": min(samples),
                                         "clock": clock, "wall_s": round(time.perf_counter() - started, 3)}
                     if not args.no_check:
@@ -151,7 +247,7 @@ def main() -> int:
     print(f"adapter: {adapter['name']} ({adapter['backend']}, {adapter['driver']}); median of {args.repeats} runs, "
           f"clock: {rows[0][kernels[0].name]['clock']}")
     if args.out:
-        document = {"adapter": adapter, "repeats": args.repeats, "shape": {
+        document = {"adapter": adapter, "repeats": args.repeats, "flush_mib": args.flush_mib, "shape": {
             "batch": 1, "qo_heads": QO_HEADS, "kv_heads": KV_HEADS, "dtype": DTYPE, "page_size": PAGE_SIZE,
             "rotary_mode": 0}, "rows": rows}
         Path(args.out).write_text(json.dumps(document, indent=1))

@@ -84,6 +84,14 @@ def rope_frequencies(head_dim: int, rope_theta: float = 1e4, llama3: Llama3Scali
     return freq if llama3 is None else llama3.apply(freq)
 
 
+def _as_vectors(x) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    if x.ndim == 0:
+        raise ValueError("x must have a trailing head dimension, got a scalar")
+    _check_head_dim(x.shape[-1])
+    return x
+
+
 def _angles(x: np.ndarray, positions, rope_scale: float, freq: np.ndarray) -> np.ndarray:
     """t = positions * rope_scale * f, shaped to broadcast against x (not materialised to x.shape)."""
     pos = np.asarray(positions)
@@ -106,12 +114,13 @@ def rotate_neox(x, positions, rope_theta: float = 1e4, rope_scale: float = 1.0,
 
     out[d] = cos t_d * x[d] + sin t_d * (d < D/2 ? -x[d + D/2] : x[d - D/2])  (TVM `_rope`).
     """
-    x = np.asarray(x, np.float64)
-    half = _check_head_dim(x.shape[-1]) // 2
-    freq = rope_frequencies(x.shape[-1], rope_theta, llama3, "neox")[:half]  # = the upper half's
+    x = _as_vectors(x)
+    half = x.shape[-1] // 2
+    freq = rope_frequencies(x.shape[-1], rope_theta, llama3, "neox")[:half]  # d and d + D/2 share f_d
     t = _angles(x, positions, rope_scale, freq)
     cos, sin = np.cos(t), np.sin(t)
     lower, upper = x[..., :half], x[..., half:]
+    # Written in place on the half-width slices: on long contexts this is most of decode's time.
     out = np.empty(x.shape, np.float64)
     out_lower, out_upper = out[..., :half], out[..., half:]
     scratch = sin * upper
@@ -127,8 +136,7 @@ def rotate_gptj(x, positions, rope_theta: float = 1e4, rope_scale: float = 1.0,
 
     out[2i] = cos t * x[2i] - sin t * x[2i+1],  out[2i+1] = sin t * x[2i] + cos t * x[2i+1].
     """
-    x = np.asarray(x, np.float64)
-    _check_head_dim(x.shape[-1])
+    x = _as_vectors(x)
     t = _angles(x, positions, rope_scale, rope_frequencies(x.shape[-1], rope_theta, llama3, "gptj"))[..., 0::2]
     cos, sin = np.cos(t), np.sin(t)
     even, odd = x[..., 0::2], x[..., 1::2]

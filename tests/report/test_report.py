@@ -214,3 +214,14 @@ def test_an_unfinished_run_is_flagged(tmp_path):
     _, dom = render(tmp_path, document)
     warnings = dom.by_class("warning")
     assert len(warnings) == 1 and "was interrupted" in warnings[0].all_text()
+
+
+def test_record_text_is_escaped(tmp_path):
+    """Compiler messages quote WGSL (`vec4<f32>`); they must show as text, never become markup."""
+    document = load_fixture(PASSING)
+    document["records"].append(dict(skipped(document["records"][0]), verdict="fail",
+                                    reason="WGSL does not compile:\nerror: <script>alert(1)</script> vec4<f32>"))
+    html, dom = render(tmp_path, document)
+    assert not list(dom.iter("script"))
+    assert "&lt;script&gt;" in html and "vec4&lt;f32&gt;" in html
+    assert build_report([document]).records[0].kind == "compile error"

@@ -42,11 +42,13 @@ class AccumulatorRangeCheck(Check):
         outcome = ctx.judge(case, ctx.launch(case))
         y = outcome.outputs[0] if outcome.outputs else None
         if y is not None and (y.nan_count or not np.isfinite(y.worst_value)):
+            exact = np.abs(ctx.kernel.expected(ctx.config, case)[0].reference).max()
+            cause = ("acc=f16 keeps them in f16, as ORT ships it for f16 models; the fix is f32 accumulation "
+                     "(acc=f32, ORT's enableMatmulFp32Accumulation)" if ctx.config["acc"] == "f16" else
+                     "this config promises acc=f32, yet the kernel overflows as an f16 accumulator would")
             outcome.reasons.insert(0, (
-                f"f16 accumulation overflow: Inf/NaN outputs where the exact result is finite "
-                f"(|Y| <= {np.abs(ctx.kernel.expected(ctx.config, case)[0].reference).max():.6g}); the running "
-                f"sums reach about {case.params['peak_partial_sum']:.6g} > {F16_MAX:g}, so an accumulator in f16 "
-                f"(acc={ctx.config['acc']}) overflows; ORT's fix is f32 accumulation (enableMatmulFp32Accumulation)"))
+                f"f16 accumulation overflow: Inf/NaN outputs where the exact result is finite (|Y| <= {exact:.6g}); "
+                f"the running sums reach about {case.params['peak_partial_sum']:.6g} > {F16_MAX:g}: {cause}"))
         return outcome
 
 

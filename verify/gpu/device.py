@@ -89,6 +89,11 @@ class Device:
     def adapter(self) -> AdapterInfo:
         return self.info
 
+    @property
+    def wgpu_device(self):
+        """The wgpu device itself, for tools that record their own dispatches (benchmarks)."""
+        return self._device
+
     def missing(self, features) -> list[str]:
         """The features in `features` this device lacks."""
         return sorted(set(features) - self.features)

@@ -43,7 +43,6 @@ class AdapterColumn:
     backend: str
     driver: str
     type: str = ""
-    vendor: str = ""
     subgroup_size: int | None = None
     hosts: list = field(default_factory=list)
     index: int = 0
@@ -70,11 +69,19 @@ class RecordView:
     #: err/budget; bitwise checks (determinism, page permutation) score a count of differences.
     has_metrics: bool
     kind: str = ""
-    plots: dict = field(default_factory=dict)
+    plots: list = field(default_factory=list)
 
     @property
     def config(self) -> str:
         return config_text(self.record.get("config"))
+
+    @property
+    def wgsl(self) -> str:
+        """Where the WGSL came from, short: "own", "tvm", or the user's file name."""
+        source = self.record.get("source") or {}
+        if source.get("kind") == "file" and source.get("origin"):
+            return "file " + str(source["origin"]).replace("\\", "/").rsplit("/", 1)[-1]
+        return str(source.get("kind") or "–")
 
     @property
     def same_case(self) -> bool:
@@ -216,7 +223,7 @@ def _run_summary(index: int, document: dict, adapters: list) -> dict:
 
 def _column(columns: dict, info: dict) -> AdapterColumn:
     column = AdapterColumn(str(info.get("name", "?")), str(info.get("backend", "")), str(info.get("driver", "")),
-                           str(info.get("type", "")), str(info.get("vendor", "")), info.get("subgroup_size"),
+                           str(info.get("type", "")), info.get("subgroup_size"),
                            index=len(columns))
     return columns.setdefault(column.key, column)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
+import secrets
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -122,8 +122,7 @@ def _cached_without_tvm(root: Path, build: TvmBuild) -> Path | None:
     """The newest supported version's copy of `build` in the cache, if any."""
     found = [folder / build.filename for folder in root.glob("*")
              if _release(folder.name) == SUPPORTED and (folder / build.filename).is_file()]
-    key = lambda path: tuple(int(x) for x in re.findall(r"\d+", path.parent.name))
-    return max(found, key=key, default=None)
+    return max(found, key=lambda path: tuple(int(x) for x in re.findall(r"\d+", path.parent.name)), default=None)
 
 
 def _import_tvm():
@@ -166,14 +165,13 @@ def _one_line(exc: Exception) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a concurrent reader (two
+    """Write a uniquely named file in the same folder and rename it, so a concurrent reader (two
     workers building the same config) sees either nothing or the whole file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        with handle:
-            handle.write(text)
-        os.replace(handle.name, path)
+        partial.write_text(text)
+        os.replace(partial, path)
     except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
         raise

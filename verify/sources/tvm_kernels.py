@@ -27,7 +27,6 @@ check by a race (TvmMergeState.gate_checks); the gate leaves those out, `verify 
 from __future__ import annotations
 
 import numpy as np
-
 from hypothesis import strategies as st
 
 from verify.budgets.roundoff import ulp

@@ -29,7 +29,8 @@ from verify.kernels.specialize import body, specialize
 REDUCE = ConfigKey("reduce", "subgroup", ("subgroup", "workgroup", "emulated"),
                    "how lanes find a block's max: native subgroup ops (needs the subgroup feature), a "
                    "workgroup-memory tree, or subgroups of `width` lanes emulated in workgroup memory")
-WIDTH = ConfigKey("width", 0, (), "lanes per emulated subgroup (reduce=emulated only): 4, 8, 16, 32, 64 or 128")
+WIDTH = ConfigKey("width", 0, (), "lanes per emulated subgroup, reduce=emulated only: 4, 8, 16, 32, 64 or 128 "
+                  "(0: no emulation)")
 
 #: Lanes (vec4s of A) per 128-value block.
 BLOCK_LANES = A_BLOCK // 4
@@ -70,10 +71,10 @@ def legal_outputs(a: np.ndarray, dtype: str) -> list[Expected]:
     zero_block = np.repeat(block_max == 0, A_BLOCK, axis=-1)
     code_lo = np.where(zero_block, 0, q.code_lo)
     code_hi = np.where(zero_block, 0, q.code_hi)
-    none = np.zeros(())
+    no_budget = np.zeros(())
     return [
-        Expected("codes", code_lo.astype(np.float64), code_hi.astype(np.float64), none, CODE_DTYPE),
-        Expected("scales", q.scale_lo, q.scale_hi, none, dtype),
+        Expected("codes", code_lo.astype(np.float64), code_hi.astype(np.float64), no_budget, CODE_DTYPE),
+        Expected("scales", q.scale_lo, q.scale_hi, no_budget, dtype),
     ]
 
 
