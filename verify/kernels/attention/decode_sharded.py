@@ -74,6 +74,9 @@ class DecodeSharded(DecodeKernel):
                "(sequence, query head); parity double-buffered partial dots, two-phase shard merge")
     body_file = "decode_sharded.wgsl"
     limits = {"max-compute-workgroup-storage-size": WORKGROUP_STORAGE_LIMIT}
+    checks = DecodeKernel.checks + ("differential",)
+    #: The nest this one replaces at long contexts: on identical cases the two must agree.
+    differential_partner = "decode.tiled"
 
     def layout_constants(self, config):
         layout = shard_layout(config["head_dim"])
