@@ -19,12 +19,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from verify.errors import SetupError, UsageError
+from verify.results.atomic import write_atomic
 
 #: The TVM releases whose kernels and launch rules these contracts describe.
 REQUIREMENT = "apache-tvm>=0.27,<0.28"
@@ -114,7 +114,7 @@ def load(build: TvmBuild, root: Path | None = None) -> str:
     if path.is_file():
         return path.read_text()
     text = f"// apache-tvm {version}, target webgpu: {build.describe()}\n" + build_wgsl(build)
-    _write_atomically(path, text)
+    write_atomic(path, text)  # two workers building one config: a reader sees nothing or all
     return text
 
 
@@ -162,16 +162,3 @@ def _one_line(exc: Exception) -> str:
     """TVM's messages end with the useful line after a C++ backtrace; keep that line."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[-1] if lines else type(exc).__name__
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write a uniquely named file in the same folder and rename it, so a concurrent reader (two
-    workers building the same config) sees either nothing or the whole file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    try:
-        partial.write_text(text)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise

@@ -281,12 +281,13 @@ class TvmMergeState(MergeState):
         return configs
 
     def gate_checks(self, config):
-        """Determinism only: `reference` fails on TVM 0.27 wherever a row's head_dim/4 lanes span
-        more than one subgroup (every config on lavapipe, whose subgroups are 8 wide), because
-        the kernel has no barrier between the lanes' reads of S[n, h] and their writes of it:
-        lanes that run later merge with an S already merged (tests/sources/test_tvm.py shows it
-        and that one storageBarrier() fixes it). `infinite_empty` fails by design: TVM never
-        writes -inf, and where both sides are -inf its weights are exp2(-inf - (-inf)) = NaN."""
+        """Determinism only. The kernel has no barrier between its lanes' reads of S[n, h] and
+        their writes of it, a data race: lanes that run after another lane's write merge with
+        an S already merged. `reference` fails on every config on lavapipe, whose subgroups of
+        8 lanes run one after another (an H200, 32 lanes, passed 100 examples of 5 configs);
+        tests/sources/test_tvm.py shows it and that one storageBarrier() fixes it.
+        `infinite_empty` fails by design: TVM never writes -inf, and where both sides are -inf
+        its weights are exp2(-inf - (-inf)) = NaN."""
         return ("determinism",)
 
     def wgsl(self, config):
