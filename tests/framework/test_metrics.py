@@ -56,3 +56,9 @@ def test_record_is_json_friendly():
 
     m = compare(np.array([np.inf]), _expected([1.0], [1.0]))
     json.dumps(m.as_record())
+
+
+def test_a_nan_budget_fails_rather_than_excusing_the_element():
+    """Even an exact element fails: with no defined budget nothing is proven about it."""
+    m = compare(np.array([1.5, 1.0]), _expected([1.0, 1.0], [np.nan, np.nan]))
+    assert not m.passed and m.failing == 2

@@ -221,7 +221,7 @@ def merged_parts_budget(o_a, lse_a, budget_o_a, budget_lse_a, o_b, lse_b, budget
     total = np.where(finite, w_a + w_b, 1.0)
     p_a, p_b = w_a / total, w_b / total
     delta = np.where(np.isfinite(lse_a), budget_lse_a, 0.0) + np.where(np.isfinite(lse_b), budget_lse_b, 0.0)
-    growth = np.exp2(delta)
+    growth = np.exp2(np.minimum(delta, 1000.0))  # finite, so p·growth with p = 0 stays 0
     dp = LN2 * delta * np.minimum(0.25, p_a * p_b * growth)
     o_budget = (np.minimum(1.0, p_a * growth)[..., None] * budget_o_a
                 + np.minimum(1.0, p_b * growth)[..., None] * budget_o_b

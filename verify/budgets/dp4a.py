@@ -54,6 +54,16 @@ def _chunk_slabs(a_codes, a_scales, w_centered, w_scales, block_size):
         yield a[part] @ w[part], s_a[part][:, :, None] * s_b[part][:, None, :]
 
 
+def _reference_error(a_codes, a_scales, w_centered, w_scales, bias, block_size):
+    """gamma_{K+1}(u_f64) (sum_k |s_a a_k| |s_b w_k| + |bias|) per output, [rows, N]."""
+    k = a_codes.shape[-1]
+    a = np.abs(a_codes.reshape(-1, k).astype(np.float64))
+    a *= np.repeat(np.abs(np.asarray(a_scales, np.float64)).reshape(a.shape[0], -1), A_BLOCK, axis=-1)
+    w = np.abs(w_centered.astype(np.float64)) * np.repeat(np.abs(np.asarray(w_scales, np.float64)), block_size, axis=-1)
+    magnitude = a @ w.T + (np.abs(bias) if bias is not None else 0.0)
+    return gamma(k + 1, unit_roundoff("f64")) * magnitude
+
+
 def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: str, acc: str, block_size: int):
     """Budget of Y = bias + sum_c T(f32(I_c) * f32(T(s_a s_b))), summed in `acc`, against the DP4A-exact Y.
 
@@ -77,6 +87,11 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
     Each |.| above is bounded from the exact values plus the errors before it, so the budget is
     rigorous, not first order. It is the error of the arithmetic only; quantizing A is outside
     (see quantization_bound).
+
+    7. The float64 reference itself, one matmul over K (references.nbits.dp4a_product), errs by up
+       to gamma_{K+1}(u_f64) (sum_k |s_a a_k| |s_b w_k| + |bias|). This is far below every term
+       above unless chunk sums cancel to 0 (I_c = 0 exactly: the kernel returns an exact 0 where
+       the matmul leaves float64 noise), so it is added rather than letting that noise fail a kernel.
     """
     chunks = a_codes.shape[-1] // CHUNK
     shape = y.shape
@@ -100,6 +115,7 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
         products_abs += np.where(nonzero, product_bound + d_f32 + d_store, 0.0).sum(axis=0)
     error = products_error + gamma(chunks - 1, rounding_rel(acc)) * products_abs
     error = error + (chunks - 1) * smallest_normal(acc)
+    error = error + _reference_error(a_codes, a_scales, w_centered, w_scales, bias, block_size)
     magnitude = np.abs(y).reshape(rows, n)
     if bias is not None:
         error = error + faithful_rounding_bound(magnitude + error, acc)
