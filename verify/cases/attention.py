@@ -61,7 +61,11 @@ def merge_cases(draw, head_dim: int, dtype: str, max_tokens: int = 16, max_heads
 #: Data shapes for q/k/v beyond the plain value kinds: equal_logits (all keys nearly equal, so
 #: the softmax is flat and sums are long), rising (keys increasingly aligned with q, so the
 #: running max moves at every tile and every rescale matters), peaked (one key dominates).
-DECODE_VALUE_KINDS = ("normal", "uniform", "large", "spiky", "equal_logits", "rising", "peaked")
+#: far_negative puts every base-2 logit near -7e4, below the -5e4 that TVM-style kernels use
+#: for -inf: softmax is shift-invariant, so the attention is still defined.
+DECODE_VALUE_KINDS = ("normal", "uniform", "large", "spiky", "equal_logits", "rising", "peaked", "far_negative")
+#: Where far_negative puts the logits (base 2).
+FAR_NEGATIVE_LOGIT = -7e4
 #: Unused slots and spare pages hold NaN, so a read of anything unattended poisons the output.
 POISON = np.nan
 
@@ -97,7 +101,7 @@ def context_lengths(limits: DecodeLimits):
     )
 
 
-def _decode_values(rng, kind, q_shape, kv_shape, dtype):
+def _decode_values(rng, kind, q_shape, kv_shape, dtype, sm_scale):
     """q [B, Hq, D] and per-row K, V [B, Hkv, L, D] (logical rows, before paging)."""
     if kind in VALUE_KINDS_SET:
         return (make_values(rng, kind, q_shape, dtype), make_values(rng, kind, kv_shape, dtype),
@@ -113,6 +117,12 @@ def _decode_values(rng, kind, q_shape, kv_shape, dtype):
     elif kind == "rising":
         ramp = np.linspace(-4.0, 4.0, max(rows, 1))[None, None, :, None]
         k = direction * ramp * np.sqrt(dim) + 0.1 * noise
+    elif kind == "far_negative":
+        # q = a, k = -a(1 + e), e in [0, 1/2): logits2 = -a^2 (1 + e) D sm_scale log2(e)
+        dim_scale = dim * sm_scale / np.log(2.0)
+        amplitude = np.sqrt(-FAR_NEGATIVE_LOGIT / dim_scale / 1.25)
+        q = np.full(q_shape, amplitude)
+        k = -amplitude * (1.0 + 0.5 * rng.random(kv_shape))
     elif kind == "peaked":
         k = 0.3 * noise
         if rows:
@@ -168,18 +178,19 @@ def decode_cases(draw, config: dict, profile: str):
     rope_theta = draw(st.sampled_from([1e4, 5e5]))
     rope_scale = draw(st.sampled_from([1.0, 0.25]))
     kind = draw(st.sampled_from(DECODE_VALUE_KINDS))
+    rotary_mode = 0 if kind == "far_negative" else rotary_mode  # rotation would move the logits
     spare = draw(st.integers(0, 3))
+    sm_scale = draw(st.sampled_from([1.0 / np.sqrt(config["head_dim"]), 0.5 / np.sqrt(config["head_dim"]), 1.0]))
     seed = draw(seeds)
     rng = np.random.default_rng(seed)
     dtype = np.float16 if config["dtype"] == "f16" else np.float32
     max_len = int(lengths.max(initial=0))
     q, k_rows, v_rows = _decode_values(rng, kind, (batch, config["qo_heads"], config["head_dim"]),
-                                       (batch, config["kv_heads"], max_len, config["head_dim"]), dtype)
+                                       (batch, config["kv_heads"], max_len, config["head_dim"]), dtype, sm_scale)
     pages, indptr, values, length_info = build_paged_cache(rng, k_rows, v_rows, lengths, config["page_size"],
                                                            sliding=sliding, spare_pages=spare)
     k_offset = rng.integers(0, 32768 - max_len, size=batch) if rotary_mode else np.zeros(batch, np.int64)
     q_position = k_offset + np.maximum(lengths - 1, 0) + rng.integers(0, 2, size=batch) * rotary_mode
-    sm_scale = draw(st.sampled_from([1.0 / np.sqrt(config["head_dim"]), 0.5 / np.sqrt(config["head_dim"]), 1.0]))
     arrays = {
         "q": q, "pages": pages, "page_indptr": indptr, "page_values": values, "length_info": length_info,
         "k_rope_pos_offset": k_offset.astype(np.int32), "q_rope_position": q_position.astype(np.int32),
