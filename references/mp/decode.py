@@ -17,7 +17,7 @@ from references.mp.softmax import DPS, NEG_INF, to_mpf
 from references.rope import Llama3Scaling
 
 
-def _rows(pages, page_indptr, page_values, length_info, page_size: int, sliding_window: bool, b: int):
+def _rows(page_indptr, page_values, length_info, page_size: int, sliding_window: bool, b: int):
     """[(logical row r, page, in-page offset)] of sequence b, as the TVM kernel walks them."""
     begin, end = int(page_indptr[b]), int(page_indptr[b + 1])
     if begin == end:
@@ -37,6 +37,8 @@ def _rows(pages, page_indptr, page_values, length_info, page_size: int, sliding_
 
 
 def _round_to(values, rotary_dtype):
+    """The values rounded to rotary_dtype (TVM's cast_qkv), through float64: exact unless the
+    float64 rounding lands on a midpoint of the narrower format (probability ~2**-40)."""
     if rotary_dtype is None:
         return list(values)
     return [mpmath.mpf(float(np.asarray(float(v), dtype=rotary_dtype))) for v in values]
@@ -58,7 +60,7 @@ def decode_attention(q, pages, page_indptr, page_values, length_info, *, sm_scal
     lse2 = np.empty((batch, qo_heads), dtype=object)
     with mpmath.workdps(DPS):
         for b in range(batch):
-            rows = _rows(pages, page_indptr, page_values, length_info, page_size, sliding_window, b)
+            rows = _rows(page_indptr, page_values, length_info, page_size, sliding_window, b)
             for h in range(qo_heads):
                 g = h // group
                 q_row = [to_mpf(x) for x in q[b, h]]

@@ -89,7 +89,10 @@ def float64_reference_bound(magnitude, ulps: float = 4.0, terms: int = 1) -> np.
     A vectorised float64 evaluation that sums `terms` values whose absolute sum is `magnitude`
     (the condition-number numerator Σ|x_i|, or |y|·cond for a composed function) errs by at most
     gamma_terms(u64)·magnitude plus a few ulps for the elementary functions (numpy's exp/log/sin
-    are accurate to < 1 ulp, each composed step adds one): (gamma(terms) + ulps·u64)·magnitude.
+    are accurate to < 1 ulp, each composed step adds one): (gamma(terms) + ulps·u64)·magnitude,
+    plus, for results in the subnormal range where relative bounds fail, half the smallest
+    subnormal (2^-1074) for every operation that may underflow.
     """
     u64 = unit_roundoff("f64")
-    return (gamma(terms, u64) + ulps * u64) * np.abs(np.asarray(magnitude, dtype=np.float64))
+    underflow = (terms + ulps) * 2.0**-1074
+    return (gamma(terms, u64) + ulps * u64) * np.abs(np.asarray(magnitude, dtype=np.float64)) + underflow
