@@ -13,19 +13,24 @@ def record_line(record: dict) -> str:
     """One line per finished check: verdict, what, how many examples, worst err/budget, time."""
     verdict = record.get("verdict", "?").upper()
     what = f"{record.get('kernel')} {record.get('check')} [{_config_text(record.get('config') or {})}]"
-    if verdict in ("PASS", "FAIL") and record.get("examples"):
+    if verdict in ("PASS", "FAIL", "KNOWN") and record.get("examples"):
         worst = (record.get("worst") or {}).get("score")
         worst_text = f", max err/budget {float(worst):.3g}" if worst not in (None, "") else ""
         detail = f"{record['examples']} examples{worst_text}, {record.get('duration_s', 0):.1f} s"
     else:
         detail = f"{record.get('duration_s', 0):.1f} s" if record.get("duration_s") else ""
     line = f"{verdict:5} {what} {detail}".rstrip()
-    if verdict != "PASS" and record.get("reason"):
+    finding = (record.get("finding") or "").strip().splitlines()[:1]
+    if verdict == "KNOWN":
+        line += f"\n      known finding: {finding[0] if finding else '?'}"
+    elif verdict != "PASS" and record.get("reason"):
         reason = record["reason"].strip().splitlines()
         line += "\n      " + "\n      ".join(reason[:12])
+    elif finding:
+        line += f"\n      known finding did not reproduce: {finding[0]}"
     for role in ("shrunk", "worst"):
         path = (record.get(role) or {}).get("case_file")
-        if path and verdict == "FAIL":
+        if path and verdict in ("FAIL", "KNOWN"):
             line += f"\n      {role} case: verify replay {path}"
     return line
 
@@ -78,6 +83,6 @@ def summary(records: list[dict]) -> str:
     counts: dict = {}
     for r in records:
         counts[r.get("verdict", "?")] = counts.get(r.get("verdict", "?"), 0) + 1
-    order = ("pass", "fail", "error", "skip")
+    order = ("pass", "known", "fail", "error", "skip")
     parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
     return f"{len(records)} checks: " + ", ".join(parts)

@@ -39,6 +39,18 @@ def base_record(job: dict, kernel, config: dict, wgsl: str) -> dict:
     }
 
 
+def with_known_finding(record: dict, finding: str | None) -> dict:
+    """`record` judged against a documented finding (Kernel.known_finding): a failure becomes
+    verdict "known", carrying the finding, so it is reported without failing the run; a pass
+    keeps its verdict and records the finding as not reproduced, so an upstream fix, or an
+    adapter where the bug does not show, is visible. Errors and skips are left as they are: they
+    say nothing about the finding."""
+    if finding is None or record["verdict"] not in ("pass", "fail"):
+        return record
+    reproduced = record["verdict"] == "fail"
+    return dict(record, verdict="known" if reproduced else "pass", finding=finding, finding_reproduced=reproduced)
+
+
 def execute(job: dict, devices: dict, emit) -> dict:
     kernel = get_kernel(job["kernel"])
     config = kernel.config(job.get("config"))
@@ -62,7 +74,9 @@ def execute(job: dict, devices: dict, emit) -> dict:
     options = RunOptions(job["examples"], job["seed"], Path(job["out_dir"]) if job.get("out_dir") else None)
     result = run_check(check, ctx, options, progress=lambda done, total: emit(
         {"event": "progress", "done": done, "total": total}))
-    return dict(record, **result)
+    # A finding documents the kernel's own WGSL; a user's file under its contract is judged plainly.
+    finding = None if job.get("wgsl") else kernel.known_finding(job["check"], config)
+    return with_known_finding(dict(record, **result), finding)
 
 
 def main() -> None:

@@ -47,6 +47,11 @@ def errored(template: dict) -> dict:
                           "ZeroDivisionError: float division by zero\n")
 
 
+def known(template: dict, finding: str) -> dict:
+    """A failing record as the worker writes it for a kernel documented to fail that check."""
+    return dict(copy.deepcopy(template), verdict="known", finding=finding, finding_reproduced=True)
+
+
 def synthetic_document(records: int) -> dict:
     """`records` records over six kernels: every 20th fails, every 20th (offset 1) is skipped,
     one is an internal error; the rest pass, alternating a budget check and a bitwise one."""

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.report.dom import parse
-from tests.report.synthetic import (FAILING, GPU, PASSING, errored, load_fixture, on_adapter, record, skipped,
+from tests.report.synthetic import (FAILING, GPU, PASSING, errored, known, load_fixture, on_adapter, record, skipped,
                                     synthetic_document)
 from verify.report import render_report
 from verify.report.model import build_report, scatter_feature
@@ -109,6 +109,86 @@ def test_skipped_records_show_their_reason_and_are_never_passes(tmp_path):
     matrix = {row[0]: row[1] for row in rows(dom.by_class("matrix")[0])[1:]}
     assert matrix["rope"].startswith("skip") and matrix["merge_state"].startswith("pass")
     assert build_report([document]).counts == {"pass": 2, "skip": 1}
+
+
+FINDING = "TVM's merge races: lanes read S and write it with no barrier.\nEvidence: tests/sources/test_tvm.py."
+
+
+def with_known_finding(document: dict) -> dict:
+    """`document` plus the failing fixture's reference record as a known finding of tvm.merge_state."""
+    found = known(record(load_fixture(FAILING), "reference", "fail"), FINDING)
+    found["kernel"] = "tvm.merge_state"
+    document["records"].append(found)
+    return document
+
+
+def test_known_findings_follow_failures_in_full_with_their_own_index(tmp_path):
+    document = with_known_finding(load_fixture(FAILING))
+    document["records"].append(skipped(document["records"][0]))
+    found = document["records"][-2]
+    _, dom = render(tmp_path, document)
+    assert main_sections(dom) == ["failures", "known", "skipped", "passed"]
+    section = dom.find_id("known")
+    header, *index = rows(section.by_class("index")[0])
+    assert header[-1] == "finding" and len(index) == 1
+    assert index[0][:4] == ["known", "NaN", "tvm.merge_state", "reference"]
+    assert index[0][-1] == FINDING.splitlines()[0]
+    [article] = section.iter("article")
+    assert "known" in article.attrs["class"].split()
+    [finding] = article.by_class("finding")
+    assert next(finding.iter("pre")).all_text().strip() == FINDING and not finding.hidden_by_details
+    for role in ("shrunk", "worst"):
+        assert f"verify replay {found[role]['case_file']}" in article.all_text()
+    assert len(list(article.iter("svg"))) == 5 and found["source"]["sha256"] in article.all_text()
+    assert [row[0] for row in rows(dom.find_id("failures").by_class("index")[0])[1:]] == ["fail"]
+    headline = dom.by_class("headline")[0]
+    assert "bad" in headline.attrs["class"].split()
+    assert headline.all_text() == "1 of 4 checks did not hold; 1 known finding reproduced, 1 skipped"
+    adapter_header = rows(dom.by_class("by-adapter")[0])[0]
+    assert adapter_header == ["adapter", "driver", "fail", "error", "known", "skip", "pass"]
+    assert [c.all_text() for c in dom.by_class("counts")[0].by_class("count")] == [
+        "1fail", "0error", "1known", "1skip", "1pass"]
+
+
+def test_a_run_whose_only_failures_are_known_findings_is_not_red(tmp_path):
+    _, dom = render(tmp_path, with_known_finding(load_fixture(PASSING)))
+    assert main_sections(dom) == ["known", "passed"]
+    headline = dom.by_class("headline")[0]
+    assert headline.attrs["class"].split() == ["headline", "known"]
+    assert headline.all_text() == "all 2 other checks that ran held; 1 known finding reproduced"
+    matrix = {row[0]: row[1] for row in rows(dom.by_class("matrix")[0])[1:]}
+    assert matrix["tvm.merge_state"].startswith("known") and matrix["merge_state"].startswith("pass")
+    link = [a.attrs["href"] for a in dom.by_class("matrix")[0].iter("a")]
+    assert link == [f"#{next(dom.find_id('known').iter('article')).attrs['id']}"]
+
+
+def test_a_matrix_cell_shows_its_worst_verdict():
+    """fail > error > known > skip > pass: a cell is as bad as its worst record."""
+    document = load_fixture(FAILING)
+    template = record(document, "determinism", "pass")
+    mixes = {"a": ("fail", "error", "known", "skip", "pass"), "b": ("error", "known", "skip", "pass"),
+             "c": ("known", "skip", "pass"), "d": ("skip", "pass"), "e": ("pass",)}
+    document["records"] = [dict(template, kernel=kernel, verdict=verdict) for kernel, verdicts in mixes.items()
+                           for verdict in verdicts]
+    report = build_report([document])
+    assert [(kernel, cells[0].verdict) for kernel, cells in report.matrix] == [
+        (kernel, verdicts[0]) for kernel, verdicts in mixes.items()]
+    links = {kernel: cells[0].link for kernel, cells in report.matrix}
+    assert links["c"] == next(v.anchor for v in report.records if v.record["kernel"] == "c" and v.verdict == "known")
+    assert links["d"] is None and links["e"] is None
+
+
+def test_a_pass_of_a_check_with_a_known_finding_says_it_did_not_reproduce(tmp_path):
+    """An upstream fix, or an adapter where the bug does not show, must not pass unnoticed."""
+    document = load_fixture(PASSING)
+    document["records"][0].update(finding=FINDING, finding_reproduced=False)
+    _, dom = render(tmp_path, document)
+    anchor = next(v.anchor for v in build_report([document]).records if v.record.get("finding"))
+    notes = dom.find_id(anchor).by_class("note")
+    assert len(notes) == 1 and notes[0].all_text().strip() == "known finding did not reproduce here"
+    assert notes[0].attrs["title"] == FINDING.splitlines()[0]
+    assert len(dom.find_id("passed").by_class("note")) == 1
+    assert dom.by_class("headline")[0].all_text() == "all 2 checks that ran held; 1 known finding did not reproduce"
 
 
 def test_error_records_show_their_traceback_in_collapsed_details(tmp_path):

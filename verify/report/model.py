@@ -4,8 +4,9 @@ Documents are merged without losing where a record ran: every record keeps its o
 (records written without one, e.g. for a worker that died, take the adapter the rest of their
 document ran on), and the kernel x adapter matrix gets one column per distinct adapter. Records
 are ordered failures first (methodology.md §5: a kernel author reads the failures, then the
-summary of what held), and skips are kept apart from passes: a check that did not run proved
-nothing.
+summary of what held), then known findings (failures a kernel is documented to have,
+Kernel.known_finding: reported in full, but not news), and skips are kept apart from passes: a
+check that did not run proved nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-VERDICTS = ("fail", "error", "skip", "pass")
+#: Worst first: the order of sections, counts and legends, and of a matrix cell's verdict.
+VERDICTS = ("fail", "error", "known", "skip", "pass")
+#: Verdicts shown as a full record card (cases, plots, provenance) rather than a table row.
+CARDS = ("fail", "error", "known")
 _ORDER = {v: i for i, v in enumerate(VERDICTS)}
 _SAMPLE_KEYS = ("score", "passed")
 
@@ -82,6 +86,17 @@ class RecordView:
         if source.get("kind") == "file" and source.get("origin"):
             return "file " + str(source["origin"]).replace("\\", "/").rsplit("/", 1)[-1]
         return str(source.get("kind") or "–")
+
+    @property
+    def finding_headline(self) -> str:
+        """The first line of the record's known finding ("" without one)."""
+        lines = str(self.record.get("finding") or "").strip().splitlines()
+        return lines[0] if lines else ""
+
+    @property
+    def finding_not_reproduced(self) -> bool:
+        """A pass of a check the kernel is documented to fail: fixed upstream, or hidden here."""
+        return self.verdict == "pass" and self.record.get("finding_reproduced") is False
 
     @property
     def same_case(self) -> bool:
@@ -162,22 +177,25 @@ class Cell:
     counts: Counter = field(default_factory=Counter)
     examples: int = 0
     worst: float | None = None
-    first_failure: str | None = None
+    #: The anchor of the first record card of each verdict that has cards.
+    first_card: dict = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
-        for v in ("fail", "error", "pass", "skip"):
-            if self.counts[v]:
-                return v
-        return ""
+        return next((v for v in VERDICTS if self.counts[v]), "")
+
+    @property
+    def link(self) -> str | None:
+        """Where the cell's badge leads: the first card of its verdict (none for skip or pass)."""
+        return self.first_card.get(self.verdict)
 
     def add(self, view: RecordView) -> None:
         self.counts[view.verdict] += 1
         self.examples += int(number(view.record.get("examples")) or 0)
         if view.has_metrics and view.score is not None:
             self.worst = view.score if self.worst is None else max(self.worst, view.score)
-        if view.verdict in ("fail", "error") and self.first_failure is None:
-            self.first_failure = view.anchor
+        if view.verdict in CARDS:
+            self.first_card.setdefault(view.verdict, view.anchor)
 
 
 @dataclass
@@ -195,12 +213,22 @@ class Report:
     def headline(self) -> str:
         total = len(self.records)
         bad = self.counts["fail"] + self.counts["error"]
-        skipped = f", {self.counts['skip']} skipped" if self.counts["skip"] else ""
+        known, passed = self.counts["known"], self.counts["pass"]
+        unreproduced = sum(view.finding_not_reproduced for view in self.records)
+        notes = "".join([f"; {_plural(known, 'known finding')} reproduced" if known else "",
+                         f"; {_plural(unreproduced, 'known finding')} did not reproduce" if unreproduced else "",
+                         f", {self.counts['skip']} skipped" if self.counts["skip"] else ""])
         if bad:
-            return f"{bad} of {total} checks did not hold{skipped}"
-        if self.counts["pass"]:
-            return f"all {self.counts['pass']} checks that ran held{skipped}"
-        return f"no check ran ({total} records{skipped})"
+            return f"{bad} of {total} checks did not hold{notes}"
+        if passed:
+            return f"all {passed} {'other ' if known else ''}checks that ran held{notes}"
+        if known:
+            return notes.lstrip("; ")
+        return f"no check ran ({total} records{notes})"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _document_adapter(document: dict) -> dict | None:
@@ -246,7 +274,7 @@ def build_report(documents: list[dict]) -> Report:
             verdict = record.get("verdict") if record.get("verdict") in VERDICTS else "error"
             view = RecordView(record, "", run + 1, column, verdict, number(worst.get("score")),
                               bool(worst.get("outputs")))
-            if verdict in ("fail", "error"):
+            if verdict in CARDS:
                 view.kind = failure_kind(record)
             views.append(view)
         runs.append(_run_summary(run, document, [c.label for c in run_columns]))

@@ -4,7 +4,8 @@ The page is a Jinja2 template (templates/report.html.j2) with its CSS inlined an
 inline SVG drawn by matplotlib (plots.py), so the file can be mailed, attached to a CI run or
 opened from disk. Size is kept in check the way pytest-html users asked for (methodology.md §5:
 reports of 100 MB crash browsers): full plots only for failing records; passing records are
-table rows, with one err/budget scatter per kernel and adapter.
+table rows, with one err/budget scatter per kernel and adapter. Known findings are failures a
+kernel is documented to have: they get the failing records' cards, in a section of their own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from markupsafe import Markup
 
 from verify import __version__
 from verify.report import plots
-from verify.report.model import AdapterColumn, RecordView, build_report, number, scatter_feature, scatter_points
+from verify.report.model import (CARDS, VERDICTS, AdapterColumn, RecordView, build_report, number, scatter_feature,
+                                 scatter_points)
 from verify.results.atomic import write_atomic
 
 
@@ -115,11 +117,13 @@ def _pass_groups(passes: list[RecordView]) -> list[PassGroup]:
 def render_report(documents: list[dict], path: Path) -> None:
     """Write the HTML report of `documents` (results documents, merged) to `path`."""
     report = build_report(documents)
-    for view in report.section("fail", "error"):
+    for view in report.section(*CARDS):
         view.plots = _failure_plots(view)
     html = _environment().get_template("report.html.j2").render(
         report=report,
+        verdicts=VERDICTS,
         failures=report.section("fail", "error"),
+        knowns=report.section("known"),
         skips=report.section("skip"),
         pass_groups=_pass_groups(report.section("pass")),
         verify_version=__version__,

@@ -1,7 +1,9 @@
 """JUnit XML for CI systems: one testcase per (kernel, config, check).
 
 Repro details go into the failure message and system-out, not testcase <properties>, which
-break some consumers' schemas (pytest-dev/pytest#5202).
+break some consumers' schemas (pytest-dev/pytest#5202). A known finding (verdict "known") is a
+<skipped> testcase, as pytest writes an xfail: CI stays green, and the finding, what was
+observed and the replay commands are in its message and system-out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ def _case_name(record: dict) -> str:
 
 def _details(record: dict) -> str:
     lines = [f"seed: {record.get('seed')}", f"examples: {record.get('examples')}"]
+    if record.get("finding"):
+        reproduced = "reproduced" if record.get("finding_reproduced") else "did not reproduce"
+        lines.append(f"known finding ({reproduced}):\n{record['finding'].strip()}")
+    if record.get("verdict") == "known" and record.get("reason"):
+        lines.append(f"observed:\n{record['reason'].strip()}")
     adapter = record.get("adapter") or {}
     if adapter:
         lines.append(f"adapter: {adapter.get('name')} ({adapter.get('backend')}, {adapter.get('driver')})")
@@ -59,6 +66,10 @@ def write_junit(document: dict, path: Path) -> None:
             elif verdict == "skip":
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", message=reason)
+            elif verdict == "known":
+                counts["skipped"] += 1
+                headline = (record.get("finding") or "").strip().splitlines()[:1]
+                ET.SubElement(case, "skipped", message=f"known finding: {headline[0] if headline else '?'}")
             ET.SubElement(case, "system-out").text = _details(record)
         suite.set("time", f"{total_time:.3f}")
         for key, value in counts.items():

@@ -1,0 +1,112 @@
+"""Known findings (Kernel.known_finding): a documented failure of a kernel is run by the gate and
+reported in full, as verdict "known", without failing the run; a pass of such a check says the
+finding did not reproduce; anything else keeps its verdict."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.report.dom import parse
+from verify.display import record_line, summary
+from verify.results.junit import write_junit
+from verify.worker import with_known_finding
+
+FINDING = "TVM's merge returns NaN for two empty states.\nexp2(-inf - max(-inf, -inf)) = exp2(NaN)."
+
+
+def verify(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "verify", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def ran(verdict: str, **extra) -> dict:
+    return {"kernel": "tvm.merge_state", "check": "infinite_empty", "config": {"heads": 8}, "seed": 0,
+            "examples": 3, "verdict": verdict, "reason": "" if verdict == "pass" else "s: 1 NaN", **extra}
+
+
+# -- the verdict mapping (verify.worker) ----------------------------------------------------------------------
+def test_a_failure_with_a_known_finding_becomes_known_and_carries_it():
+    record = with_known_finding(ran("fail"), FINDING)
+    assert record["verdict"] == "known" and record["finding"] == FINDING and record["finding_reproduced"] is True
+    assert record["reason"] == "s: 1 NaN"
+
+
+def test_a_pass_with_a_known_finding_stays_a_pass_and_says_it_did_not_reproduce():
+    record = with_known_finding(ran("pass"), FINDING)
+    assert record["verdict"] == "pass" and record["finding"] == FINDING and record["finding_reproduced"] is False
+
+
+@pytest.mark.parametrize("verdict", ["error", "skip"])
+def test_errors_and_skips_say_nothing_about_a_finding(verdict):
+    record = ran(verdict)
+    assert with_known_finding(record, FINDING) == record
+
+
+@pytest.mark.parametrize("verdict", ["pass", "fail"])
+def test_without_a_finding_the_verdict_is_the_checks(verdict):
+    record = ran(verdict)
+    assert with_known_finding(record, None) == record
+
+
+# -- what the console and JUnit show -------------------------------------------------------------------------
+def test_console_shows_the_findings_headline_and_replay_commands():
+    record = with_known_finding(ran("fail", shrunk={"case_file": "cases/a-shrunk.npz"},
+                                    worst={"case_file": "cases/a-worst.npz", "score": "inf"}), FINDING)
+    line = record_line(record)
+    assert line.startswith("KNOWN tvm.merge_state infinite_empty [heads=8] 3 examples")
+    assert f"known finding: {FINDING.splitlines()[0]}" in line and FINDING.splitlines()[1] not in line
+    assert "verify replay cases/a-shrunk.npz" in line and "verify replay cases/a-worst.npz" in line
+    unreproduced = record_line(with_known_finding(ran("pass"), FINDING))
+    assert unreproduced.startswith("PASS") and "known finding did not reproduce: TVM's merge" in unreproduced
+    assert summary([record, ran("pass"), ran("fail")]) == "3 checks: 1 pass, 1 known, 1 fail"
+
+
+def test_junit_reports_a_known_finding_as_skipped_with_its_evidence(tmp_path):
+    records = [with_known_finding(ran("fail", shrunk={"case_file": "cases/a-shrunk.npz", "score": "inf"}), FINDING),
+               with_known_finding(ran("pass"), FINDING)]
+    write_junit({"records": records}, tmp_path / "junit.xml")
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert (suite.get("skipped"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+    known, unreproduced = suite.findall("testcase")
+    assert known.find("skipped").get("message") == f"known finding: {FINDING.splitlines()[0]}"
+    out = known.find("system-out").text
+    assert "known finding (reproduced):\n" + FINDING in out and "observed:\ns: 1 NaN" in out
+    assert "replay: verify replay cases/a-shrunk.npz" in out
+    assert unreproduced.find("skipped") is None and "known finding (did not reproduce)" in \
+        unreproduced.find("system-out").text
+
+
+# -- the real path: TVM's merge under infinite_empty --------------------------------------------------------
+@pytest.mark.gpu
+def test_tvm_merge_of_two_infinite_empty_states_is_a_known_finding_that_passes_the_run(tmp_path):
+    pytest.importorskip("tvm", reason="apache-tvm is not installed (import tvm failed)")
+    out = tmp_path / "out"
+    result = verify("check", "tvm.merge_state", "--checks", "infinite_empty", "--examples", "20",
+                    "--out", str(out), "--junit", str(out / "junit.xml"))
+    assert result.returncode == 0, result.stderr
+    assert "KNOWN tvm.merge_state infinite_empty" in result.stderr and "1 checks: 1 known" in result.stderr
+    [record] = json.loads((out / "results.json").read_text())["records"]
+    assert record["verdict"] == "known" and record["finding_reproduced"] is True
+    assert "NaN" in record["finding"] and "NaN" in record["reason"]
+    [testcase] = ET.parse(out / "junit.xml").getroot().iter("testcase")
+    assert testcase.find("skipped").get("message").startswith("known finding: TVM's merge returns NaN")
+    section = parse((out / "report.html").read_text()).find_id("known")
+    assert section is not None and "Known findings (1)" in section.all_text()
+    assert f"verify replay {record['shrunk']['case_file']}" in section.all_text()
+
+
+@pytest.mark.gpu
+def test_the_same_wgsl_as_a_users_file_is_judged_plainly(tmp_path):
+    """A finding documents the kernel's own WGSL: an edited copy checked under its contract fails as news."""
+    pytest.importorskip("tvm", reason="apache-tvm is not installed (import tvm failed)")
+    path = tmp_path / "merge.wgsl"
+    path.write_text(verify("show", "tvm.merge_state", "--config", "heads=8,head_dim=64,dtype=f32").stdout)
+    result = verify("check", "tvm.merge_state", "--wgsl", str(path), "--checks", "infinite_empty", "--examples", "20",
+                    "--out", str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr
+    [record] = json.loads((tmp_path / "out" / "results.json").read_text())["records"]
+    assert record["verdict"] == "fail" and "finding" not in record
