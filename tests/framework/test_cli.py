@@ -110,3 +110,16 @@ def test_failing_case_replays_from_its_file(tmp_path):
     record = json.loads((tmp_path / "results.json").read_text())["records"][0]
     replay = verify("replay", record["shrunk"]["case_file"])
     assert replay.returncode == 1 and "FAIL" in replay.stdout and "max err/budget" in replay.stdout
+
+
+def test_no_adapter_says_how_to_get_one(monkeypatch, capsys):
+    """With no WebGPU adapter at all, the device cannot open: exit 2 naming the driver to install."""
+    from verify import cli
+    from verify.errors import SetupError
+    from verify.gpu import Device, adapters
+
+    monkeypatch.setattr(adapters, "enumerate_adapters", lambda: [])
+    assert cli.main(["adapters"]) == 2
+    assert "mesa-vulkan-drivers" in capsys.readouterr().err
+    with pytest.raises(SetupError, match="mesa-vulkan-drivers"):
+        Device()
