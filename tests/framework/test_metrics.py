@@ -62,3 +62,8 @@ def test_a_nan_budget_fails_rather_than_excusing_the_element():
     """Even an exact element fails: with no defined budget nothing is proven about it."""
     m = compare(np.array([1.5, 1.0]), _expected([1.0, 1.0], [np.nan, np.nan]))
     assert not m.passed and m.failing == 2
+
+
+def test_an_infinite_output_is_never_within_an_infinite_budget():
+    m = compare(np.array([np.inf, 2.0]), _expected([1.0, 1.0], [np.inf, np.inf]))
+    assert not m.passed and m.failing == 1

@@ -23,10 +23,10 @@ _SLAB_ELEMENTS = 1 << 20
 def _rounding_error(value, bound_of_value, exact_input, dtype):
     """Bound on |fl(v) - v| when v, the exact result of one operation, is stored in `dtype`.
 
-    `bound_of_value` bounds |v|. Where the operands were exact (`exact_input`) v is `value`
-    itself, and a representable normal (or zero) v is returned unchanged by a correctly
-    rounded operation; anywhere else either neighbour, or 0 below the smallest normal, may come
-    back (verify.budgets.roundoff.faithful_rounding_bound).
+    `bound_of_value` bounds |v|. Where `exact_input` holds, v is `value`, exactly (the caller
+    vouches that float64 holds it), and a representable normal (or zero) v is returned unchanged
+    by a correctly rounded operation; anywhere else either neighbour, or 0 below the smallest
+    normal, may come back (verify.budgets.roundoff.faithful_rounding_bound).
     """
     with np.errstate(over="ignore"):
         stored = value.astype(numpy_dtype(dtype)).astype(np.float64)
@@ -84,14 +84,14 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
     5. bias: one addition in acc, fl_acc err of |y| + (1..4).
     6. The store to T when acc is wider than T: fl_T err of |y| + (1..5).
 
-    Each |.| above is bounded from the exact values plus the errors before it, so the budget is
-    rigorous, not first order. It is the error of the arithmetic only; quantizing A is outside
-    (see quantization_bound).
-
     7. The float64 reference itself, one matmul over K (references.nbits.dp4a_product), errs by up
        to gamma_{K+1}(u_f64) (sum_k |s_a a_k| |s_b w_k| + |bias|). This is far below every term
        above unless chunk sums cancel to 0 (I_c = 0 exactly: the kernel returns an exact 0 where
        the matmul leaves float64 noise), so it is added rather than letting that noise fail a kernel.
+
+    Each |.| above is bounded from the exact values plus the errors before it, so the budget is
+    rigorous, not first order. It is the error of the arithmetic only; quantizing A is outside
+    (see quantization_bound).
     """
     chunks = a_codes.shape[-1] // CHUNK
     shape = y.shape
@@ -102,14 +102,16 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
         sums = np.abs(sums)
         nonzero = sums > 0
         d_sigma = _rounding_error(sigma, np.abs(sigma), np.ones_like(nonzero), dtype)
-        exact_sigma = d_sigma == 0
+        # Where sigma_c is exact in T (d_sigma = 0) it has at most 24 significant bits and
+        # |I_c| < 2^20, so float64 holds I_c sigma_c exactly and representability is decidable.
+        exact_product = d_sigma == 0
         product = sums * np.abs(sigma)
         product_bound = sums * (np.abs(sigma) + d_sigma)
-        d_f32 = _rounding_error(product, product_bound, exact_sigma, "f32")
+        d_f32 = _rounding_error(product, product_bound, exact_product, "f32")
         if dtype == "f32":
             d_store = np.zeros_like(d_f32)
         else:
-            d_store = _rounding_error(product, product_bound + d_f32, exact_sigma & (d_f32 == 0), dtype)
+            d_store = _rounding_error(product, product_bound + d_f32, exact_product & (d_f32 == 0), dtype)
         error = np.where(nonzero, sums * d_sigma + d_f32 + d_store, 0.0)
         products_error += error.sum(axis=0)
         products_abs += np.where(nonzero, product_bound + d_f32 + d_store, 0.0).sum(axis=0)

@@ -93,9 +93,10 @@ def _compare(actual: np.ndarray, expected) -> OutputMetrics:
     reference = (lo + hi) / 2
     err = element_errors(a, lo, hi)
     nan = np.isnan(a) & ~np.isnan(reference)
-    # A NaN budget is a defect of the error model, never a licence: its elements count as failing.
+    # A NaN budget is a defect of the error model, never a licence, and an infinite error is
+    # never within an infinite budget (inf/inf): such elements count as failing.
     ratio = np.where(err == 0, 0.0, err / budget)
-    ratio = np.where(np.isnan(budget), np.inf, ratio)
+    ratio = np.where(np.isnan(ratio) | np.isnan(budget), np.inf, ratio)
     exact_bad = 0
     if expected.exact is not None:
         exact = np.broadcast_to(expected.exact, a.shape)

@@ -39,20 +39,41 @@ class AccumulatorRangeCheck(Check):
         return accumulator_range_cases(ctx.config, ctx.profile)
 
     def run_example(self, ctx, case):
-        outcome = ctx.judge(case, ctx.launch(case))
-        y = outcome.outputs[0] if outcome.outputs else None
-        if y is not None and (y.nan_count or not np.isfinite(y.worst_value)):
+        """Judged like `reference`; any Inf/NaN fails as the finding, whatever the budget says.
+
+        The exact Y of these cases is finite by construction, but an f16 accumulator's a-priori
+        budget (gamma_{C-1}(2u_f16) times sums past 65504) may itself be infinite, and an
+        infinite budget must not excuse an infinite output.
+        """
+        launched = ctx.launch(case)
+        outcome = ctx.judge(case, launched)
+        overflowed = int((~np.isfinite(launched.outputs["y"])).sum())
+        if overflowed:
             exact = np.abs(ctx.kernel.expected(ctx.config, case)[0].reference).max()
             cause = ("acc=f16 keeps them in f16, as ORT ships it for f16 models; the fix is f32 accumulation "
                      "(acc=f32, ORT's enableMatmulFp32Accumulation)" if ctx.config["acc"] == "f16" else
                      "this config promises acc=f32, yet the kernel overflows as an f16 accumulator would")
             outcome.reasons.insert(0, (
-                f"f16 accumulation overflow: Inf/NaN outputs where the exact result is finite (|Y| <= {exact:.6g}); "
-                f"the running sums reach about {case.params['peak_partial_sum']:.6g} > {F16_MAX:g}: {cause}"))
+                f"f16 accumulation overflow: {overflowed}/{launched.outputs['y'].size} outputs are Inf/NaN where "
+                f"the exact result is finite (|Y| <= {exact:.6g}); the running sums reach about "
+                f"{case.params['peak_partial_sum']:.6g} > {F16_MAX:g}: {cause}"))
+            outcome.passed, outcome.score = False, float("inf")
         return outcome
 
 
 class QuantizationErrorCheck(Check):
+    """Quantization error, reported apart from kernel error and never gating.
+
+    A check of its own rather than an extra output of `reference`: it needs the unquantized A
+    (cases carry it), its worst case is the one with the most quantization error (Hypothesis
+    climbs its score), not the one with the most kernel error, and its record sits beside the
+    gating checks in every report without touching their verdicts. Two outputs: `y`, the kernel
+    against matmul_nbits(A) (budget: quantization_bound + the kernel's budget), and `dp4a_exact`,
+    the DP4A-exact product against it (quantization_bound alone), so kernel and quantization
+    error read side by side. err/budget is the share of the worst case the quantization used;
+    a value near 1 is expected where ties or equal-magnitude blocks put every code half a step off.
+    """
+
     name = "quantization_error"
     doc = ("informational, never fails: Y and the DP4A-exact product against the unquantized float64 "
            "MatMulNBits, err/budget in units of the a-priori quantization bound")

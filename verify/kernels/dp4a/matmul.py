@@ -49,6 +49,17 @@ WGSL_KEYS = ("dtype", "bits", "block_size", "tile", "acc", "has_zero_points", "h
 #: Output rows and columns of one workgroup, and the body file, per tile.
 TILES = {"64x64": (64, 64, "matmul_64x64.wgsl"), "128x32": (128, 32, "matmul_128x32.wgsl"),
          "small_m": (1, 32, "matmul_small_m.wgsl")}
+F16_ACCUMULATION = (
+    "acc=f16 keeps the running sums in f16, as ORT's DP4A kernels do for f16 models: sums past 65504 overflow to "
+    "Inf where Y is finite.\n"
+    "ORT accumulates lane_output (dp4a_matmul.wgsl.template@096d680b) and inter_results "
+    "(dp4a_matmul_small_m.wgsl.template@02b0534c) in output_element_t; reported on Intel Iris Xe at K = 3072 "
+    "(onnxruntime#29599, #29611) and fixed by enableMatmulFp32Accumulation, which is acc=f32 here. Reproduced on "
+    "lavapipe by every tile: Inf once a running sum passes ~8.2e4 while |Y| <= 1.1e4, and acc=f32 passes the "
+    "same cases. Evidence: shared/research/ort_dp4a.md §7.5; "
+    "`verify check dp4a.matmul --config acc=f16 --checks accumulator_range`.")
+#: WebGPU's maxComputeWorkgroupsPerDimension default.
+MAX_GROUPS = 65535
 
 
 def _gate(tile, dtype, bits, block_size, acc, zero_points, bias) -> dict:
@@ -104,7 +115,7 @@ class Matmul(Kernel):
     reference = "references.nbits.dp4a_product"
     config_keys = (DTYPE, BITS, BLOCK_SIZE, TILE, ACC, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
     checks = ("reference", "determinism", "integer_sums", "accumulator_range", "quantization_error")
-    output_axes = {"y": ("m", "n")}
+    output_axes = {"y": ("m", "n"), "dp4a_exact": ("m", "n")}
     budget_function = staticmethod(matmul_budget)
 
     def validate(self, config):
@@ -117,6 +128,10 @@ class Matmul(Kernel):
                 raise UsageError(f"{key}={config[key]}: must be >= 0 (0 draws it per case)")
         check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None,
                     block_size=config["block_size"])
+        rows, cols, _ = TILES[config["tile"]]
+        if -(-config["m"] // rows) > MAX_GROUPS or -(-config["n"] // cols) > MAX_GROUPS:
+            raise UsageError(f"m={config['m']}, n={config['n']}: tile {config['tile']} covers {rows} rows x {cols} "
+                             f"columns per workgroup, and WebGPU dispatches at most {MAX_GROUPS} per dimension")
 
     def requirements(self, config):
         return frozenset({"shader-f16"}) if config["dtype"] == "f16" else frozenset()
@@ -124,12 +139,9 @@ class Matmul(Kernel):
     def gate_configs(self, profile):
         return [self.config(c) for c in GATE_CONFIGS]
 
-    def gate_checks(self, config):
-        """acc=f16 fails accumulator_range by design (ORT's shipped f16 accumulation overflows);
-        the gate leaves that known finding to `verify check --checks accumulator_range`."""
-        if config["acc"] == "f16":
-            return tuple(c for c in self.checks if c != "accumulator_range")
-        return self.checks
+    def known_finding(self, check, config):
+        """acc=f16 is ORT's shipped accumulation: accumulator_range fails by design (verdict "known")."""
+        return F16_ACCUMULATION if check == "accumulator_range" and config["acc"] == "f16" else None
 
     def wgsl(self, config):
         source = body(__package__, "matmul_common.wgsl") + "\n" + body(__package__, TILES[config["tile"]][2])
@@ -152,6 +164,7 @@ class Matmul(Kernel):
         pipeline = device.pipeline(wgsl)
         uniform = pack_struct(pipeline.interface.structs["MatmulParams"], {"batch": batch, "m": m, "n": n, "k": k})
         rows, cols, _ = TILES[config["tile"]]
+        grid = (-(-n // cols), -(-m // rows), batch)
         run = device.run(pipeline, {
             "input_a": case["a_codes"],
             "scales_a": case["a_scales"],
@@ -161,7 +174,7 @@ class Matmul(Kernel):
             "bias": case["bias"] if config["has_bias"] else np.array([np.nan], t_type),
             "output": Output(t_type, (batch, m, n)),
             "params": uniform,
-        }, (-(-n // cols), -(-m // rows), batch))
+        }, grid)
         return Launched({"y": run.outputs["output"]}, {"y": run.guard_intact["output"]}, run.timing)
 
     def expected(self, config, case):
