@@ -88,6 +88,7 @@ def cmd_adapters(args) -> int:
         row = dict(info.as_record(), features=list(info.features))
         if info == chosen.info:
             row.update(selected=True, subgroup_size=chosen.subgroup_size,
+                       zeroes_workgroup_memory=chosen.zeroes_workgroup_memory,
                        granted_features=sorted(chosen.features), granted_limits=chosen.limits)
         rows.append(row)
     if args.json:
@@ -101,6 +102,8 @@ def cmd_adapters(args) -> int:
         print(f"    features: {', '.join(wanted) or 'none of shader-f16, subgroup, timestamp-query'}")
         if row.get("selected"):
             print(f"    subgroup size (measured): {row['subgroup_size']}")
+            zeroed = row["zeroes_workgroup_memory"]
+            print(f"    workgroup memory zero-initialised: {'yes' if zeroed else 'NO (WGSL requires it; kernels relying on it break here)'}")
     print("\n* = the adapter checks run on (set VERIFY_ADAPTER or --adapter to choose another)")
     return 0
 
@@ -232,7 +235,7 @@ def cmd_gate(args) -> int:
         for config in configs:
             jobs += _jobs_for(kernel, config, examples=per_config, seed=args.seed, profile=profile.name,
                               out_dir=Path(args.out), time_limit=args.time_limit or profile.time_limit,
-                              adapter=args.adapter, checks=kernel.gate_checks(config))
+                              adapter=args.adapter)
     meta = {"command": "gate", "argv": sys.argv[1:], "profile": profile.name}
     out_dir = Path(args.out)
     if skipped:

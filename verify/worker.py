@@ -60,7 +60,8 @@ def execute(job: dict, devices: dict, emit) -> dict:
     if limits_key not in devices:
         devices[limits_key] = Device(job.get("adapter"), kernel.limits)
     device = devices[limits_key]
-    record["adapter"] = dict(device.info.as_record(), subgroup_size=device.subgroup_size)
+    record["adapter"] = dict(device.info.as_record(), subgroup_size=device.subgroup_size,
+                             zeroes_workgroup_memory=device.zeroes_workgroup_memory)
     missing = device.missing(kernel.requirements(config))
     if missing:
         return dict(record, verdict="skip", reason=f"adapter lacks {', '.join(missing)}", examples=0)

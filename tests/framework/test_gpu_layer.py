@@ -113,3 +113,17 @@ def test_poison_patterns():
     assert np.isnan(np.frombuffer(poison_bytes(np.float32, 8), np.float32)).all()
     assert (np.frombuffer(poison_bytes(np.int32, 8), "<u4") == INT_SENTINEL).all()
     assert GUARD_BYTES % 4 == 0
+
+
+@pytest.mark.gpu
+def test_the_zero_initialisation_probe_reports_only_stale_values_of_other_workgroups(device):
+    """A "no" from the probe must rest on evidence: what a workgroup read before writing is 0 or
+    the marker another workgroup left (0xA5A50000 + its id), never garbage of our own making.
+    (Mesa 22.3's lavapipe answers no; a conforming adapter yes.)"""
+    from verify.gpu.device import _ZERO_INIT_PROBE, ZERO_INIT_GROUPS
+
+    seen = device.run(device.pipeline(_ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
+                      ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
+    stale = seen[seen != 0]
+    assert np.all((stale >= 0xA5A50000) & (stale < 0xA5A50000 + ZERO_INIT_GROUPS))
+    assert device.zeroes_workgroup_memory == (stale.size == 0)

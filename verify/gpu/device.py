@@ -34,6 +34,21 @@ fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32)
 """
 
 
+#: Each workgroup reads its workgroup memory before writing it: WGSL zero-initialises workgroup
+#: memory (spec §6.4.3), so every value read must be 0, even after other workgroups wrote theirs.
+_ZERO_INIT_PROBE = """
+var<workgroup> scratch: array<u32, 64>;
+@group(0) @binding(0) var<storage, read_write> seen: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) i: u32) {
+  seen[group.x * 64u + i] = scratch[i];
+  workgroupBarrier();
+  scratch[i] = 0xA5A50000u + group.x;
+}
+"""
+ZERO_INIT_GROUPS = 64
+
+
 class ShaderCompileError(KernelError):
     """The WGSL under test does not compile or validate on this device."""
 
@@ -84,6 +99,7 @@ class Device:
             raise SetupError(f"could not open a device on {self.info.name}: {exc}") from exc
         self._pipelines: dict = {}
         self._subgroup_size: int | None = None
+        self._zeroes_workgroup_memory: bool | None = None
 
     @property
     def adapter(self) -> AdapterInfo:
@@ -231,6 +247,17 @@ class Device:
         return writes, query_set, resolved
 
     # -- adapter facts -------------------------------------------------------------------
+    @property
+    def zeroes_workgroup_memory(self) -> bool:
+        """Whether workgroup memory starts at zero as WGSL requires (Mesa 22.3's lavapipe leaves
+        the previous workgroup's values there: a kernel relying on zero-init breaks on it)."""
+        if self._zeroes_workgroup_memory is None:
+            shape = (ZERO_INIT_GROUPS * 64,)
+            seen = self.run(self.pipeline(_ZERO_INIT_PROBE), {"seen": buffers.Output(np.uint32, shape)},
+                            ZERO_INIT_GROUPS).outputs["seen"]
+            self._zeroes_workgroup_memory = bool(np.all(seen == 0))
+        return self._zeroes_workgroup_memory
+
     @property
     def subgroup_size(self) -> int | None:
         """The subgroup size this device actually runs a 64-wide workgroup with (None: no subgroups)."""

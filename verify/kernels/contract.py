@@ -129,12 +129,6 @@ class Kernel(ABC):
         """The configs `verify gate` runs for a profile (default: just the defaults)."""
         return [self.config()]
 
-    def gate_checks(self, config: dict) -> tuple:
-        """The checks `verify gate` runs for one config (default: all of `checks`); `verify check`
-        still runs every check. A failure the kernel is known to have is better stated with
-        `known_finding`, which keeps the check in the gate and its evidence in the report."""
-        return self.checks
-
     def known_finding(self, check: str, config: dict) -> str | None:
         """The evidence of a documented failure of this kernel's own WGSL under `check` and
         `config`, or None (the default: every failure is news).
