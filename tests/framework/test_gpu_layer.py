@@ -117,13 +117,14 @@ def test_poison_patterns():
 
 @pytest.mark.gpu
 def test_the_zero_initialisation_probe_reports_only_stale_values_of_other_workgroups(device):
-    """A "no" from the probe must rest on evidence: what a workgroup read before writing is 0 or
-    the marker another workgroup left (0xA5A50000 + its id), never garbage of our own making.
-    (Mesa 22.3's lavapipe answers no; a conforming adapter yes.)"""
+    """A "no" from the probe must rest on evidence: some workgroup read a marker another
+    workgroup of the same dispatch left (0xA5A50000 + its id). (The first workgroups may also
+    see leftovers of earlier kernels.) Mesa 22.3's lavapipe answers no; a conforming adapter yes."""
     from verify.gpu.device import _ZERO_INIT_PROBE, ZERO_INIT_GROUPS
 
     seen = device.run(device.pipeline(_ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
                       ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
-    stale = seen[seen != 0]
-    assert np.all((stale >= 0xA5A50000) & (stale < 0xA5A50000 + ZERO_INIT_GROUPS))
-    assert device.zeroes_workgroup_memory == (stale.size == 0)
+    marker = seen - np.uint32(0xA5A50000)
+    own_dispatch = (seen >= 0xA5A50000) & (marker < np.arange(ZERO_INIT_GROUPS)[:, None])
+    assert device.zeroes_workgroup_memory == bool(np.all(seen == 0))
+    assert device.zeroes_workgroup_memory or own_dispatch.any()
