@@ -49,7 +49,7 @@ def _summarise(outcome: Outcome | None, axes: dict | None = None) -> dict | None
         "features": outcome.features,
         "case": outcome.case.summary() if outcome.case is not None else "",
         "outputs": [m.as_record() for m in outcome.outputs],
-        "detail": error_detail(outcome.outputs, axes),
+        "detail": error_detail(outcome.outputs, axes, with_heatmap=not outcome.passed),
     }
 
 

@@ -47,12 +47,17 @@ def heatmap(ratio: np.ndarray, axes: tuple[str, str]) -> dict:
     return {"axes": list(axes), "shape": list(r.shape), "values": [[float(f"{v:.3g}") for v in row] for row in finite]}
 
 
-def error_detail(outputs, axes_by_output: dict | None = None) -> dict:
-    """{output name: {histogram, heatmap}} for the OutputMetrics of one case."""
+def error_detail(outputs, axes_by_output: dict | None = None, with_heatmap: bool = True) -> dict:
+    """{output name: {histogram[, heatmap]}} for the OutputMetrics of one case.
+
+    Heatmaps are the bulk of a results file; the report draws them only for failing cases.
+    """
     detail = {}
     for m in outputs:
         if m.ratio is None or m.ratio.size == 0:
             continue
         axes = (axes_by_output or {}).get(m.name, ("axis -2", "axis -1"))
-        detail[m.name] = {"histogram": histogram(m.ratio), "heatmap": heatmap(m.ratio, axes)}
+        detail[m.name] = {"histogram": histogram(m.ratio)}
+        if with_heatmap:
+            detail[m.name]["heatmap"] = heatmap(m.ratio, axes)
     return detail
