@@ -11,7 +11,9 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 from verify import __version__
@@ -158,20 +160,30 @@ def _execute(jobs, out_dir: Path, meta: dict, junit: str | None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(out_dir / "results.json", meta)
     display = Display(len(jobs))
+    last_render = [time.monotonic()]
 
     def on_record(record):
         writer.add(record)
         display.record(record)
+        if time.monotonic() - last_render[0] > REPORT_REFRESH_S:  # a killed run still leaves a report
+            _write_outputs(writer.document, out_dir, None)
+            last_render[0] = time.monotonic()
 
     interrupted = False
+    previous = signal.signal(signal.SIGTERM, _terminate)  # a CI timeout stops the run like Ctrl-C
     try:
         run_jobs(jobs, on_record=on_record, on_progress=display.progress, on_start=display.start,
                  log_path=out_dir / "worker.log")
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        signal.signal(signal.SIGTERM, previous)
         display.close()
-        writer.finish(interrupted=interrupted) if not interrupted else writer.flush()
+        if interrupted:
+            writer.document["interrupted"] = True
+            writer.flush()
+        else:
+            writer.finish(interrupted=False)
         _write_outputs(writer.document, out_dir, junit)
     records = writer.records
     print(summary(records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
@@ -180,6 +192,14 @@ def _execute(jobs, out_dir: Path, meta: dict, junit: str | None) -> int:
         return 130
     # "known" (a documented finding reproduced) is reported, not failed: only news fails the run.
     return 1 if any(r.get("verdict") in ("fail", "error") for r in records) else 0
+
+
+#: Seconds between refreshes of report.html during a run.
+REPORT_REFRESH_S = 60.0
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _write_outputs(document: dict, out_dir: Path, junit: str | None) -> None:

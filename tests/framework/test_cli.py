@@ -123,3 +123,29 @@ def test_no_adapter_says_how_to_get_one(monkeypatch, capsys):
     assert "mesa-vulkan-drivers" in capsys.readouterr().err
     with pytest.raises(SetupError, match="mesa-vulkan-drivers"):
         Device()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_stopped_run_leaves_valid_partial_results_and_a_report(tmp_path, signum):
+    """Ctrl-C (or a CI timeout's SIGTERM) mid-gate: results.json parses, says it was interrupted,
+    keeps every finished record, and report.html is written."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "verify", "gate", "--profile", "quick", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        results = out / "results.json"
+        if results.exists() and len(json.loads(results.read_text())["records"]) >= 3:
+            break
+        time.sleep(0.2)
+    proc.send_signal(getattr(signal, signum))
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    document = json.loads((out / "results.json").read_text())
+    assert document["interrupted"] and not document["complete"] and len(document["records"]) >= 3
+    assert (out / "report.html").read_text().count("interrupted") >= 1
