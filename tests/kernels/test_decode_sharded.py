@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from verify.budgets.metrics import compare
-from verify.cases import Case
-from verify.cases.attention import build_paged_cache
+from verify.cases.attention import explicit_decode_case as decode_case
 from verify.kernels.attention.decode_sharded import DecodeSharded, shard_layout
 from verify.kernels.attention.decode_switch import DecodeSwitch, use_sharded
 
@@ -18,25 +17,6 @@ HEAD_DIMS = (64, 96, 128, 256)
 #: The seed's layouts (shards x lanes); D = 96 is ours: two lanes of 48 dims.
 SEED_LAYOUTS = {64: (128, 1), 96: (128, 2), 128: (128, 2), 256: (64, 4)}
 NEG_INF_BITS = 0xFF800000
-
-
-def decode_case(config: dict, lengths, seed: int = 0, rotary_mode: int = 0) -> Case:
-    """A decode case with the given context lengths, normal values and a shuffled page table."""
-    rng = np.random.default_rng(seed)
-    dtype = np.float16 if config["dtype"] == "f16" else np.float32
-    lengths = np.asarray(lengths, dtype=np.int64)
-    batch, rows, dim = lengths.size, int(lengths.max(initial=0)), config["head_dim"]
-    q = rng.standard_normal((batch, config["qo_heads"], dim)).astype(dtype)
-    k = rng.standard_normal((batch, config["kv_heads"], rows, dim)).astype(dtype)
-    v = rng.standard_normal((batch, config["kv_heads"], rows, dim)).astype(dtype)
-    pages, indptr, values, length_info = build_paged_cache(rng, k, v, lengths, config["page_size"], spare_pages=2)
-    k_offset = rng.integers(0, 4096, batch) if rotary_mode else np.zeros(batch, np.int64)
-    arrays = {"q": q, "pages": pages, "page_indptr": indptr, "page_values": values, "length_info": length_info,
-              "k_rope_pos_offset": k_offset.astype(np.int32),
-              "q_rope_position": (k_offset + np.maximum(lengths - 1, 0)).astype(np.int32)}
-    params = {"batch": batch, "lengths": lengths.tolist(), "rotary_mode": rotary_mode, "rope_theta": 1e4,
-              "rope_scale": 1.0, "sm_scale": float(dim ** -0.5), "seed": seed}
-    return Case(arrays, params)
 
 
 def judge(kernel, config, case, outputs):

@@ -15,7 +15,7 @@ import pytest
 
 from verify.budgets.metrics import compare
 from verify.cases import Case
-from verify.cases.attention import build_paged_cache
+from verify.cases.attention import explicit_decode_case as decode_case
 from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.runner import RunOptions, run_check
@@ -59,23 +59,6 @@ def check_record(device, name: str, check: str, examples: int, config=None, wgsl
     config = kernel.config(config or {})
     ctx = CheckContext(kernel, config, device, wgsl or kernel.wgsl(config), "quick")
     return run_check(get_check(check), ctx, RunOptions(examples, seed=0, shrink=False))
-
-
-def decode_case(config: dict, lengths, seed: int = 0) -> Case:
-    """N(0,1) values, a shuffled page table with spare pages, rotary off."""
-    rng = np.random.default_rng(seed)
-    dtype = np.float16 if config["dtype"] == "f16" else np.float32
-    lengths = np.asarray(lengths, dtype=np.int64)
-    batch, rows, dim = lengths.size, int(lengths.max(initial=0)), config["head_dim"]
-    q = rng.standard_normal((batch, config["qo_heads"], dim)).astype(dtype)
-    k, v = (rng.standard_normal((batch, config["kv_heads"], rows, dim)).astype(dtype) for _ in range(2))
-    pages, indptr, values, length_info = build_paged_cache(rng, k, v, lengths, config["page_size"], spare_pages=2)
-    arrays = {"q": q, "pages": pages, "page_indptr": indptr, "page_values": values, "length_info": length_info,
-              "k_rope_pos_offset": np.zeros(batch, np.int32),
-              "q_rope_position": np.maximum(lengths - 1, 0).astype(np.int32)}
-    params = {"batch": batch, "lengths": lengths.tolist(), "rotary_mode": 0, "rope_theta": 1e4, "rope_scale": 1.0,
-              "sm_scale": float(dim ** -0.5), "values": "normal", "seed": seed}
-    return Case(arrays, params)
 
 
 def judged(device, kernel, config, case) -> tuple[dict, dict]:

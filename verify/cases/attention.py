@@ -278,3 +278,26 @@ def rope_cases(draw, config: dict, profile: str):
     k = make_values(rng, values, (tokens, config["kv_heads"], head_dim), config["dtype"])
     params = {"tokens": tokens, "rope_theta": rope_theta, "rope_scale": rope_scale, "values": values, "seed": seed}
     return Case({"q": q, "k": k, "positions": np.array(positions, dtype=np.int32)}, params)
+
+
+def explicit_decode_case(config: dict, lengths, *, seed: int = 0, rotary_mode: int = 0, sliding=None) -> Case:
+    """A decode case with exactly these context lengths (for pinned corner cases, outside Hypothesis):
+    N(0,1) values, a shuffled page table with two spare pages; sliding = (offsets, sinks) per sequence."""
+    rng = np.random.default_rng(seed)
+    dtype = np.float16 if config["dtype"] == "f16" else np.float32
+    lengths = np.asarray(lengths, dtype=np.int64)
+    batch, rows, dim = lengths.size, int(lengths.max(initial=0)), config["head_dim"]
+    q = rng.standard_normal((batch, config["qo_heads"], dim)).astype(dtype)
+    k = rng.standard_normal((batch, config["kv_heads"], rows, dim)).astype(dtype)
+    v = rng.standard_normal((batch, config["kv_heads"], rows, dim)).astype(dtype)
+    if sliding is not None:
+        sliding = tuple(np.asarray(x, dtype=np.int64) for x in sliding)
+    pages, indptr, values, length_info = build_paged_cache(rng, k, v, lengths, config["page_size"],
+                                                           sliding=sliding, spare_pages=2)
+    k_offset = rng.integers(0, 4096, batch) if rotary_mode else np.zeros(batch, np.int64)
+    arrays = {"q": q, "pages": pages, "page_indptr": indptr, "page_values": values, "length_info": length_info,
+              "k_rope_pos_offset": k_offset.astype(np.int32),
+              "q_rope_position": (k_offset + np.maximum(lengths - 1, 0)).astype(np.int32)}
+    params = {"batch": batch, "lengths": lengths.tolist(), "rotary_mode": rotary_mode, "rope_theta": 1e4,
+              "rope_scale": 1.0, "sm_scale": float(dim ** -0.5), "values": "normal", "seed": seed}
+    return Case(arrays, params)

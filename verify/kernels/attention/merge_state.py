@@ -9,7 +9,7 @@ from verify.budgets.attention import merge_budget
 from verify.cases.attention import merge_cases
 from verify.gpu import InOut
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.common import DTYPE, HEAD_DIM, STORAGE, dtype_enables, dtype_features
+from verify.kernels.attention.common import DTYPE, HEAD_DIM, dtype_enables, dtype_features
 from verify.kernels.contract import Expected, Kernel, Launched
 from verify.kernels.specialize import body, specialize
 
