@@ -74,7 +74,8 @@ class Expected:
 
     @property
     def reference(self) -> np.ndarray:
-        return (self.lo + self.hi) / 2 if self.lo is not self.hi else self.lo
+        """The middle of the acceptable interval (the reference itself for point intervals)."""
+        return (self.lo + self.hi) / 2
 
 
 @dataclass
