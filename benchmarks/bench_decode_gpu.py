@@ -90,7 +90,7 @@ def resident_gpu_us(device, pipeline, resources, workgroups, repeats: int, flush
 
     from verify.gpu import InOut, Output
     from verify.gpu.buffers import array_bytes
-    from verify.gpu.device import MIN_INPUT_BYTES
+    from verify.gpu.binding import MIN_INPUT_BYTES
 
     dev = device.wgpu_device
     grid = ((workgroups,) if isinstance(workgroups, int) else tuple(workgroups)) + (1, 1)

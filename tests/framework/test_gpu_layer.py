@@ -120,9 +120,9 @@ def test_the_zero_initialisation_probe_reports_only_stale_values_of_other_workgr
     """A "no" from the probe must rest on evidence: some workgroup read a marker another
     workgroup of the same dispatch left (0xA5A50000 + its id). (The first workgroups may also
     see leftovers of earlier kernels.) Mesa 22.3's lavapipe answers no; a conforming adapter yes."""
-    from verify.gpu.device import _ZERO_INIT_PROBE, ZERO_INIT_GROUPS
+    from verify.gpu.probes import ZERO_INIT_GROUPS, ZERO_INIT_PROBE
 
-    seen = device.run(device.pipeline(_ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
+    seen = device.run(device.pipeline(ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
                       ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
     marker = seen - np.uint32(0xA5A50000)
     own_dispatch = (seen >= 0xA5A50000) & (marker < np.arange(ZERO_INIT_GROUPS)[:, None])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from verify.errors import SetupError
 
@@ -18,9 +19,29 @@ NO_ADAPTER_HELP = (
 )
 
 
+class Implementation(StrEnum):
+    """The WebGPU implementation that compiles and runs a kernel (chosen with --backend).
+
+    An adapter (the driver and device) and an implementation (the WGSL compiler and the
+    WebGPU validation on top of it) fail independently, so results name both.
+    """
+
+    WGPU = "wgpu"  # wgpu-native through wgpu-py; WGSL compiled by Naga
+    DAWN = "dawn"  # Dawn, Chromium's implementation, through Node; WGSL compiled by Tint
+
+    @property
+    def compiler(self) -> str:
+        return {"wgpu": "Naga", "dawn": "Tint"}[self.value]
+
+
 @dataclass(frozen=True)
 class AdapterInfo:
-    """What a user needs to know to interpret a result: which implementation ran the kernel."""
+    """What a user needs to know to interpret a result: which implementation ran the kernel.
+
+    `backend` is the native graphics API under the implementation (Vulkan, Metal, ...);
+    `implementation` is the WebGPU implementation itself. (`label` is the pair as one name, the
+    report's column for a run.)
+    """
 
     name: str
     vendor: str
@@ -29,6 +50,12 @@ class AdapterInfo:
     driver: str
     features: tuple[str, ...] = field(default=())
     limits: dict = field(default_factory=dict, compare=False, hash=False)
+    implementation: Implementation = Implementation.WGPU
+
+    @property
+    def label(self) -> str:
+        """Adapter and implementation as one name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits) [Vulkan, dawn]"."""
+        return f"{self.name} [{self.backend}, {self.implementation}]"
 
     def as_record(self) -> dict:
         return {
@@ -37,6 +64,7 @@ class AdapterInfo:
             "backend": self.backend,
             "type": self.adapter_type,
             "driver": self.driver,
+            "implementation": str(self.implementation),
         }
 
 
@@ -53,8 +81,8 @@ def _describe(adapter) -> AdapterInfo:
     )
 
 
-def _quiet_environment() -> None:
-    """Mesa warns on every start without XDG_RUNTIME_DIR; give it a private one."""
+def quiet_environment() -> None:
+    """Mesa warns on every start without XDG_RUNTIME_DIR; give it (and child processes) a private one."""
     if not os.environ.get("XDG_RUNTIME_DIR"):
         path = f"/tmp/verify-xdg-{os.getuid()}"
         os.makedirs(path, mode=0o700, exist_ok=True)
@@ -63,7 +91,7 @@ def _quiet_environment() -> None:
 
 def enumerate_adapters() -> list:
     """All wgpu adapters, best first (native backends before the OpenGL fallback)."""
-    _quiet_environment()
+    quiet_environment()
     import wgpu
 
     adapters = list(wgpu.gpu.enumerate_adapters_sync())

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verify.errors import KernelError, SetupError, UsageError
-from verify.gpu import buffers
 from verify.gpu.adapters import AdapterInfo, choose_adapter
+from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
+from verify.gpu.probes import AdapterProbes
 from verify.gpu.wgsl import Interface, parse_interface, sha256
 
 #: Features requested whenever the adapter has them; kernels declare which they need.
@@ -21,36 +22,18 @@ OPTIONAL_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
 #: TVM's web runtime asks for 10 storage buffers (its decode kernel binds 9) and 32 KiB of
 #: workgroup storage; everything else stays at WebGPU's defaults so kernels stay portable.
 WANTED_LIMITS = {"max-storage-buffers-per-shader-stage": 10, "max-compute-workgroup-storage-size": 32768}
-#: A binding must hold one element of its array (WebGPU minBindingSize), even for an empty input
-#: such as the pages of a batch of empty contexts; vec4<f32> is the widest element kernels bind.
-MIN_INPUT_BYTES = 16
-
-_SUBGROUP_PROBE = """
-@group(0) @binding(0) var<storage, read_write> size_out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32) {
-  if (i == 0u) { size_out[0] = n; }
-}
-"""
-
-
-#: Each workgroup reads its workgroup memory before writing it: WGSL zero-initialises workgroup
-#: memory (spec §6.4.3), so every value read must be 0, even after other workgroups wrote theirs.
-_ZERO_INIT_PROBE = """
-var<workgroup> scratch: array<u32, 64>;
-@group(0) @binding(0) var<storage, read_write> seen: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) i: u32) {
-  seen[group.x * 64u + i] = scratch[i];
-  workgroupBarrier();
-  scratch[i] = 0xA5A50000u + group.x;
-}
-"""
-ZERO_INIT_GROUPS = 64
 
 
 class ShaderCompileError(KernelError):
-    """The WGSL under test does not compile or validate on this device."""
+    """The WGSL under test does not compile or validate on this device.
+
+    `compiler` names the WGSL compiler that refused it ("Naga" for wgpu, "Tint" for Dawn) and
+    the message is that compiler's own, in full.
+    """
+
+    def __init__(self, message: str, compiler: str = "Naga"):
+        super().__init__(message)
+        self.compiler = compiler
 
 
 @dataclass
@@ -80,7 +63,7 @@ class Pipeline:
     compute: object
 
 
-class Device:
+class Device(AdapterProbes):
     """One wgpu device; `limits` overrides WANTED_LIMITS (e.g. to hold a kernel to 16 KiB)."""
 
     def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
@@ -98,8 +81,6 @@ class Device:
         except Exception as exc:  # wgpu raises plain RuntimeErrors for device requests
             raise SetupError(f"could not open a device on {self.info.name}: {exc}") from exc
         self._pipelines: dict = {}
-        self._subgroup_size: int | None = None
-        self._zeroes_workgroup_memory: bool | None = None
 
     @property
     def adapter(self) -> AdapterInfo:
@@ -130,24 +111,9 @@ class Device:
     def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> Pipeline:
         wgpu = self._wgpu
         interface = parse_interface(wgsl)
-        if entry_point is None:
-            if len(interface.entry_points) != 1:
-                found = [e.name for e in interface.entry_points] or "none"
-                raise UsageError(f"the WGSL must have exactly one @compute entry point (found {found})")
-            entry_point = interface.entry_points[0].name
-        if any(b.group != 0 for b in interface.bindings):
-            raise UsageError("only @group(0) bindings are supported")
-        kinds = {
-            ("storage", "read"): wgpu.BufferBindingType.read_only_storage,
-            ("storage", "read_write"): wgpu.BufferBindingType.storage,
-            ("uniform", "read"): wgpu.BufferBindingType.uniform,
-        }
-        entries = []
-        for b in interface.bindings:
-            kind = kinds.get((b.address_space, b.access))
-            if kind is None:
-                raise UsageError(f"binding {b.name!r}: unsupported resource var<{b.address_space}, {b.access}>")
-            entries.append({"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}})
+        entry_point = entry_point_of(interface, entry_point)
+        entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": buffer_binding_type(b)}}
+                   for b in interface.bindings]
         dev = self._device
         try:
             module = dev.create_shader_module(code=wgsl)
@@ -169,37 +135,22 @@ class Device:
         """
         wgpu = self._wgpu
         dev = self._device
-        names = set(pipeline.interface.names)
-        if set(resources) != names:
-            raise UsageError(
-                f"bindings mismatch: the WGSL declares {sorted(names)}, the contract supplies {sorted(resources)}"
-            )
         timing = Timing()
         start = time.perf_counter()
-        bound, readbacks = [], []
-        for b in pipeline.interface.bindings:
-            value = resources[b.name]
+        plan = bind_resources(pipeline.interface, resources)
+        bound = []
+        for buffer in plan:
+            b = buffer.binding
             usage = wgpu.BufferUsage.UNIFORM if b.address_space == "uniform" else wgpu.BufferUsage.STORAGE
-            if isinstance(value, buffers.Output):
-                data = buffers.with_guard(buffers.poison_bytes(value.dtype, value.nbytes), value.dtype)
-                readbacks.append((b.name, value.dtype, value.shape, value.nbytes))
-            elif isinstance(value, buffers.InOut):
-                arr = value.array
-                data = buffers.with_guard(buffers.array_bytes(arr), arr.dtype)
-                readbacks.append((b.name, arr.dtype, arr.shape, arr.nbytes))
-            elif isinstance(value, (bytes, bytearray)):
-                data = bytes(value) + bytes(-len(value) % 16)
-            else:
-                data = buffers.array_bytes(np.asarray(value), min_bytes=MIN_INPUT_BYTES)
             if b.writable:
                 usage |= wgpu.BufferUsage.COPY_SRC
-            bound.append((b, dev.create_buffer_with_data(data=data, usage=usage)))
+            bound.append((b, dev.create_buffer_with_data(data=buffer.data, usage=usage)))
         group = dev.create_bind_group(
             layout=pipeline.layout,
             entries=[{"binding": b.binding, "resource": {"buffer": buf}} for b, buf in bound],
         )
         by_name = {b.name: buf for b, buf in bound}
-        staging = {name: self._staging(by_name[name].size) for name, *_ in readbacks}
+        staging = {buffer.name: self._staging(by_name[buffer.name].size) for buffer in plan if buffer.readback}
         timing.upload = time.perf_counter() - start
 
         # One submission: the dispatch, then copies of every writable buffer (and the
@@ -210,7 +161,7 @@ class Device:
         compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": query[0]} if query else {}))
         compute_pass.set_pipeline(pipeline.compute)
         compute_pass.set_bind_group(0, group)
-        compute_pass.dispatch_workgroups(*_grid(workgroups))
+        compute_pass.dispatch_workgroups(*grid(workgroups))
         compute_pass.end()
         for name, target in staging.items():
             encoder.copy_buffer_to_buffer(by_name[name], 0, target, 0, target.size)
@@ -223,10 +174,7 @@ class Device:
         timing.dispatch = time.perf_counter() - start
 
         start = time.perf_counter()
-        outputs, guards = {}, {}
-        for name, dtype, shape, nbytes in readbacks:
-            payload, guards[name] = buffers.split_guard(_read(staging[name]), nbytes, dtype)
-            outputs[name] = buffers.to_array(payload, dtype, shape)
+        outputs, guards = unpack_readbacks(plan, {b.name: _read(staging[b.name]) for b in plan if b.readback})
         if query:
             stamps = np.frombuffer(_read(staging["__timestamps__"]), dtype="<u8")
             timing.gpu_ns = float(stamps[1] - stamps[0])
@@ -246,26 +194,6 @@ class Device:
         writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
         return writes, query_set, resolved
 
-    # -- adapter facts -------------------------------------------------------------------
-    @property
-    def zeroes_workgroup_memory(self) -> bool:
-        """Whether workgroup memory starts at zero as WGSL requires (Mesa 22.3's lavapipe leaves
-        the previous workgroup's values there: a kernel relying on zero-init breaks on it)."""
-        if self._zeroes_workgroup_memory is None:
-            shape = (ZERO_INIT_GROUPS * 64,)
-            seen = self.run(self.pipeline(_ZERO_INIT_PROBE), {"seen": buffers.Output(np.uint32, shape)},
-                            ZERO_INIT_GROUPS).outputs["seen"]
-            self._zeroes_workgroup_memory = bool(np.all(seen == 0))
-        return self._zeroes_workgroup_memory
-
-    @property
-    def subgroup_size(self) -> int | None:
-        """The subgroup size this device actually runs a 64-wide workgroup with (None: no subgroups)."""
-        if self._subgroup_size is None and "subgroup" in self.features:
-            result = self.run(self.pipeline(_SUBGROUP_PROBE), {"size_out": buffers.Output(np.uint32, (1,))}, 1)
-            self._subgroup_size = int(result.outputs["size_out"][0])
-        return self._subgroup_size
-
 
 def _read(staging) -> bytes:
     """The contents of a mappable buffer whose copy has completed."""
@@ -275,11 +203,6 @@ def _read(staging) -> bytes:
     finally:
         staging.unmap()
         staging.destroy()
-
-
-def _grid(workgroups) -> tuple[int, int, int]:
-    grid = tuple(int(x) for x in (workgroups if isinstance(workgroups, (tuple, list)) else (workgroups,)))
-    return (grid + (1, 1))[:3]
 
 
 def _compiler_message(text: str) -> str:

@@ -1,0 +1,119 @@
+"""The Node process that runs Dawn, and the binary frames Python and it exchange on its pipes.
+
+A frame (both directions) is a u32 little-endian header length, a UTF-8 JSON header, then the
+raw bytes of the blobs whose lengths the header lists under "blobs". Buffer contents are
+blobs: nothing large is ever encoded as text.
+
+The process must never outlive the Python process that started it, even when that one is
+killed (verify.session kills a worker whose kernel hangs): it gets SIGKILL when its parent
+dies (prctl PR_SET_PDEATHSIG), and it also exits by itself when its stdin reaches EOF.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import ctypes.util
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+
+from verify.errors import KernelError
+from verify.gpu.adapters import quiet_environment
+
+_HEADER_LENGTH = struct.Struct("<I")
+_PR_SET_PDEATHSIG = 1
+#: Loaded before any fork: the child may only call what is already loaded.
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
+
+
+class NodeProcessDied(KernelError):
+    """The Node process running Dawn exited (a crash in the driver, or a lost device)."""
+
+
+def encode_frame(header: dict, blobs: list[bytes] = ()) -> list[bytes]:
+    """The pieces of one frame, to be written in order (blobs are not copied)."""
+    text = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
+    return [_HEADER_LENGTH.pack(len(text)), text, *blobs]
+
+
+def _die_with_parent(parent: int):
+    def preexec() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+    return preexec
+
+
+class NodeProcess:
+    """One `node worker.mjs` child: send a request frame, read its reply frame.
+
+    Its stderr (Dawn's warnings, a lost device's reason) is kept, the last lines of it, to
+    explain a death.
+    """
+
+    def __init__(self, node: str, script: str, env: dict):
+        quiet_environment()
+        self.proc = subprocess.Popen(
+            [node, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, **env}, preexec_fn=_die_with_parent(os.getpid()) if _LIBC else None,
+        )
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._drain = threading.Thread(target=self._keep_stderr, daemon=True)
+        self._drain.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _keep_stderr(self) -> None:
+        for line in self.proc.stderr:
+            self.stderr_tail.append(line.decode(errors="replace").rstrip())
+
+    def request(self, header: dict, blobs: list[bytes] = ()) -> tuple[dict, list[bytes]]:
+        """Send one request and wait for its reply: (reply header, reply blobs)."""
+        try:
+            for piece in encode_frame(header, blobs):
+                self.proc.stdin.write(piece)
+            self.proc.stdin.flush()
+            length = _HEADER_LENGTH.unpack(self._read(_HEADER_LENGTH.size))[0]
+            reply = json.loads(self._read(length))
+            blobs_in = [self._read(size) for size in reply.pop("blobs", [])]
+        except (BrokenPipeError, EOFError):
+            raise self._died() from None
+        return reply, blobs_in
+
+    def _read(self, count: int) -> bytes:
+        data = self.proc.stdout.read(count)
+        if len(data) != count:
+            raise EOFError
+        return data
+
+    def _died(self) -> NodeProcessDied:
+        code = self.proc.wait()
+        self._drain.join(timeout=2)
+        tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
+        return NodeProcessDied(f"the Node process running Dawn died (exit code {code}):\n{tail}")
+
+    def close(self) -> None:
+        """End the process: EOF on its stdin, then SIGKILL if it has not exited within a few seconds."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+    def __del__(self):
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()

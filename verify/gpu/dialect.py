@@ -1,0 +1,48 @@
+"""The one place WGSL is adapted to a compiler, with each adaptation recorded, never silent.
+
+WGSL requires `enable subgroups;` before a module uses subgroup built-ins (WGSL spec §4.1.1,
+"subgroups" extension). Tint (Dawn) enforces it: without the directive it reports "cannot call
+built-in function 'subgroupAdd' without extension 'subgroups'". Naga (wgpu 0.32) rejects the
+directive itself ("the `subgroups` enable-extension is not yet supported") and accepts the
+built-ins without it. So no one text compiles on both; the kernels here are written for Naga,
+and the Dawn backend adds the directive. It is added at the start of the first line, so line
+numbers in Tint's messages still match the source under test.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from verify.gpu.wgsl import strip_comments
+
+_SUBGROUP_USE = re.compile(
+    r"\bsubgroup(?:Add|ExclusiveAdd|InclusiveAdd|Mul|ExclusiveMul|InclusiveMul|And|Or|Xor|Min|Max|"
+    r"All|Any|Ballot|Elect|Broadcast|BroadcastFirst|Shuffle|ShuffleXor|ShuffleUp|ShuffleDown)\s*\("
+    r"|@builtin\(\s*subgroup_(?:size|invocation_id)\s*\)"
+    r"|\bquad(?:Broadcast|SwapX|SwapY|SwapDiagonal)\s*\("
+)
+_ENABLES_SUBGROUPS = re.compile(r"\benable\b[^;]*\bsubgroups\b[^;]*;")
+
+
+@dataclass(frozen=True)
+class Adaptation:
+    """One change made to the WGSL under test so that a compiler accepts it, and why."""
+
+    change: str
+    reason: str
+
+
+ENABLE_SUBGROUPS = Adaptation(
+    "added `enable subgroups;`",
+    "the module uses subgroup built-ins; WGSL (and Tint) require the directive, Naga rejects it",
+)
+
+
+def for_tint(wgsl: str) -> tuple[str, tuple[Adaptation, ...]]:
+    """(the text Tint compiles, the adaptations made): `enable subgroups;` when the module uses
+    subgroup built-ins without it."""
+    code = strip_comments(wgsl)
+    if _SUBGROUP_USE.search(code) and not _ENABLES_SUBGROUPS.search(code):
+        return "enable subgroups;" + wgsl, (ENABLE_SUBGROUPS,)
+    return wgsl, ()
