@@ -77,28 +77,39 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_adapters(args) -> int:
-    from verify.gpu import Device, list_adapters
-    from verify.gpu.adapters import NO_ADAPTER_HELP
+def _backend(name: str) -> str:
+    from verify.gpu.backends import backend_named
 
-    adapters = list_adapters()
-    if not adapters:
+    try:
+        return backend_named(name).value
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_adapters(args) -> int:
+    from verify.gpu.adapters import NO_ADAPTER_HELP
+    from verify.gpu.backends import backend_named, list_backend_adapters, open_device
+
+    listed = list_backend_adapters()
+    if not any(b.adapters for b in listed):
         raise UsageError(NO_ADAPTER_HELP)
-    chosen = Device(args.adapter)
+    chosen = open_device(args.backend, args.adapter)
     rows = []
-    for info in adapters:
-        row = dict(info.as_record(), features=list(info.features))
-        if info == chosen.info:
-            row.update(selected=True, subgroup_size=chosen.subgroup_size,
-                       zeroes_workgroup_memory=chosen.zeroes_workgroup_memory,
-                       granted_features=sorted(chosen.features), granted_limits=chosen.limits)
-        rows.append(row)
+    for backend in listed:
+        for info in backend.adapters:
+            row = dict(info.as_record(), features=list(info.features))
+            if info == chosen.info:
+                row.update(selected=True, subgroup_size=chosen.subgroup_size,
+                           zeroes_workgroup_memory=chosen.zeroes_workgroup_memory,
+                           granted_features=sorted(chosen.features), granted_limits=chosen.limits)
+            rows.append(row)
+    unavailable = {str(b.implementation): b.unavailable for b in listed if b.unavailable}
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(rows + [{"implementation": k, "unavailable": v} for k, v in unavailable.items()], indent=1))
         return 0
     for row in rows:
         mark = "*" if row.get("selected") else " "
-        print(f"{mark} {row['name']}  backend={row['backend']} type={row['type']} vendor={row['vendor']}")
+        print(f"{mark} [{row['implementation']}] {row['name']}  backend={row['backend']} type={row['type']} vendor={row['vendor']}")
         print(f"    driver:   {row['driver']}")
         wanted = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in row["features"]]
         print(f"    features: {', '.join(wanted) or 'none of shader-f16, subgroup, timestamp-query'}")
@@ -106,7 +117,10 @@ def cmd_adapters(args) -> int:
             print(f"    subgroup size (measured): {row['subgroup_size']}")
             zeroed = row["zeroes_workgroup_memory"]
             print(f"    workgroup memory zero-initialised: {'yes' if zeroed else 'NO (WGSL requires it; kernels relying on it break here)'}")
-    print("\n* = the adapter checks run on (set VERIFY_ADAPTER or --adapter to choose another)")
+    for implementation, reason in unavailable.items():
+        print(f"  [{implementation}] unavailable: {reason}")
+    print(f"\n* = the adapter checks run on ({backend_named(args.backend)} backend; choose with --backend/VERIFY_BACKEND "
+          "and --adapter/VERIFY_ADAPTER)")
     return 0
 
 
@@ -120,13 +134,13 @@ def cmd_show(args) -> int:
 
 # -- check / gate --------------------------------------------------------------------------------
 def _jobs_for(kernel, config: dict, *, examples: int, seed: int, profile: str, out_dir: Path, time_limit: float,
-              adapter, checks=None, wgsl=None, origin=""):
+              adapter, backend=None, checks=None, wgsl=None, origin=""):
     from verify.session import Job
 
     selected = [c for c in checks if c in kernel.checks] if checks else list(kernel.checks)
     return [Job(kernel.name, config, check, examples, seed, profile, wgsl=wgsl, origin=origin or kernel.source,
                 origin_kind="file" if wgsl else kernel.source, out_dir=str(out_dir), adapter=adapter,
-                time_limit=time_limit) for check in selected]
+                backend=backend, time_limit=time_limit) for check in selected]
 
 
 def _file_config(kernel, path: str, overrides: dict) -> dict:
@@ -231,7 +245,7 @@ def cmd_check(args) -> int:
         wgsl = _validate_user_wgsl(kernel, config, args.wgsl) if args.wgsl else None
         jobs += _jobs_for(kernel, config, examples=args.examples, seed=args.seed, profile=profile.name,
                           out_dir=Path(args.out), time_limit=args.time_limit or profile.time_limit,
-                          adapter=args.adapter, checks=checks, wgsl=wgsl,
+                          adapter=args.adapter, backend=args.backend, checks=checks, wgsl=wgsl,
                           origin=os.path.abspath(args.wgsl) if args.wgsl else "")
     meta = {"command": "check", "argv": sys.argv[1:], "profile": profile.name}
     return _execute(jobs, Path(args.out), meta, args.junit)
@@ -255,7 +269,7 @@ def cmd_gate(args) -> int:
         for config in configs:
             jobs += _jobs_for(kernel, config, examples=per_config, seed=args.seed, profile=profile.name,
                               out_dir=Path(args.out), time_limit=args.time_limit or profile.time_limit,
-                              adapter=args.adapter)
+                              adapter=args.adapter, backend=args.backend)
     meta = {"command": "gate", "argv": sys.argv[1:], "profile": profile.name}
     out_dir = Path(args.out)
     if skipped:
@@ -271,14 +285,14 @@ def cmd_gate(args) -> int:
 def cmd_replay(args) -> int:
     from verify.checks import get_check
     from verify.checks.context import CheckContext
-    from verify.gpu import Device
+    from verify.gpu.backends import open_device
     from verify.kernels.registry import get_kernel
     from verify.results.casefile import load_case
 
     case, meta = load_case(args.case)
     kernel = get_kernel(meta["kernel"])
     config = kernel.config(meta["config"])
-    device = Device(args.adapter, kernel.limits)
+    device = open_device(args.backend, args.adapter, kernel.limits)
     missing = device.missing(kernel.requirements(config))
     if missing:
         raise UsageError(f"this adapter ({device.info.name}) lacks {', '.join(missing)}; cannot replay")
@@ -286,8 +300,8 @@ def cmd_replay(args) -> int:
     print(f"kernel {kernel.name} [{' '.join(f'{k}={v}' for k, v in sorted(config.items()))}], check {check.name}")
     print(f"case   {case.summary()}")
     recorded = meta.get("adapter", {})
-    print(f"saved on {recorded.get('name', '?')} ({recorded.get('backend', '?')}); replaying on {device.info.name} "
-          f"({device.info.backend})")
+    print(f"saved on {recorded.get('name', '?')} ({recorded.get('backend', '?')}, {recorded.get('implementation', 'wgpu')}); "
+          f"replaying on {device.info.label}")
     outcome = check.run_example(CheckContext(kernel, config, device, meta["wgsl"]), case)
     for metrics in outcome.outputs:
         m = metrics
@@ -319,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     def adapter_option(p):
         p.add_argument("--adapter", help="run on the adapter whose name/backend contains this text "
                        "(default: $VERIFY_ADAPTER, else the best one)")
+        p.add_argument("--backend", type=_backend, help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn "
+                       "(Dawn through Node, Tint) (default: $VERIFY_BACKEND, else wgpu)")
 
     p = sub.add_parser("list", help="every kernel with its source, reference, config keys and checks")
     p.add_argument("--json", action="store_true", help="machine-readable output")

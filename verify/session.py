@@ -34,6 +34,7 @@ class Job:
     origin_kind: str = ""
     out_dir: str | None = None
     adapter: str | None = None
+    backend: str | None = None  # WebGPU implementation, verify.gpu.backends ("wgpu" | "dawn")
     time_limit: float = 600.0
     extra: dict = field(default_factory=dict)
 

@@ -19,7 +19,8 @@ from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.runner import RunOptions, run_check
 from verify.errors import KernelError, UsageError
-from verify.gpu import Device, ShaderCompileError
+from verify.gpu import ShaderCompileError
+from verify.gpu.backends import open_device
 from verify.gpu.wgsl import sha256
 from verify.kernels.registry import get_kernel
 
@@ -56,10 +57,10 @@ def execute(job: dict, devices: dict, emit) -> dict:
     config = kernel.config(job.get("config"))
     wgsl = job.get("wgsl") or kernel.wgsl(config)
     record = base_record(job, kernel, config, wgsl)
-    limits_key = json.dumps(kernel.limits, sort_keys=True)
-    if limits_key not in devices:
-        devices[limits_key] = Device(job.get("adapter"), kernel.limits)
-    device = devices[limits_key]
+    device_key = json.dumps([job.get("backend"), kernel.limits], sort_keys=True)
+    if device_key not in devices:
+        devices[device_key] = open_device(job.get("backend"), job.get("adapter"), kernel.limits)
+    device = devices[device_key]
     record["adapter"] = dict(device.info.as_record(), subgroup_size=device.subgroup_size,
                              zeroes_workgroup_memory=device.zeroes_workgroup_memory)
     missing = device.missing(kernel.requirements(config))

@@ -65,6 +65,13 @@ const GROUP_SIZE: u32 = QO_HEADS / KV_HEADS;
 const LOG2E: f32 = 1.4426950408889634;
 const NEG_INF_BITS: u32 = 0xff800000u;
 
+// A user function, so -inf is made at run time, never by const-evaluation: a const-expression
+// that evaluates to an infinity is a shader-creation error (WGSL, floating-point evaluation;
+// Tint enforces it, Naga does not).
+fn f32_from_bits(bits: u32) -> f32 {
+  return bitcast<f32>(bits);
+}
+
 var<workgroup> partial_dots: array<f32, 2u * SHARDS * LANES>;
 var<workgroup> shard_max: array<f32, SHARDS>;
 var<workgroup> shard_denom: array<f32, SHARDS>;
@@ -131,7 +138,7 @@ fn decode_sharded(@builtin(workgroup_id) group: vec3<u32>,
       output[out_row * HEAD_DIM + invocation] = qkv_t(0.0);
     }
     if (invocation == 0u) {
-      lse[out_row] = bitcast<f32>(NEG_INF_BITS);
+      lse[out_row] = f32_from_bits(NEG_INF_BITS);
     }
     return;
   }

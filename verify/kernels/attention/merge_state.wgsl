@@ -22,6 +22,13 @@ struct MergeParams {
 const LANES: u32 = HEAD_DIM / 4u;
 const NEG_INF_BITS: u32 = 0xff800000u;
 
+// A user function, so -inf is made at run time, never by const-evaluation: a const-expression
+// that evaluates to an infinity is a shader-creation error (WGSL, floating-point evaluation;
+// Tint enforces it, Naga does not).
+fn f32_from_bits(bits: u32) -> f32 {
+  return bitcast<f32>(bits);
+}
+
 fn is_empty(lse: f32) -> bool {
   return bitcast<u32>(lse) == NEG_INF_BITS;
 }
@@ -32,8 +39,8 @@ fn merge_state(@builtin(workgroup_id) group: vec3<u32>,
                @builtin(local_invocation_id) lane: vec3<u32>) {
   let row = (group.y * groups.x + group.x) * ROWS_PER_GROUP + lane.y;
   let in_range = row < params.rows;
-  var s_self = bitcast<f32>(NEG_INF_BITS);
-  var s_peer = bitcast<f32>(NEG_INF_BITS);
+  var s_self = f32_from_bits(NEG_INF_BITS);
+  var s_peer = f32_from_bits(NEG_INF_BITS);
   if (in_range) {
     s_self = s[row];
     s_peer = s_other[row];

@@ -11,8 +11,17 @@ struct Lanes {
   @builtin(subgroup_size) width: u32,
 }
 
+var<workgroup> width_of_subgroups: u32;
+
+// WGSL's uniformity analysis judges a struct parameter as a whole: lanes.width is as
+// non-uniform as lanes.local, so block_max's barrier behind a branch on the width would be a
+// shader-creation error (Tint reports it; Naga does not). subgroup_size itself is uniform, so
+// one lane publishes it and workgroupUniformLoad returns it as a uniform value.
 fn subgroup_width(lanes: Lanes) -> u32 {
-  return lanes.width;
+  if (lanes.local == 0u) {
+    width_of_subgroups = lanes.width;
+  }
+  return workgroupUniformLoad(&width_of_subgroups);
 }
 
 fn shuffle_xor(lanes: Lanes, value: a_t, distance: u32) -> a_t {

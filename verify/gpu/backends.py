@@ -1,0 +1,62 @@
+"""Choose the WebGPU implementation by name: `open_device("dawn", adapter, limits)`.
+
+"wgpu" (wgpu-native, Naga; the default) runs in this process; "dawn" (Dawn, Tint) runs in a
+Node child process. Both devices have the same interface, so callers never branch on it.
+The default comes from $VERIFY_BACKEND.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from verify.errors import SetupError, UsageError
+from verify.gpu.adapters import AdapterInfo, Implementation
+
+BACKEND_ENV = "VERIFY_BACKEND"
+
+
+def backend_named(name: str | None) -> Implementation:
+    """The implementation called `name` (default: $VERIFY_BACKEND, else wgpu); a UsageError
+    listing the choices otherwise."""
+    name = name or os.environ.get(BACKEND_ENV) or Implementation.WGPU.value
+    try:
+        return Implementation(name.lower())
+    except ValueError:
+        choices = ", ".join(i.value for i in Implementation)
+        raise UsageError(f"unknown backend {name!r}; choose one of {choices}") from None
+
+
+def open_device(backend: str | None = None, adapter: str | None = None, limits: dict | None = None):
+    """A device on `backend` ("wgpu" | "dawn"), on the adapter matching `adapter`, holding the
+    kernel to `limits` (see verify.gpu.device.WANTED_LIMITS)."""
+    if backend_named(backend) is Implementation.DAWN:
+        from verify.gpu.dawn import DawnDevice
+
+        return DawnDevice(adapter, limits)
+    from verify.gpu.device import Device
+
+    return Device(adapter, limits)
+
+
+@dataclass(frozen=True)
+class BackendAdapters:
+    """The adapters one implementation offers here, or why it offers none."""
+
+    implementation: Implementation
+    adapters: tuple[AdapterInfo, ...]
+    unavailable: str | None = None
+
+
+def list_backend_adapters() -> list[BackendAdapters]:
+    """Every implementation's adapters; a missing implementation is reported, not raised."""
+    from verify.gpu.adapters import list_adapters
+    from verify.gpu.dawn import list_dawn_adapters
+
+    found = []
+    for implementation, lister in ((Implementation.WGPU, list_adapters), (Implementation.DAWN, list_dawn_adapters)):
+        try:
+            found.append(BackendAdapters(implementation, tuple(lister())))
+        except SetupError as exc:
+            found.append(BackendAdapters(implementation, (), str(exc)))
+    return found
