@@ -2,7 +2,10 @@
 # Set up a fresh machine for verify: a virtualenv with the project, and a WebGPU adapter.
 #
 #   scripts/setup.sh          what the gate needs
-#   scripts/setup.sh --test   also what the test suite needs (pytest, headless Chromium)
+#   scripts/setup.sh --test   also what the test suite needs (pytest, headless Chromium, Node)
+#
+# Then scripts/setup_dawn.sh sets up the second WebGPU implementation (`--backend dawn`):
+# the pinned npm packages and a Vulkan driver Dawn accepts, without changing what wgpu uses.
 #
 # wgpu's OpenGL fallback on Mesa llvmpipe has neither shader-f16 nor subgroups, so when no
 # adapter offers both, Debian's software Vulkan driver (mesa-vulkan-drivers, "lavapipe") is
@@ -60,4 +63,8 @@ fi
 if [ "$want_tests" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   apt_install chromium
 fi
+if [ "$want_tests" = 1 ] && ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm
+fi
+scripts/setup_dawn.sh
 say "ready: $("$VENV/bin/verify" adapters | head -n 1 | sed 's/^\* //')"

@@ -77,15 +77,6 @@ def cmd_list(args) -> int:
     return 0
 
 
-def _backend(name: str) -> str:
-    from verify.gpu.backends import backend_named
-
-    try:
-        return backend_named(name).value
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def cmd_adapters(args) -> int:
     from verify.gpu.adapters import NO_ADAPTER_HELP
     from verify.gpu.backends import backend_named, list_backend_adapters, open_device
@@ -333,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     def adapter_option(p):
         p.add_argument("--adapter", help="run on the adapter whose name/backend contains this text "
                        "(default: $VERIFY_ADAPTER, else the best one)")
-        p.add_argument("--backend", type=_backend, help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn "
+        p.add_argument("--backend", help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn "
                        "(Dawn through Node, Tint) (default: $VERIFY_BACKEND, else wgpu)")
 
     p = sub.add_parser("list", help="every kernel with its source, reference, config keys and checks")
@@ -392,6 +383,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if hasattr(args, "backend"):  # resolved once here ($VERIFY_BACKEND included), checked early
+            from verify.gpu.backends import backend_named
+
+            args.backend = backend_named(args.backend).value
+            if args.command in ("check", "gate"):
+                from verify.gpu.backends import ensure_available
+
+                ensure_available(args.backend, args.adapter)
         return args.func(args)
     except UsageError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)

@@ -52,14 +52,26 @@ def with_known_finding(record: dict, finding: str | None) -> dict:
     return dict(record, verdict="known" if reproduced else "pass", finding=finding, finding_reproduced=reproduced)
 
 
+def device_limits(kernel, check: str) -> dict:
+    """The kernel's device limits; for the differential check also its partner's (per key, the
+    larger), since both run on one device and WebGPU refuses a pipeline beyond the device's
+    limits (Dawn enforces it; wgpu 0.32 does not check workgroup storage)."""
+    if check != "differential" or not getattr(kernel, "differential_partner", None):
+        return kernel.limits
+    partner = get_kernel(kernel.differential_partner).limits
+    return {key: max(v for v in (kernel.limits.get(key), partner.get(key)) if v is not None)
+            for key in set(kernel.limits) | set(partner)}
+
+
 def execute(job: dict, devices: dict, emit) -> dict:
     kernel = get_kernel(job["kernel"])
     config = kernel.config(job.get("config"))
     wgsl = job.get("wgsl") or kernel.wgsl(config)
     record = base_record(job, kernel, config, wgsl)
-    device_key = json.dumps([job.get("backend"), kernel.limits], sort_keys=True)
+    limits = device_limits(kernel, job["check"])
+    device_key = json.dumps([job.get("backend"), limits], sort_keys=True)
     if device_key not in devices:
-        devices[device_key] = open_device(job.get("backend"), job.get("adapter"), kernel.limits)
+        devices[device_key] = open_device(job.get("backend"), job.get("adapter"), limits)
     device = devices[device_key]
     record["adapter"] = dict(device.info.as_record(), subgroup_size=device.subgroup_size,
                              zeroes_workgroup_memory=device.zeroes_workgroup_memory)

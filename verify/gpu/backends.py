@@ -39,6 +39,24 @@ def open_device(backend: str | None = None, adapter: str | None = None, limits: 
     return Device(adapter, limits)
 
 
+def ensure_available(backend: str | None, adapter: str | None = None) -> None:
+    """Raise one SetupError line now if `backend` cannot run here (before any job starts).
+
+    wgpu is checked when its device opens, as before; Dawn needs Node, the pinned npm package
+    and a Vulkan driver it accepts, which only asking it tells.
+    """
+    if backend_named(backend) is not Implementation.DAWN:
+        return
+    from verify.gpu.dawn import environment, list_dawn_adapters
+
+    adapters = list_dawn_adapters()
+    wanted = (adapter if adapter is not None else os.environ.get("VERIFY_ADAPTER") or "").lower()
+    if not any(wanted in f"{a.name} {a.vendor} {a.backend} {a.driver}".lower() for a in adapters):
+        found = ", ".join(a.name for a in adapters) or "none"
+        which = f" matching {adapter!r}" if wanted else ""
+        raise SetupError(f"no Dawn adapter{which} (found: {found}); {environment.SETUP_HINT}")
+
+
 @dataclass(frozen=True)
 class BackendAdapters:
     """The adapters one implementation offers here, or why it offers none."""

@@ -1,0 +1,340 @@
+"""The dawn backend (Dawn + Tint through Node) keeps the device contract the wgpu backend keeps.
+
+These tests need what scripts/setup.sh installs (Node, the pinned npm `webgpu`, a Vulkan
+driver Dawn accepts); without it they fail rather than skip, since a skip is not a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verify.gpu import InOut, Output, ShaderCompileError
+from verify.gpu.adapters import Implementation
+from verify.gpu.dialect import ENABLE_SUBGROUPS
+from verify.gpu.probes import ZERO_INIT_GROUPS, ZERO_INIT_PROBE
+from verify.gpu.uniforms import pack_struct
+
+REPO = Path(__file__).resolve().parents[2]
+
+COPY = """
+struct Params { count: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+  if (id.x < params.count) { dst[id.x + OFFSET] = src[id.x] * params.scale; }
+}
+"""
+
+#: One correctly rounded multiply per float output and exact integer dot products: any two
+#: conforming implementations must agree bit for bit (WGSL: f32 `*` is correctly rounded).
+SAME_EVERYWHERE = """
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> packed: array<u32>;
+@group(0) @binding(2) var<storage, read_write> scaled: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dots: array<i32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+  let i = id.x;
+  let n = arrayLength(&x);  // not the outputs' length: that includes their guard regions
+  if (i < n) {
+    scaled[i] = x[i] * x[(i + 1u) % n];
+    dots[i] = dot4I8Packed(packed[i], packed[(i + 7u) % n]);
+  }
+}
+"""
+
+
+def _copy(offset: int) -> str:
+    return f"const OFFSET: u32 = {offset}u;\n" + COPY
+
+
+def _params(pipeline, count, scale=2.0) -> bytes:
+    return pack_struct(pipeline.interface.structs["Params"], {"count": count, "scale": scale})
+
+
+@pytest.fixture(scope="module")
+def dawn():
+    from verify.gpu.dawn import DawnDevice
+
+    device = DawnDevice()
+    yield device
+    device.close()
+
+
+def verify(*args, env=None, timeout=900):
+    return subprocess.run([sys.executable, "-m", "verify", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+# -- the device contract ----------------------------------------------------------------------------
+def test_dawn_device_names_its_implementation(dawn):
+    assert dawn.info.implementation is Implementation.DAWN
+    assert dawn.info.as_record()["implementation"] == "dawn"
+    assert dawn.info.label.endswith(f"[{dawn.info.backend}, dawn]")
+
+
+def test_dawn_leaves_unwritten_outputs_poisoned_and_guards_intact(dawn):
+    pipeline = dawn.pipeline(_copy(0))
+    src = np.arange(8, dtype=np.float32)
+    run = dawn.run(pipeline, {"src": src, "dst": Output(np.float32, (10,)), "params": _params(pipeline, 8)}, 1)
+    assert run.outputs["dst"][:8].tolist() == (src * 2).tolist()
+    assert np.isnan(run.outputs["dst"][8:]).all()
+    assert run.guard_intact["dst"]
+
+
+def test_a_write_past_the_end_breaks_the_guard_on_dawn(dawn):
+    pipeline = dawn.pipeline(_copy(2))
+    run = dawn.run(pipeline, {"src": np.ones(8, np.float32), "dst": Output(np.float32, (8,)),
+                              "params": _params(pipeline, 8)}, 1)
+    assert not run.guard_intact["dst"]
+
+
+def test_inout_buffers_are_read_back_on_dawn(dawn):
+    source = "const OFFSET: u32 = 0u;\n" + COPY.replace(
+        "dst[id.x + OFFSET] = src[id.x] * params.scale;", "dst[id.x] = dst[id.x] + src[id.x] * params.scale;")
+    pipeline = dawn.pipeline(source)
+    run = dawn.run(pipeline, {"src": np.ones(4, np.float32), "dst": InOut(np.full(4, 3.0, np.float32)),
+                              "params": _params(pipeline, 4, scale=0.5)}, 1)
+    assert run.outputs["dst"].tolist() == [3.5] * 4
+
+
+def test_uniform_fields_reach_the_kernel_on_dawn(dawn):
+    pipeline = dawn.pipeline(_copy(0))
+    run = dawn.run(pipeline, {"src": np.ones(64, np.float32), "dst": Output(np.float32, (64,)),
+                              "params": _params(pipeline, 5, scale=-3.0)}, 1)
+    assert run.outputs["dst"][:5].tolist() == [-3.0] * 5 and np.isnan(run.outputs["dst"][5:]).all()
+
+
+def test_dawn_timestamps_measure_the_dispatch(dawn):
+    assert "timestamp-query" in dawn.features  # lavapipe 25 and SwiftShader both have them
+    pipeline = dawn.pipeline(_copy(0))
+    run = dawn.run(pipeline, {"src": np.ones(64, np.float32), "dst": Output(np.float32, (64,)),
+                              "params": _params(pipeline, 64)}, 1, timestamps=True)
+    assert run.timing.gpu_ns is not None and run.timing.gpu_ns > 0
+    assert min(run.timing.upload, run.timing.dispatch, run.timing.readback) >= 0
+
+
+def test_dawn_measures_the_subgroup_size_it_runs_with(dawn):
+    size = dawn.subgroup_size
+    assert size is not None and size & (size - 1) == 0 and 4 <= size <= 128
+    if dawn.info.name.startswith("llvmpipe"):
+        assert size == 8  # lavapipe runs 256-bit vectors of 32-bit lanes
+
+
+def test_the_zero_initialisation_probe_on_dawn_rests_on_evidence(dawn):
+    seen = dawn.run(dawn.pipeline(ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
+                    ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
+    marker = seen - np.uint32(0xA5A50000)
+    own_dispatch = (seen >= 0xA5A50000) & (marker < np.arange(ZERO_INIT_GROUPS)[:, None])
+    assert dawn.zeroes_workgroup_memory == bool(np.all(seen == 0))
+    assert dawn.zeroes_workgroup_memory or own_dispatch.any()
+
+
+def test_compile_errors_carry_tints_own_message_with_line_and_caret(dawn):
+    source = _copy(0).replace("* params.scale", "* 1u")
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if "* 1u" in text)
+    with pytest.raises(ShaderCompileError) as info:
+        dawn.pipeline(source)
+    message = str(info.value)
+    assert info.value.compiler == "Tint"
+    assert f":{line}:" in message and "error:" in message and "^" in message
+    assert "While calling" not in message  # Dawn's call-site trailer is not the compiler's
+
+
+def test_subgroup_kernels_get_the_enable_directive_tint_requires_and_keep_their_line_numbers(dawn):
+    source = textwrap.dedent("""\
+        @group(0) @binding(0) var<storage, read_write> total: array<f32>;
+        @compute @workgroup_size(64)
+        fn main(@builtin(local_invocation_index) i: u32) {
+          total[i] = subgroupAdd(1.0);
+        }
+        """)
+    pipeline = dawn.pipeline(source)
+    assert pipeline.adaptations == (ENABLE_SUBGROUPS,) and pipeline.wgsl == source
+    run = dawn.run(pipeline, {"total": Output(np.float32, (64,))}, 1)
+    assert (run.outputs["total"] == dawn.subgroup_size).all()
+    with pytest.raises(ShaderCompileError, match=":4:"):
+        dawn.pipeline(source.replace("subgroupAdd(1.0)", "subgroupAdd(1u)"))  # u32 stored into f32
+
+
+def test_pipelines_are_cached_by_source_hash_on_dawn(dawn):
+    assert dawn.pipeline(_copy(0)) is dawn.pipeline(_copy(0))
+    assert dawn.pipeline(_copy(0)) is not dawn.pipeline(_copy(1))
+
+
+def test_a_bindings_mismatch_is_a_usage_error_on_dawn(dawn):
+    from verify.errors import UsageError
+
+    with pytest.raises(UsageError, match="bindings mismatch"):
+        dawn.run(dawn.pipeline(_copy(0)), {"src": np.ones(4, np.float32)}, 1)
+
+
+def test_the_device_limit_on_workgroup_storage_is_enforced_on_dawn():
+    """WebGPU refuses a pipeline using more workgroup storage than the device allows (wgpu 0.32
+    does not check it; see docs/backends.md)."""
+    from verify.gpu.dawn import DawnDevice
+
+    device = DawnDevice(limits={"max-compute-workgroup-storage-size": 16384})
+    try:
+        with pytest.raises(ShaderCompileError, match="workgroup storage"):
+            device.pipeline("var<workgroup> big: array<f32, 5000>;\n"
+                            "@compute @workgroup_size(1) fn main() { big[0] = 1.0; }")
+    finally:
+        device.close()
+
+
+# -- the same WGSL on both implementations ----------------------------------------------------------
+@pytest.mark.gpu
+def test_the_same_wgsl_gives_bit_identical_outputs_on_wgpu_and_dawn(device, dawn):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(300).astype(np.float32) * np.float32(1e3)
+    packed = rng.integers(0, 2**32, 300, dtype=np.uint64).astype(np.uint32)
+    results = []
+    for backend in (device, dawn):
+        pipeline = backend.pipeline(SAME_EVERYWHERE)
+        run = backend.run(pipeline, {"x": x, "packed": packed, "scaled": Output(np.float32, (300,)),
+                                     "dots": Output(np.int32, (300,))}, 5)
+        assert all(run.guard_intact.values())
+        results.append(run.outputs)
+    wgpu_out, dawn_out = results
+    assert wgpu_out["scaled"].tobytes() == dawn_out["scaled"].tobytes()
+    assert (wgpu_out["dots"] == dawn_out["dots"]).all()
+    expected = x.astype(np.float64) * np.roll(x, -1).astype(np.float64)
+    assert (dawn_out["scaled"] == expected.astype(np.float32)).all()  # correctly rounded product
+
+
+# -- the Node process ---------------------------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_node_process_dies_when_its_python_parent_is_killed():
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""\
+        import sys, time
+        from verify.gpu.dawn import DawnDevice
+        device = DawnDevice()
+        print(device.pid, flush=True)
+        time.sleep(600)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        node_pid = int(parent.stdout.readline())
+        assert _alive(node_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert _wait_gone(node_pid), f"node process {node_pid} outlived its killed parent"
+    finally:
+        parent.kill()
+
+
+def test_the_node_process_exits_when_its_stdin_closes():
+    """The pipe-EOF watchdog alone (no parent death): closing our end ends the process cleanly."""
+    from verify.gpu.dawn import environment
+    from verify.gpu.dawn.process import NodeProcess
+
+    process = NodeProcess(environment.find_node(), str(environment.WORKER),
+                          {"VERIFY_WEBGPU_MODULE": str(environment.find_webgpu_module())})
+    reply, _ = process.request({"op": "adapters"})
+    assert "adapters" in reply  # it answered; the system driver may offer Dawn none
+    process.proc.stdin.close()
+    assert process.proc.wait(timeout=10) == 0
+
+
+def test_large_buffers_travel_as_raw_bytes(dawn):
+    """16 MiB in and out in one run: the frames carry bytes, intact, in both directions."""
+    n = 4 << 20
+    source = ("@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+              "@group(0) @binding(1) var<storage, read_write> b: array<u32>;\n"
+              "@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3<u32>,\n"
+              "  @builtin(num_workgroups) n: vec3<u32>) {\n"
+              "  let i = id.y * n.x * 64u + id.x;\n"
+              "  if (i < arrayLength(&b)) { b[i] = a[i] ^ 0x5a5a5a5au; } }\n")
+    values = np.random.default_rng(1).integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    run = dawn.run(dawn.pipeline(source), {"a": values, "b": Output(np.uint32, (n,))}, (1024, n // 64 // 1024))
+    assert (run.outputs["b"] == values ^ np.uint32(0x5A5A5A5A)).all() and run.guard_intact["b"]
+
+
+# -- the command line ----------------------------------------------------------------------------------
+def test_verify_adapters_lists_adapters_of_both_implementations():
+    import json
+
+    result = verify("adapters", "--json")
+    assert result.returncode == 0, result.stderr
+    implementations = {row.get("implementation") for row in json.loads(result.stdout) if "name" in row}
+    assert implementations == {"wgpu", "dawn"}
+
+
+def test_own_kernels_pass_on_dawn(tmp_path):
+    result = verify("check", "merge_state", "rope", "decode.tiled", "decode.sharded", "dp4a.quantize",
+                    "dp4a.matmul", "--backend", "dawn", "--examples", "5", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "fail" not in result.stderr.splitlines()[-2].lower() and "skip" not in result.stderr.splitlines()[-2]
+
+
+def test_tvm_decode_passes_on_dawn(tmp_path):
+    pytest.importorskip("tvm", reason="apache-tvm is installed by scripts/setup.sh")
+    result = verify("check", "tvm.decode", "--backend", "dawn", "--examples", "5", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def test_the_backend_can_be_chosen_by_environment_variable(tmp_path):
+    result = verify("check", "merge_state", "--checks", "reference", "--examples", "2", "--out", str(tmp_path),
+                    env={"VERIFY_BACKEND": "dawn"})
+    assert result.returncode == 0, result.stderr
+    import json
+
+    record = json.loads((tmp_path / "results.json").read_text())["records"][0]
+    assert record["adapter"]["implementation"] == "dawn"
+
+
+def _one_line_exit_2(result, fragment):
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("verify: error:") and fragment in lines[0], result.stderr
+
+
+def test_without_node_the_dawn_backend_is_one_line_and_exit_2(tmp_path):
+    result = verify("check", "merge_state", "--backend", "dawn", "--out", str(tmp_path),
+                    env={"VERIFY_NODE": str(tmp_path / "no-node")})
+    _one_line_exit_2(result, "Node.js")
+
+
+def test_an_adapter_dawn_does_not_offer_is_one_line_and_exit_2(tmp_path):
+    result = verify("check", "merge_state", "--backend", "dawn", "--adapter", "no-such-gpu", "--out", str(tmp_path))
+    _one_line_exit_2(result, "no Dawn adapter matching 'no-such-gpu'")
+
+
+def test_an_unknown_backend_is_one_line_and_exit_2(tmp_path):
+    _one_line_exit_2(verify("check", "merge_state", "--backend", "metal", "--out", str(tmp_path)), "wgpu, dawn")
+
+
+def test_dawn_setup_is_a_quick_no_op_when_already_done():
+    setup = str(REPO / "scripts" / "setup_dawn.sh")
+    subprocess.run(setup, capture_output=True, timeout=600, check=True)  # whatever is missing, once
+    started = time.monotonic()
+    again = subprocess.run(setup, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "up to date" in again.stderr and "present" in again.stderr, again.stderr
+    assert time.monotonic() - started < 5
