@@ -338,3 +338,47 @@ def test_dawn_setup_is_a_quick_no_op_when_already_done():
     again = subprocess.run(setup, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "up to date" in again.stderr and "present" in again.stderr, again.stderr
     assert time.monotonic() - started < 5
+
+
+# -- the Naga/Tint differences docs/backends.md records ---------------------------------------------
+SHUFFLE_WITH_ABSTRACT_LANE = """
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) i: u32) {
+  out[i] = subgroupShuffle(f32(i), 0);
+}
+"""
+CONST_INFINITY = """
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(1)
+fn main() { out[0] = bitcast<f32>(0xff800000u); }
+"""
+BARRIER_UNDER_STRUCT_MEMBER = """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+struct Lanes { @builtin(local_invocation_index) local: u32, @builtin(subgroup_size) width: u32 }
+@compute @workgroup_size(64)
+fn main(lanes: Lanes) {
+  if (lanes.width < 32u) { workgroupBarrier(); }
+  out[lanes.local] = lanes.width;
+}
+"""
+
+
+def _compiles(device, source: str) -> bool:
+    try:
+        device.pipeline(source)
+    except ShaderCompileError:
+        return False
+    return True
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source, tint_accepts, naga_accepts", [
+    (SHUFFLE_WITH_ABSTRACT_LANE, True, False),
+    (CONST_INFINITY, False, True),
+    (BARRIER_UNDER_STRUCT_MEMBER, False, True),
+    ("enable subgroups;\n" + SHUFFLE_WITH_ABSTRACT_LANE.replace(", 0)", ", 0u)"), True, False),
+], ids=["shuffle-lane-abstract-int", "const-infinity", "barrier-under-struct-member", "enable-subgroups"])
+def test_naga_and_tint_differ_where_the_docs_say(device, dawn, source, tint_accepts, naga_accepts):
+    assert _compiles(dawn, source) is tint_accepts
+    assert _compiles(device, source) is naga_accepts
