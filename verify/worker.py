@@ -52,6 +52,11 @@ def with_known_finding(record: dict, finding: str | None) -> dict:
     return dict(record, verdict="known" if reproduced else "pass", finding=finding, finding_reproduced=reproduced)
 
 
+def device_key(backend: str | None, limits: dict) -> str:
+    """The key of the worker's open devices: one device per (backend, limits)."""
+    return json.dumps([backend, limits], sort_keys=True)
+
+
 def device_limits(kernel, check: str) -> dict:
     """The kernel's device limits; for the differential check also its partner's (per key, the
     larger), since both run on one device and WebGPU refuses a pipeline beyond the device's
@@ -69,10 +74,10 @@ def execute(job: dict, devices: dict, emit) -> dict:
     wgsl = job.get("wgsl") or kernel.wgsl(config)
     record = base_record(job, kernel, config, wgsl)
     limits = device_limits(kernel, job["check"])
-    device_key = json.dumps([job.get("backend"), limits], sort_keys=True)
-    if device_key not in devices:
-        devices[device_key] = open_device(job.get("backend"), job.get("adapter"), limits)
-    device = devices[device_key]
+    key = device_key(job.get("backend"), limits)
+    if key not in devices:
+        devices[key] = open_device(job.get("backend"), job.get("adapter"), limits)
+    device = devices[key]
     record["adapter"] = dict(device.info.as_record(), subgroup_size=device.subgroup_size,
                              zeroes_workgroup_memory=device.zeroes_workgroup_memory)
     missing = device.missing(kernel.requirements(config))
