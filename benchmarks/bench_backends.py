@@ -1,9 +1,9 @@
 """What the dawn backend costs per case next to the wgpu backend, on the same kernels and cases.
 
 For each kernel, one list of cases is drawn (Hypothesis, fixed seed) and launched on a wgpu
-device and a Dawn device in the same run; each run's upload, dispatch and readback (as the
-devices' Timing reports them) and its wall time are averaged per case, after one warm-up launch
-per device (the pipeline compile). A bare round trip (a 64-element dispatch with one upload and
+device and a Dawn device in the same run, the two taking turns case by case; each run's
+upload, dispatch and readback (as the devices' Timing reports them) and its wall time are
+averaged per case, after one warm-up launch per device (the pipeline compile). A bare round trip (a 64-element dispatch with one upload and
 one readback) gives each backend's floor. Dawn's extra cost is the Node process hop: the frames
 on the pipes and Node's copies.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -53,33 +54,35 @@ def draw_cases(kernel, config: dict, count: int, profile: str) -> list:
     return drawn
 
 
-def _mean_ms(runs: list[dict]) -> dict:
-    return {stage: round(statistics.mean(r[stage] for r in runs) * 1e3, 4) for stage in STAGES}
+def _summary_ms(runs: list[dict]) -> dict:
+    summary = {stage: round(statistics.mean(r[stage] for r in runs) * 1e3, 4) for stage in STAGES}
+    summary["wall_median"] = round(statistics.median(r["wall"] for r in runs) * 1e3, 4)
+    return summary
 
 
-def time_launches(device, kernel, config: dict, cases: list) -> dict:
-    wgsl = kernel.wgsl(config)
-    kernel.launch(device, wgsl, config, cases[0])  # warm-up: compiles the pipeline
-    runs = []
-    for case in cases:
-        start = time.perf_counter()
-        timing = kernel.launch(device, wgsl, config, case).timing
-        runs.append({"upload": timing.upload, "dispatch": timing.dispatch, "readback": timing.readback,
-                     "wall": time.perf_counter() - start})
-    return _mean_ms(runs)
+def _timed(launch) -> dict:
+    start = time.perf_counter()
+    timing = launch().timing
+    return {"upload": timing.upload, "dispatch": timing.dispatch, "readback": timing.readback,
+            "wall": time.perf_counter() - start}
 
 
-def round_trip(device, repeats: int) -> dict:
+def interleaved(devices: dict, launch, items: list) -> dict:
+    """Per backend, the summary of launch(device, item) over `items`, the backends taking turns
+    item by item (so a change in the machine's load falls on both alike), after one warm-up
+    launch each (the pipeline compile)."""
+    for device in devices.values():
+        launch(device, items[0])
+    runs = {backend: [] for backend in devices}
+    for item in items:
+        for backend, device in devices.items():
+            runs[backend].append(_timed(lambda: launch(device, item)))
+    return {backend: _summary_ms(r) for backend, r in runs.items()}
+
+
+def round_trip(device, _):
     pipeline = device.pipeline(ROUND_TRIP)
-    src = np.arange(64, dtype=np.float32)
-    device.run(pipeline, {"src": src, "dst": Output(np.float32, (64,))}, 1)
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        timing = device.run(pipeline, {"src": src, "dst": Output(np.float32, (64,))}, 1).timing
-        runs.append({"upload": timing.upload, "dispatch": timing.dispatch, "readback": timing.readback,
-                     "wall": time.perf_counter() - start})
-    return _mean_ms(runs)
+    return device.run(pipeline, {"src": np.arange(64, dtype=np.float32), "dst": Output(np.float32, (64,))}, 1)
 
 
 def _ratios(row: dict) -> dict:
@@ -104,13 +107,12 @@ def main() -> None:
             devices[key] = open_device(backend, None, limits)
         return devices[key]
 
-    floors = {b: round_trip(device(b, {}), args.round_trips) for b in BACKENDS}
-    floor_row = {"wgpu": floors["wgpu"], "dawn": floors["dawn"]}
+    floor_row = interleaved({b: device(b, {}) for b in BACKENDS}, round_trip, list(range(args.round_trips)))
     document = {
         "command": " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]),
-        "machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform()},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_at_start": os.getloadavg()},
         "adapters": {b: device(b, {}).info.as_record() for b in BACKENDS},
-        "units": "milliseconds per case (mean), after one warm-up launch per device",
+        "units": "milliseconds per case (mean; wall_median the median), after one warm-up launch per device",
         "round_trip": dict(floor_row, dawn_over_wgpu=_ratios(floor_row)),
         "kernels": [],
     }
@@ -126,7 +128,9 @@ def main() -> None:
         kernel = get_kernel(name)
         config = kernel.gate_configs(args.profile)[0]
         cases = draw_cases(kernel, config, args.cases, args.profile)
-        row = {b: time_launches(device(b, kernel.limits), kernel, config, cases) for b in BACKENDS}
+        wgsl = kernel.wgsl(config)
+        row = interleaved({b: device(b, kernel.limits) for b in BACKENDS},
+                          lambda dev, case: kernel.launch(dev, wgsl, config, case), cases)
         document["kernels"].append({"kernel": name, "config": config, "cases": len(cases), **row,
                                     "dawn_over_wgpu": _ratios(row)})
         show(name, len(cases), row)
