@@ -382,3 +382,18 @@ def _compiles(device, source: str) -> bool:
 def test_naga_and_tint_differ_where_the_docs_say(device, dawn, source, tint_accepts, naga_accepts):
     assert _compiles(dawn, source) is tint_accepts
     assert _compiles(device, source) is naga_accepts
+
+
+def test_the_subgroups_directive_is_added_only_where_tint_needs_it():
+    from verify.gpu.dialect import for_tint
+
+    plain = "@compute @workgroup_size(1) fn main() {}\n"
+    assert for_tint(plain) == (plain, ())
+    commented = "// subgroupAdd(x) would need the extension\n" + plain
+    assert for_tint(commented) == (commented, ())
+    enabled = "enable f16, subgroups;\nfn f(x: f32) -> f32 { return subgroupAdd(x); }\n"
+    assert for_tint(enabled) == (enabled, ())
+    used = "fn f(x: f32) -> f32 { return subgroupAdd(x); }\n"
+    adapted, adaptations = for_tint(used)
+    assert adapted == "enable subgroups;" + used and adaptations == (ENABLE_SUBGROUPS,)
+    assert adapted.count("\n") == used.count("\n")  # Tint's line numbers are the source's

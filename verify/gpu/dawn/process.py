@@ -7,6 +7,8 @@ blobs: nothing large is ever encoded as text.
 The process must never outlive the Python process that started it, even when that one is
 killed (verify.session kills a worker whose kernel hangs): it gets SIGKILL when its parent
 dies (prctl PR_SET_PDEATHSIG), and it also exits by itself when its stdin reaches EOF.
+PR_SET_PDEATHSIG follows the thread that started the process: open a DawnDevice in a thread
+that lives as long as the device (the main thread, as verify.worker does).
 """
 
 from __future__ import annotations
