@@ -1,7 +1,7 @@
 """The `verify` command: list, adapters, show, check, gate, replay, report.
 
-Exit codes (shared/DESIGN.md): 0 every check held; 1 a kernel failed verification; 2 usage
-or setup error. Expected failures print one line, never a traceback. A failure the kernel is
+Exit codes: 0 every check held; 1 a kernel failed verification; 2 usage or setup error;
+130 interrupted (Ctrl-C or SIGTERM; results so far are kept and the report is written). Expected failures print one line, never a traceback. A failure the kernel is
 documented to have (verdict "known", Kernel.known_finding) is reported but does not fail the run.
 """
 
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from verify import __version__
+from verify import DISTRIBUTION, __version__
 from verify.errors import KernelError, UsageError
 
 EPILOG = """\
@@ -31,8 +31,12 @@ examples:
   verify replay reports/cases/decode.tiled-reference-...-shrunk.npz
   verify report reports/lavapipe.json reports/h200.json -o reports/both.html
 
+kernels: a built-in name, a name another package registers (entry point group
+         "verify.kernels"), or an import path "pkg.module:Class".
+
 exit codes: 0 all checks held (or failed only as documented known findings),
-            1 a kernel failed verification, 2 usage or setup error.
+            1 a kernel failed verification, 2 usage or setup error,
+            130 interrupted (results so far are kept and the report is written).
 """
 
 
@@ -47,19 +51,16 @@ def _parse_config(items: list[str] | None) -> dict:
     return config
 
 
-def _read_wgsl(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read WGSL ({exc.strerror or exc})") from None
-
-
 # -- list / adapters / show ----------------------------------------------------------------------
 def cmd_list(args) -> int:
     from verify.checks import all_checks
-    from verify.kernels.registry import get_kernel, kernel_names
+    from verify.kernels.registry import get_kernel, kernel_specs
 
-    described = [get_kernel(name).describe() for name in kernel_names()]
+    described = []
+    for spec in kernel_specs():
+        entry = dict(get_kernel(spec.name).describe(), ref=spec.ref, origin=spec.origin,
+                     package=spec.distribution, package_version=spec.version)
+        described.append(entry)
     if args.json:
         print(json.dumps(described, indent=1))
         return 0
@@ -68,6 +69,7 @@ def cmd_list(args) -> int:
         keys = ", ".join(f"{k}={v['default']}" + (f" ({'|'.join(map(str, v['choices']))})" if v["choices"] else "")
                          for k, v in d["config_keys"].items())
         print(f"{d['name']}  [{d['source']}]  {d['summary']}")
+        print(f"    from:      {d['package']} {d['package_version']} ({d['origin']}: {d['ref']})")
         print(f"    reference: {d['reference']}")
         print(f"    config:    {keys or '-'}")
         print(f"    checks:    {', '.join(d['checks'])}")
@@ -79,7 +81,7 @@ def cmd_list(args) -> int:
 
 def cmd_adapters(args) -> int:
     from verify.gpu.adapters import NO_ADAPTER_HELP
-    from verify.gpu.backends import backend_named, list_backend_adapters, open_device
+    from verify.gpu.backends import list_backend_adapters, open_device
 
     listed = list_backend_adapters()
     if not any(b.adapters for b in listed):
@@ -100,7 +102,8 @@ def cmd_adapters(args) -> int:
         return 0
     for row in rows:
         mark = "*" if row.get("selected") else " "
-        print(f"{mark} [{row['implementation']}] {row['name']}  backend={row['backend']} type={row['type']} vendor={row['vendor']}")
+        print(f"{mark} [{row['implementation']}] {row['name']}  backend={row['backend']} type={row['type']} "
+              f"vendor={row['vendor']}")
         print(f"    driver:   {row['driver']}")
         wanted = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in row["features"]]
         print(f"    features: {', '.join(wanted) or 'none of shader-f16, subgroup, timestamp-query'}")
@@ -110,8 +113,8 @@ def cmd_adapters(args) -> int:
             print(f"    workgroup memory zero-initialised: {'yes' if zeroed else 'NO (WGSL requires it; kernels relying on it break here)'}")
     for implementation, reason in unavailable.items():
         print(f"  [{implementation}] unavailable: {reason}")
-    print(f"\n* = the adapter checks run on ({backend_named(args.backend)} backend; choose with --backend/VERIFY_BACKEND "
-          "and --adapter/VERIFY_ADAPTER)")
+    print(f"\n* = the adapter checks run on ({chosen.info.implementation} backend; choose with --backend or "
+          "VERIFY_BACKEND, and --adapter or VERIFY_ADAPTER)")
     return 0
 
 
@@ -124,54 +127,27 @@ def cmd_show(args) -> int:
 
 
 # -- check / gate --------------------------------------------------------------------------------
-def _jobs_for(kernel, config: dict, *, examples: int, seed: int, profile: str, out_dir: Path, time_limit: float,
-              adapter, backend=None, checks=None, wgsl=None, origin=""):
-    from verify.session import Job
-
-    selected = [c for c in checks if c in kernel.checks] if checks else list(kernel.checks)
-    return [Job(kernel.name, config, check, examples, seed, profile, wgsl=wgsl, origin=origin or kernel.source,
-                origin_kind="file" if wgsl else kernel.source, out_dir=str(out_dir), adapter=adapter,
-                backend=backend, time_limit=time_limit) for check in selected]
-
-
-def _file_config(kernel, path: str, overrides: dict) -> dict:
-    """A file printed by `verify show` records its config: use it unless --config says otherwise
-    (a contradiction is reported by _validate_user_wgsl)."""
-    from verify.kernels.specialize import recorded_config
-
-    keys = {k.name for k in kernel.config_keys}
-    recorded = {k: v for k, v in (recorded_config(_read_wgsl(path)) or {}).items() if k in keys}
-    return {**recorded, **overrides}
-
-
-def _validate_user_wgsl(kernel, config: dict, path: str) -> str:
-    from verify.gpu.wgsl import parse_interface
-    from verify.kernels.specialize import check_recorded_config
-
-    text = _read_wgsl(path)
-    check_recorded_config(text, config, path)
-    want = parse_interface(kernel.wgsl(config)).names
-    have = parse_interface(text).names
-    if sorted(want) != sorted(have):
-        raise UsageError(f"{path}: bindings {sorted(have)} do not match {kernel.name}'s contract {sorted(want)}")
-    return text
-
-
-def _execute(jobs, out_dir: Path, meta: dict, junit: str | None) -> int:
+def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | None, allow_skip: bool,
+             prior: list | None = None) -> int:
+    """Run `jobs`, writing results.json after every record, then the report and JUnit."""
     from verify.display import Display, summary
     from verify.results.store import ResultsWriter
+    from verify.results.record import Verdict
     from verify.session import run_jobs
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    writer = ResultsWriter(out_dir / "results.json", meta)
+    writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile)
+    for record in prior or []:
+        writer.add(record)
     display = Display(len(jobs))
+    for record in prior or []:
+        display.record(record)
     last_render = [time.monotonic()]
 
     def on_record(record):
         writer.add(record)
         display.record(record)
         if time.monotonic() - last_render[0] > REPORT_REFRESH_S:  # a killed run still leaves a report
-            _write_outputs(writer.document, out_dir, None)
+            _write_report(writer.document, out_dir)
             last_render[0] = time.monotonic()
 
     interrupted = False
@@ -184,19 +160,29 @@ def _execute(jobs, out_dir: Path, meta: dict, junit: str | None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         display.close()
-        if interrupted:
-            writer.document["interrupted"] = True
-            writer.flush()
-        else:
-            writer.finish(interrupted=False)
-        _write_outputs(writer.document, out_dir, junit)
+        writer.finish(interrupted=interrupted)
+        _write_report(writer.document, out_dir)
     records = writer.records
     print(summary(records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
     print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
+    if junit:
+        from verify.results.junit import write_junit
+
+        try:
+            write_junit(records, Path(junit))
+        except OSError as exc:
+            raise UsageError(f"--junit {junit}: cannot write ({exc.strerror or exc}); results and report are written") from None
     if interrupted:
         return 130
+    skips = [r for r in records if r.verdict is Verdict.SKIP]
+    if skips and not allow_skip:
+        print(f"verify: {len(skips)} of {len(records)} checks were SKIPPED (not verified): "
+              + "; ".join(sorted({r.reason for r in skips}))
+              + ". A skip is not a pass: run where the adapter can, or pass --allow-skip.", file=sys.stderr)
     # "known" (a documented finding reproduced) is reported, not failed: only news fails the run.
-    return 1 if any(r.get("verdict") in ("fail", "error") for r in records) else 0
+    if any(r.verdict.fails_run for r in records) or (skips and not allow_skip):
+        return 1
+    return 0
 
 
 #: Seconds between refreshes of report.html during a run.
@@ -207,17 +193,27 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
-def _write_outputs(document: dict, out_dir: Path, junit: str | None) -> None:
+def _write_report(document, out_dir: Path) -> None:
     from verify.report import render_report
-    from verify.results.junit import write_junit
 
-    if junit:
-        write_junit(document, Path(junit))
     render_report([document], out_dir / "report.html")
 
 
+def _out_dir(path: str) -> Path:
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {path}: is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {path}: cannot create the folder ({exc.strerror or exc})") from None
+    if not os.access(out, os.W_OK):
+        raise UsageError(f"--out {path}: the folder is not writable")
+    return out
+
+
 def cmd_check(args) -> int:
-    from verify.kernels.registry import get_kernel
+    from verify.plan import check_jobs, read_wgsl
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
@@ -225,81 +221,54 @@ def cmd_check(args) -> int:
     if args.wgsl and len(args.kernel) != 1:
         raise UsageError("--wgsl checks one file under one kernel's contract; name exactly one kernel")
     checks = args.checks.split(",") if args.checks else None
+    wgsl = read_wgsl(args.wgsl) if args.wgsl else None
     jobs = []
     for name in args.kernel:
-        kernel = get_kernel(name)
-        config = kernel.config(_file_config(kernel, args.wgsl, overrides) if args.wgsl else overrides)
-        if checks:
-            unknown = [c for c in checks if c not in kernel.checks]
-            if unknown:
-                raise UsageError(f"{name} has no check {', '.join(unknown)}; its checks: {', '.join(kernel.checks)}")
-        wgsl = _validate_user_wgsl(kernel, config, args.wgsl) if args.wgsl else None
-        jobs += _jobs_for(kernel, config, examples=args.examples, seed=args.seed, profile=profile.name,
-                          out_dir=Path(args.out), time_limit=args.time_limit or profile.time_limit,
-                          adapter=args.adapter, backend=args.backend, checks=checks, wgsl=wgsl,
-                          origin=os.path.abspath(args.wgsl) if args.wgsl else "")
-    meta = {"command": "check", "argv": sys.argv[1:], "profile": profile.name}
-    return _execute(jobs, Path(args.out), meta, args.junit)
+        jobs += check_jobs(name, overrides, profile=profile, examples=args.examples, seed=args.seed,
+                           out_dir=Path(args.out), time_limit=args.time_limit, adapter=args.adapter, checks=checks,
+                           wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "",
+                           backend=args.backend)
+    _check_adapter(args.adapter, args.backend)
+    return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
+                    allow_skip=args.allow_skip)
 
 
 def cmd_gate(args) -> int:
-    from verify.kernels.registry import get_kernel, kernel_names
+    from verify.display import record_line
+    from verify.plan import gate_jobs
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
-    names = args.kernels.split(",") if args.kernels else kernel_names()
-    jobs, skipped = [], []
-    for name in names:
-        kernel = get_kernel(name)
-        try:
-            configs = kernel.gate_configs(profile.name)
-        except UsageError as exc:  # e.g. apache-tvm not installed: reported, not fatal to the gate
-            skipped.append({"kernel": name, "check": "*", "config": {}, "verdict": "skip", "reason": str(exc)})
-            continue
-        per_config = max(1, math.ceil(profile.examples / len(configs)))
-        for config in configs:
-            jobs += _jobs_for(kernel, config, examples=per_config, seed=args.seed, profile=profile.name,
-                              out_dir=Path(args.out), time_limit=args.time_limit or profile.time_limit,
-                              adapter=args.adapter, backend=args.backend)
-    meta = {"command": "gate", "argv": sys.argv[1:], "profile": profile.name}
-    out_dir = Path(args.out)
-    if skipped:
-        from verify.display import record_line
+    names = [n for n in args.kernels.split(",") if n] if args.kernels else None
+    jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
+                              time_limit=args.time_limit, adapter=args.adapter, backend=args.backend)
+    _check_adapter(args.adapter, args.backend)
+    return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
+                    allow_skip=args.allow_skip, prior=skipped)
 
-        for record in skipped:
-            print(record_line(record), file=sys.stderr)
-        meta["skipped_kernels"] = skipped
-    return _execute(jobs, out_dir, meta, args.junit)
+
+def _check_adapter(name: str | None, backend: str | None) -> None:
+    """A typo in --adapter (or $VERIFY_ADAPTER), or a backend this machine cannot run, is a
+    usage error before anything is written."""
+    from verify.gpu.backends import ensure_available
+
+    ensure_available(backend, name)
 
 
 # -- replay / report -------------------------------------------------------------------------------
 def cmd_replay(args) -> int:
-    from verify.checks import get_check
-    from verify.checks.context import CheckContext
-    from verify.gpu.backends import open_device
-    from verify.kernels.registry import get_kernel
     from verify.results.casefile import load_case
+    from verify.session import ReplayJob, Session
 
-    case, meta = load_case(args.case)
-    kernel = get_kernel(meta["kernel"])
-    config = kernel.config(meta["config"])
-    device = open_device(args.backend, args.adapter, kernel.limits)
-    missing = device.missing(kernel.requirements(config))
-    if missing:
-        raise UsageError(f"this adapter ({device.info.name}) lacks {', '.join(missing)}; cannot replay")
-    check = get_check(meta.get("check", "reference"))
-    print(f"kernel {kernel.name} [{' '.join(f'{k}={v}' for k, v in sorted(config.items()))}], check {check.name}")
-    print(f"case   {case.summary()}")
-    recorded = meta.get("adapter", {})
-    print(f"saved on {recorded.get('name', '?')} ({recorded.get('backend', '?')}, {recorded.get('implementation', 'wgpu')}); "
-          f"replaying on {device.info.label}")
-    outcome = check.run_example(CheckContext(kernel, config, device, meta["wgsl"]), case)
-    for metrics in outcome.outputs:
-        m = metrics
-        print(f"  {m.name:8} max abs {m.max_abs:.3g}  max ulp {m.max_ulp:.3g}  rel L2 {m.rel_l2:.3g}  "
-              f"max err/budget {m.max_err_over_budget:.3g}  NaN {m.nan_count}  failing {m.failing}/{m.elements}")
-    print(("PASS" if outcome.passed else "FAIL") + f"  {outcome.message()}")
-    return 0 if outcome.passed else 1
+    load_case(args.case)  # a bad file is a usage error here, before a worker starts
+    with Session() as session:
+        replayed = session.replay(ReplayJob(os.path.abspath(args.case), args.adapter, args.backend,
+                                            time_limit=args.time_limit or 600.0))
+    args._exit_code = 0 if replayed.passed else 1  # kept if the reader closes the pipe early
+    for line in replayed.lines:
+        print(line)
+    sys.stdout.flush()
+    return args._exit_code
 
 
 def cmd_report(args) -> int:
@@ -307,25 +276,72 @@ def cmd_report(args) -> int:
     from verify.results.store import load_results
 
     documents = [load_results(path) for path in args.results]
-    render_report(documents, Path(args.output))
+    output = Path(args.output)
+    if output.is_dir():
+        raise UsageError(f"-o {args.output}: is a folder; name the HTML file to write (e.g. {output / 'report.html'})")
+    try:
+        render_report(documents, output)
+    except OSError as exc:
+        raise UsageError(f"-o {args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"report: {args.output}", file=sys.stderr)
     return 0
 
 
 # -- parser ----------------------------------------------------------------------------------------
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """A positive number of examples (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is the one line and exit 2 every other error gets."""
+
+    def error(self, message: str):
+        self.exit(2, f"verify: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="verify", description="Prove WebGPU LLM kernels correct: float64 references, real GPU runs, "
         "Hypothesis property tests, error budgets derived from the arithmetic.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"verify {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"verify {__version__} ({DISTRIBUTION} {__version__})")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def adapter_option(p):
         p.add_argument("--adapter", help="run on the adapter whose name/backend contains this text "
                        "(default: $VERIFY_ADAPTER, else the best one)")
-        p.add_argument("--backend", help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn "
-                       "(Dawn through Node, Tint) (default: $VERIFY_BACKEND, else wgpu)")
+        p.add_argument("--backend", help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn (Dawn through "
+                       "Node, Tint) (default: $VERIFY_BACKEND, else wgpu)")
+
+    def run_options(p, out_default: str):
+        p.add_argument("--profile", default="ci", help="quick | ci | nightly: examples and case sizes (default ci)")
+        p.add_argument("--out", default=out_default,
+                       help=f"folder for results.json, report.html, case files (default {out_default})")
+        p.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
+        p.add_argument("--time-limit", type=_seconds, metavar="S",
+                       help="seconds one check may run before it fails as a hang (default: the profile's)")
+        p.add_argument("--allow-skip", action="store_true",
+                       help="exit 0 even if checks were skipped (e.g. the adapter lacks shader-f16); "
+                       "by default a skip fails the run, since it verified nothing")
+        adapter_option(p)
 
     p = sub.add_parser("list", help="every kernel with its source, reference, config keys and checks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -338,37 +354,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     config_help = "KEY=VALUE the WGSL is specialised on (repeatable or comma-separated; see `verify list`)"
     p = sub.add_parser("show", help="print the exact WGSL `check` runs for a config")
-    p.add_argument("kernel")
+    p.add_argument("kernel", help="a kernel name or 'pkg.module:Class'")
     p.add_argument("--config", action="append", metavar="K=V", help=config_help)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("check", help="property-test kernels against their references on this machine",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
-    p.add_argument("kernel", nargs="+")
+    p.add_argument("kernel", nargs="+", help="kernel names or 'pkg.module:Class' import paths")
     p.add_argument("--config", action="append", metavar="K=V", help=config_help)
     p.add_argument("--wgsl", metavar="FILE", help="check this WGSL file under the kernel's contract instead of ours")
-    p.add_argument("--examples", type=int, default=100, help="Hypothesis examples per check (default 100)")
+    p.add_argument("--examples", type=_count, default=100, help="Hypothesis examples per check (default 100)")
     p.add_argument("--seed", type=int, default=0, help="Hypothesis seed; the same seed draws the same cases (default 0)")
     p.add_argument("--checks", help="comma-separated subset of the kernel's checks")
-    p.add_argument("--profile", default="ci", help="case sizes: quick | ci | nightly (default ci)")
-    p.add_argument("--out", default="reports/check", help="folder for results.json, report.html, case files")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
-    p.add_argument("--time-limit", type=float, help="seconds per check before it fails as a hang")
-    adapter_option(p)
+    run_options(p, "reports/check")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("gate", help="every kernel's checks; the CI gate")
-    p.add_argument("--profile", default="ci", help="quick | ci | nightly (default ci)")
-    p.add_argument("--out", default="reports", help="folder for results.json, report.html, case files (default reports)")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--kernels", help="comma-separated subset of kernels")
-    p.add_argument("--time-limit", type=float, help="seconds per check before it fails as a hang")
-    adapter_option(p)
+    p.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    p.add_argument("--kernels", help="comma-separated subset of kernels (names or import paths)")
+    run_options(p, "reports")
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("replay", help="re-run one saved case on this machine and print the comparison")
     p.add_argument("case", help="a case file (.npz, with its .json beside it)")
+    p.add_argument("--time-limit", type=_seconds, metavar="S", help="seconds before the replay fails as a hang")
     adapter_option(p)
     p.set_defaults(func=cmd_replay)
 
@@ -387,10 +396,6 @@ def main(argv: list[str] | None = None) -> int:
             from verify.gpu.backends import backend_named
 
             args.backend = backend_named(args.backend).value
-            if args.command in ("check", "gate"):
-                from verify.gpu.backends import ensure_available
-
-                ensure_available(args.backend, args.adapter)
         return args.func(args)
     except UsageError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
@@ -399,7 +404,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verify: kernel failed: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
-        return 0
+        # The reader went away (`verify replay CASE | head -1`): the exit code still says what
+        # happened; stdout is closed quietly so Python does not complain at exit.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return getattr(args, "_exit_code", 0)
 
 
 if __name__ == "__main__":

@@ -3,35 +3,38 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
+
+from verify.results.record import CheckResult, Verdict
 
 
 def _config_text(config: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(config.items()))
 
 
-def record_line(record: dict) -> str:
-    """One line per finished check: verdict, what, how many examples, worst err/budget, time."""
-    verdict = record.get("verdict", "?").upper()
-    what = f"{record.get('kernel')} {record.get('check')} [{_config_text(record.get('config') or {})}]"
-    if verdict in ("PASS", "FAIL", "KNOWN") and record.get("examples"):
-        worst = (record.get("worst") or {}).get("score")
-        worst_text = f", max err/budget {float(worst):.3g}" if worst not in (None, "") else ""
-        detail = f"{record['examples']} examples{worst_text}, {record.get('duration_s', 0):.1f} s"
+def record_line(record: CheckResult) -> str:
+    """One line per finished check: verdict, what, how many examples, worst err/budget, time;
+    then the reason, the known finding, and the replay commands where they help."""
+    verdict = record.verdict
+    label = verdict.value.upper()
+    if verdict in (Verdict.PASS, Verdict.FAIL, Verdict.KNOWN) and record.examples:
+        worst = record.worst.score if record.worst is not None else None
+        worst_text = f", max err/budget {worst:.3g}" if worst is not None else ""
+        detail = f"{record.examples} examples{worst_text}, {record.duration_s:.1f} s"
     else:
-        detail = f"{record.get('duration_s', 0):.1f} s" if record.get("duration_s") else ""
-    line = f"{verdict:5} {what} {detail}".rstrip()
-    finding = (record.get("finding") or "").strip().splitlines()[:1]
-    if verdict == "KNOWN":
-        line += f"\n      known finding: {finding[0] if finding else '?'}"
-    elif verdict != "PASS" and record.get("reason"):
-        reason = record["reason"].strip().splitlines()
+        detail = f"{record.duration_s:.1f} s" if record.duration_s else ""
+    line = f"{label:5} {record.title} {detail}".rstrip()
+    if verdict is Verdict.KNOWN:
+        line += f"\n      known finding: {record.finding_headline or '?'}"
+    elif verdict is not Verdict.PASS and record.reason:
+        reason = record.reason.strip().splitlines()
         line += "\n      " + "\n      ".join(reason[:12])
-    elif finding:
-        line += f"\n      known finding did not reproduce: {finding[0]}"
-    for role in ("shrunk", "worst"):
-        path = (record.get(role) or {}).get("case_file")
-        if path and verdict in ("FAIL", "KNOWN"):
-            line += f"\n      {role} case: verify replay {path}"
+    elif record.finding:
+        line += f"\n      known finding did not reproduce: {record.finding_headline}"
+    if verdict in (Verdict.FAIL, Verdict.KNOWN):
+        for role, summary in (("shrunk", record.shrunk), ("worst", record.worst)):
+            if summary is not None and summary.replay:
+                line += f"\n      {role} case: {summary.replay}"
     return line
 
 
@@ -65,7 +68,7 @@ class Display:
         if self._progress:
             self._progress.update(self._current, completed=done, total=total)
 
-    def record(self, record: dict) -> None:
+    def record(self, record: CheckResult) -> None:
         self.done += 1
         line = record_line(record)
         if self._progress:
@@ -79,10 +82,7 @@ class Display:
             self._progress.stop()
 
 
-def summary(records: list[dict]) -> str:
-    counts: dict = {}
-    for r in records:
-        counts[r.get("verdict", "?")] = counts.get(r.get("verdict", "?"), 0) + 1
-    order = ("pass", "known", "fail", "error", "skip")
-    parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
+def summary(records: list[CheckResult]) -> str:
+    counts = Counter(r.verdict for r in records)
+    parts = [f"{counts[v]} {v.value}" for v in sorted(Verdict, key=lambda v: v.rank) if counts[v]]
     return f"{len(records)} checks: " + ", ".join(parts)

@@ -4,6 +4,11 @@ A kernel that never finishes (a broken loop bound) blocks the thread waiting on 
 cannot be interrupted from Python, and a driver crash takes its process down. So checks run
 in a child (verify.worker); the parent enforces each job's time limit, records a failure
 with the reason, restarts the worker and carries on with the remaining jobs.
+
+The clock of a job starts when the worker says it has started the check (kernel imported,
+device open, WGSL compiled), so a slow start-up is never mistaken for a hang; start-up has an
+allowance of its own. A `Session` keeps one worker for many jobs (`verify.check` and the pytest
+plugin reuse it across calls); the worker dies with the process that started it.
 """
 
 from __future__ import annotations
@@ -14,43 +19,77 @@ import selectors
 import subprocess
 import sys
 import time
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verify.errors import UsageError
+from verify.results.record import CheckResult, Source, Verdict
+
+#: Seconds a worker may take to import a kernel, open the device and compile its WGSL before
+#: the check's own time limit starts.
+STARTUP_ALLOWANCE_S = 180.0
 
 
 @dataclass
 class Job:
+    """One check of one kernel config, as the worker runs it."""
+
     kernel: str
+    #: The import path the worker loads the kernel from ("pkg.module:Class").
+    kernel_ref: str
     config: dict
     check: str
     examples: int
     seed: int
     profile: str = "ci"
+    #: WGSL to run instead of the kernel's own (a user's file under the kernel's contract).
     wgsl: str | None = None
+    source_kind: str = "own"
     origin: str = ""
-    origin_kind: str = ""
     out_dir: str | None = None
     adapter: str | None = None
-    backend: str | None = None  # WebGPU implementation, verify.gpu.backends ("wgpu" | "dawn")
+    backend: str | None = None
     time_limit: float = 600.0
-    extra: dict = field(default_factory=dict)
 
     def payload(self) -> dict:
-        data = {k: v for k, v in self.__dict__.items() if k not in ("time_limit", "extra") and v not in (None, "")}
-        return {**data, **self.extra}
+        return {"kind": "check", **asdict(self)}
 
-    def identity(self) -> dict:
-        return {"kernel": self.kernel, "config": self.config, "check": self.check, "seed": self.seed,
-                "profile": self.profile, "source": {"kind": self.origin_kind or "own", "origin": self.origin}}
+    def unfinished(self, verdict: Verdict, reason: str, duration_s: float, examples: int = 0) -> CheckResult:
+        """The result of a job whose worker could not report one (time limit, crash)."""
+        return CheckResult(kernel=self.kernel, check=self.check, config=dict(self.config), verdict=verdict,
+                           reason=reason, kernel_ref=self.kernel_ref, profile=self.profile, seed=self.seed,
+                           examples=examples, duration_s=round(duration_s, 3),
+                           source=Source(self.source_kind, self.origin))
+
+
+@dataclass
+class ReplayJob:
+    """Re-run one saved case under its check."""
+
+    case_path: str
+    adapter: str | None = None
+    backend: str | None = None
+    time_limit: float = 600.0
+
+    def payload(self) -> dict:
+        return {"kind": "replay", **asdict(self)}
+
+
+@dataclass
+class Replayed:
+    """What a replay printed about the case, and whether it held."""
+
+    passed: bool
+    lines: list = field(default_factory=list)
 
 
 class _Worker:
     def __init__(self, log_path: Path | None):
         self.log = open(log_path, "a") if log_path else subprocess.DEVNULL
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", VERIFY_PARENT_PID=str(os.getpid()))
+        # The worker imports kernels by path: it must see the modules this process sees
+        # (a test module's folder that pytest put on sys.path, a package added by path).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "verify.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, text=True, env=env,
@@ -59,8 +98,8 @@ class _Worker:
         self.selector.register(self.proc.stdout, selectors.EVENT_READ)
         self.pending = b""
 
-    def send(self, job: Job) -> None:
-        self.proc.stdin.write(json.dumps(job.payload()) + "\n")
+    def send(self, payload: dict) -> None:
+        self.proc.stdin.write(json.dumps(payload) + "\n")
         self.proc.stdin.flush()
 
     def next_event(self, deadline: float) -> dict | None:
@@ -92,53 +131,116 @@ class _Worker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.selector.close()
         if self.log is not subprocess.DEVNULL:
             self.log.close()
 
 
-def run_jobs(jobs: list[Job], *, on_record, on_progress=None, on_start=None, log_path: Path | None = None) -> None:
-    """Run `jobs` in order, calling on_record(record) as each finishes (also for timeouts)."""
-    pending = deque(jobs)
-    worker = None
-    try:
-        while pending:
-            job = pending.popleft()
-            if worker is None:
-                worker = _Worker(log_path)
+class Session:
+    """One worker process for a sequence of jobs, restarted after a hang or a crash."""
+
+    def __init__(self, log_path: Path | None = None):
+        self.log_path = log_path
+        self._worker: _Worker | None = None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close(kill=exc[0] is not None)
+
+    def close(self, kill: bool = False) -> None:
+        if self._worker is not None:
+            self._worker.stop(kill=kill)
+            self._worker = None
+
+    def _started_worker(self) -> _Worker:
+        if self._worker is None:
+            self._worker = _Worker(self.log_path)
+        return self._worker
+
+    def run(self, jobs, *, on_record, on_progress=None, on_start=None) -> None:
+        """Run `jobs` in order, calling on_record(CheckResult) as each finishes (also for
+        time limits and crashes). A usage error the worker reports stops the run (UsageError)."""
+        for job in jobs:
             if on_start:
                 on_start(job)
-            worker.send(job)
-            deadline = time.monotonic() + job.time_limit
-            started = time.monotonic()
-            while True:
-                try:
-                    event = worker.next_event(deadline)
-                except EOFError:
-                    code = worker.proc.wait()
-                    worker.stop()
-                    worker = None
-                    on_record(dict(job.identity(), verdict="fail", examples=0, duration_s=round(time.monotonic() - started, 3),
-                                   reason=f"the process running the kernel died (exit code {code}): a crash "
-                                          "or a lost device" + _log_hint(log_path)))
-                    break
-                if event is None:
-                    worker.stop(kill=True)
-                    worker = None
-                    on_record(dict(job.identity(), verdict="fail", examples=0, duration_s=round(time.monotonic() - started, 3),
-                                   reason=f"did not finish within the {job.time_limit:g} s time limit "
-                                          "(a kernel that never terminates?)"))
-                    break
-                if event["event"] == "progress":
-                    if on_progress:
-                        on_progress(job, event["done"], event["total"])
-                elif event["event"] == "usage_error":
-                    raise UsageError(event["message"])
-                elif event["event"] == "record":
-                    on_record(event["record"])
-                    break
-    finally:
-        if worker is not None:
-            worker.stop(kill=bool(pending))
+            on_record(self._run_one(job, on_progress))
+
+    def _run_one(self, job: Job, on_progress) -> CheckResult:
+        worker = self._started_worker()
+        worker.send(job.payload())
+        sent = time.monotonic()
+        started = None
+        deadline = sent + STARTUP_ALLOWANCE_S
+        done, last_progress = 0, None
+        while True:
+            try:
+                event = worker.next_event(deadline)
+            except EOFError:
+                code = self._worker.proc.wait()
+                self.close()
+                return job.unfinished(Verdict.FAIL, f"the process running the kernel died (exit code {code}): a crash "
+                                      "or a lost device" + _log_hint(self.log_path), time.monotonic() - sent, done)
+            if event is None:
+                self.close(kill=True)
+                return job.unfinished(Verdict.FAIL, _time_limit_reason(job, started, done, last_progress),
+                                      time.monotonic() - sent, done)
+            kind = event["event"]
+            if kind == "started":
+                started = time.monotonic()
+                deadline = started + job.time_limit
+            elif kind == "progress":
+                done, last_progress = int(event["done"]), time.monotonic()
+                if on_progress:
+                    on_progress(job, event["done"], event["total"])
+            elif kind == "usage_error":
+                raise UsageError(event["message"])
+            elif kind == "record":
+                return CheckResult.from_dict(event["record"], "worker record")
+
+    def replay(self, job: ReplayJob) -> Replayed:
+        worker = self._started_worker()
+        worker.send(job.payload())
+        deadline = time.monotonic() + STARTUP_ALLOWANCE_S
+        while True:
+            try:
+                event = worker.next_event(deadline)
+            except EOFError:
+                code = self._worker.proc.wait()
+                self.close()
+                return Replayed(False, [f"the process running the kernel died (exit code {code}): a crash or a "
+                                        "lost device" + _log_hint(self.log_path)])
+            if event is None:
+                self.close(kill=True)
+                return Replayed(False, [f"did not finish within the {job.time_limit:g} s time limit "
+                                        "(a kernel that never terminates?)"])
+            if event["event"] == "started":
+                deadline = time.monotonic() + job.time_limit
+            elif event["event"] == "usage_error":
+                raise UsageError(event["message"])
+            elif event["event"] == "replayed":
+                return Replayed(bool(event["passed"]), list(event["lines"]))
+
+
+def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, log_path: Path | None = None) -> None:
+    """Run `jobs` in a fresh Session (see Session.run)."""
+    with Session(log_path) as session:
+        session.run(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start)
+
+
+def _time_limit_reason(job: Job, started: float | None, done: int, last_progress: float | None) -> str:
+    if started is None:
+        return (f"did not start within {STARTUP_ALLOWANCE_S:g} s (importing the kernel, opening the device and "
+                "compiling its WGSL)")
+    now = time.monotonic()
+    if done and last_progress is not None and now - last_progress < job.time_limit / 4:
+        return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
+                f"passed, the last {now - last_progress:.0f} s before the limit (too slow, not hung: raise "
+                "--time-limit or draw fewer --examples)")
+    since = f", none in the last {now - last_progress:.0f} s" if last_progress is not None else ""
+    return (f"did not finish within the {job.time_limit:g} s time limit (a kernel that never terminates?); "
+            f"{done} of {job.examples} examples passed before it{since}")
 
 
 def _log_hint(log_path: Path | None) -> str:

@@ -2,16 +2,21 @@
 can be killed without losing the rest of a run (see verify.session).
 
 Protocol: one JSON job per line on stdin; JSON events per line on the protocol stream
-(the original stdout): {"event": "progress", ...} then {"event": "record", "record": {...}}.
-Everything libraries print goes to stderr.
+(the original stdout): {"event": "started"} when the check itself starts (the parent's time
+limit counts from there), {"event": "progress", ...}, then {"event": "record", "record": {...}}
+(a CheckResult) or, for a replay, {"event": "replayed", ...}. Everything libraries print goes
+to stderr. The worker asks the kernel to kill it when its parent dies (Linux), so no worker
+outlives the command that started it, even after SIGKILL.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from verify import __version__
@@ -22,39 +27,23 @@ from verify.errors import KernelError, UsageError
 from verify.gpu import ShaderCompileError
 from verify.gpu.backends import open_device
 from verify.gpu.wgsl import sha256
-from verify.kernels.registry import get_kernel
+from verify.kernels.registry import load_kernel
+from verify.profiles import get_profile
+from verify.results.casefile import load_case, save_check_cases
+from verify.results.record import AdapterRecord, CheckResult, Source, Verdict
 
 
-def base_record(job: dict, kernel, config: dict, wgsl: str) -> dict:
-    return {
-        "kernel": kernel.name,
-        "family": kernel.family,
-        "source": {"kind": job.get("origin_kind", kernel.source), "origin": job.get("origin", kernel.source),
-                   "sha256": sha256(wgsl)},
-        "config": config,
-        "check": job["check"],
-        "profile": job.get("profile", "ci"),
-        "seed": job["seed"],
-        "budget": kernel.budget_doc(),
-        "verify_version": __version__,
-    }
+class DeviceCache:
+    """Open devices by (adapter, backend, limits): a kernel held to other limits gets its own."""
 
+    def __init__(self):
+        self._open: dict = {}
 
-def with_known_finding(record: dict, finding: str | None) -> dict:
-    """`record` judged against a documented finding (Kernel.known_finding): a failure becomes
-    verdict "known", carrying the finding, so it is reported without failing the run; a pass
-    keeps its verdict and records the finding as not reproduced, so an upstream fix, or an
-    adapter where the bug does not show, is visible. Errors and skips are left as they are: they
-    say nothing about the finding."""
-    if finding is None or record["verdict"] not in ("pass", "fail"):
-        return record
-    reproduced = record["verdict"] == "fail"
-    return dict(record, verdict="known" if reproduced else "pass", finding=finding, finding_reproduced=reproduced)
-
-
-def device_key(backend: str | None, limits: dict) -> str:
-    """The key of the worker's open devices: one device per (backend, limits)."""
-    return json.dumps([backend, limits], sort_keys=True)
+    def get(self, adapter: str | None, backend: str | None, limits: dict):
+        key = (adapter, backend, json.dumps(limits, sort_keys=True))
+        if key not in self._open:
+            self._open[key] = open_device(backend, adapter, limits)
+        return self._open[key]
 
 
 def device_limits(kernel, check: str) -> dict:
@@ -63,42 +52,121 @@ def device_limits(kernel, check: str) -> dict:
     limits (Dawn enforces it; wgpu 0.32 does not check workgroup storage)."""
     if check != "differential" or not getattr(kernel, "differential_partner", None):
         return kernel.limits
+    from verify.kernels.registry import get_kernel
+
     partner = get_kernel(kernel.differential_partner).limits
     return {key: max(v for v in (kernel.limits.get(key), partner.get(key)) if v is not None)
             for key in set(kernel.limits) | set(partner)}
 
 
-def execute(job: dict, devices: dict, emit) -> dict:
-    kernel = get_kernel(job["kernel"])
+def adapter_record(device) -> AdapterRecord:
+    info = device.info
+    return AdapterRecord(info.name, info.vendor, info.backend, info.adapter_type, info.driver,
+                         device.subgroup_size, device.zeroes_workgroup_memory, str(info.implementation))
+
+
+def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
+    kernel = load_kernel(job["kernel_ref"])
     config = kernel.config(job.get("config"))
+    profile = get_profile(job.get("profile") or "ci")
     wgsl = job.get("wgsl") or kernel.wgsl(config)
-    record = base_record(job, kernel, config, wgsl)
-    limits = device_limits(kernel, job["check"])
-    key = device_key(job.get("backend"), limits)
-    if key not in devices:
-        devices[key] = open_device(job.get("backend"), job.get("adapter"), limits)
-    device = devices[key]
-    record["adapter"] = dict(device.info.as_record(), subgroup_size=device.subgroup_size,
-                             zeroes_workgroup_memory=device.zeroes_workgroup_memory)
+    check = get_check(job["check"])
+    device = devices.get(job.get("adapter"), job.get("backend"), device_limits(kernel, check.name))
+    result = CheckResult(
+        kernel=kernel.name, check=check.name, config=config, verdict=Verdict.PASS, kernel_ref=job["kernel_ref"],
+        family=kernel.family, source=Source(job.get("source_kind") or kernel.source, job.get("origin") or "", sha256(wgsl)),
+        profile=profile.name, seed=job["seed"], adapter=adapter_record(device), budget=kernel.budget_doc(),
+        verify_version=__version__)
     missing = device.missing(kernel.requirements(config))
     if missing:
-        return dict(record, verdict="skip", reason=f"adapter lacks {', '.join(missing)}", examples=0)
-    check = get_check(job["check"])
+        return replace(result, verdict=Verdict.SKIP, reason=f"adapter lacks {', '.join(missing)}")
     try:
         for module in kernel.modules(wgsl):
             device.pipeline(module)
     except ShaderCompileError as exc:
-        return dict(record, verdict="fail", reason=f"WGSL does not compile:\n{exc}", examples=0)
-    ctx = CheckContext(kernel, config, device, wgsl, job.get("profile", "ci"))
-    options = RunOptions(job["examples"], job["seed"], Path(job["out_dir"]) if job.get("out_dir") else None)
-    result = run_check(check, ctx, options, progress=lambda done, total: emit(
+        return replace(result, verdict=Verdict.FAIL, reason=f"WGSL does not compile:\n{exc}")
+    emit({"event": "started"})
+    ctx = CheckContext(kernel, config, device, wgsl, profile)
+    run = run_check(check, ctx, RunOptions(job["examples"], job["seed"]), progress=lambda done, total: emit(
         {"event": "progress", "done": done, "total": total}))
+    checked = replace(run.result, kernel_ref=result.kernel_ref, family=result.family, source=result.source,
+                      profile=result.profile, adapter=result.adapter, budget=result.budget,
+                      verify_version=__version__)
+    if job.get("out_dir") and (run.shrunk is not None or run.worst is not None):
+        checked = save_check_cases(checked, run.shrunk and run.shrunk.case, run.worst and run.worst.case,
+                                   Path(job["out_dir"]), wgsl)
     # A finding documents the kernel's own WGSL; a user's file under its contract is judged plainly.
-    finding = None if job.get("wgsl") else kernel.known_finding(job["check"], config)
-    return with_known_finding(dict(record, **result), finding)
+    finding = None if job.get("wgsl") else kernel.known_finding(check.name, config)
+    return checked.with_known_finding(finding)
+
+
+def replay(job: dict, devices: DeviceCache, emit) -> dict:
+    """Re-run a saved case under its check; the lines to print and whether it held."""
+    case, meta = load_case(job["case_path"])
+    kernel = load_kernel(meta.get("kernel_ref") or _built_in_ref(meta["kernel"]))
+    if kernel.name != meta["kernel"]:
+        raise UsageError(f"{job['case_path']}: recorded for kernel {meta['kernel']!r}, but "
+                         f"{meta.get('kernel_ref')} is {kernel.name!r}")
+    config = kernel.config(meta["config"])
+    check = get_check(meta.get("check", "reference"))
+    _check_case_fits(kernel, config, case, job["case_path"])
+    device = devices.get(job.get("adapter"), job.get("backend"), kernel.limits)
+    missing = device.missing(kernel.requirements(config))
+    if missing:
+        raise UsageError(f"this adapter ({device.info.name}) lacks {', '.join(missing)}; cannot replay")
+    lines = [f"kernel {kernel.name} [{' '.join(f'{k}={v}' for k, v in sorted(config.items()))}], check {check.name}",
+             f"case   {case.summary()}"]
+    recorded = meta.get("adapter") or {}
+    lines.append(f"saved on {recorded.get('name', '?')} ({recorded.get('backend', '?')}, "
+                 f"{recorded.get('implementation', 'wgpu')}); replaying on {device.info.label}")
+    emit({"event": "started"})
+    ctx = CheckContext(kernel, config, device, meta["wgsl"], get_profile(meta.get("profile") or "ci"))
+    try:
+        outcome = check.run_example(ctx, case)
+    except KernelError as exc:
+        return {"event": "replayed", "passed": False, "lines": lines + [f"FAIL  {exc}"]}
+    for m in outcome.outputs:
+        lines.append(f"  {m.name:8} max abs {m.max_abs:.3g}  max ulp {m.max_ulp:.3g}  rel L2 {m.rel_l2:.3g}  "
+                     f"max err/budget {m.max_err_over_budget:.3g}  NaN {m.nan_count}  failing {m.failing}/{m.elements}")
+    lines.append(("PASS" if outcome.passed else "FAIL") + f"  {outcome.message()}")
+    return {"event": "replayed", "passed": outcome.passed, "lines": lines}
+
+
+def _built_in_ref(name: str) -> str:
+    from verify.kernels.registry import spec_of
+
+    return spec_of(name).ref
+
+
+def _check_case_fits(kernel, config: dict, case, path: str) -> None:
+    """A case edited to another kernel or config would be judged against the wrong reference:
+    the kernel's expected outputs must be computable from it."""
+    try:
+        kernel.expected(config, case)
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
+        raise UsageError(f"{path}: the case does not fit {kernel.name} with config "
+                         f"{' '.join(f'{k}={v}' for k, v in sorted(config.items()))} "
+                         f"({type(exc).__name__}: {exc})") from None
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the parent dies (SIGKILL, SIGHUP or a crash of
+    `verify` leaves no worker spinning on a hung kernel)."""
+    parent = int(os.environ.get("VERIFY_PARENT_PID", "0") or 0)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except OSError:
+            pass
+    if parent and os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def main() -> None:
+    _die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
 
@@ -106,26 +174,43 @@ def main() -> None:
         protocol.write(json.dumps(event, default=str) + "\n")
         protocol.flush()
 
-    devices: dict = {}
+    devices = DeviceCache()
     for line in sys.stdin:
         if not line.strip():
             continue
         job = json.loads(line)
+        if job.get("kind") == "replay":
+            _replay_job(job, devices, emit)
+            continue
         try:
-            record = execute(job, devices, emit)
-            emit({"event": "record", "record": record})
+            emit({"event": "record", "record": execute(job, devices, emit).to_dict()})
         except UsageError as exc:
             emit({"event": "usage_error", "message": str(exc)})
         except KernelError as exc:
-            emit({"event": "record", "record": dict(job_identity(job), verdict="fail", reason=str(exc), examples=0)})
+            emit({"event": "record", "record": _failed(job, Verdict.FAIL, str(exc)).to_dict()})
         except Exception as exc:
-            emit({"event": "record", "record": dict(job_identity(job), verdict="error", examples=0,
-                                                    reason=f"internal error in verify: {type(exc).__name__}: {exc}",
-                                                    traceback=traceback.format_exc())})
+            emit({"event": "record", "record": _failed(job, Verdict.ERROR, f"internal error in verify: "
+                                                       f"{type(exc).__name__}: {exc}", traceback.format_exc()).to_dict()})
 
 
-def job_identity(job: dict) -> dict:
-    return {k: job.get(k) for k in ("kernel", "config", "check", "seed", "profile")}
+def _replay_job(job: dict, devices: DeviceCache, emit) -> None:
+    try:
+        emit(replay(job, devices, emit))
+    except UsageError as exc:
+        emit({"event": "usage_error", "message": str(exc)})
+    except KernelError as exc:
+        emit({"event": "replayed", "passed": False, "lines": [f"FAIL  {exc}"]})
+    except Exception as exc:
+        emit({"event": "replayed", "passed": False,
+              "lines": [f"ERROR internal error in verify: {type(exc).__name__}: {exc}", traceback.format_exc()]})
+
+
+def _failed(job: dict, verdict: Verdict, reason: str, trace: str | None = None) -> CheckResult:
+    return CheckResult(kernel=job.get("kernel", "?"), check=job.get("check", "?"), config=job.get("config") or {},
+                       verdict=verdict, reason=reason, kernel_ref=job.get("kernel_ref", ""),
+                       profile=job.get("profile", ""), seed=job.get("seed", 0), traceback=trace,
+                       source=Source(job.get("source_kind") or "own", job.get("origin") or ""),
+                       verify_version=__version__)
 
 
 if __name__ == "__main__":

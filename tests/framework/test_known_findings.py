@@ -14,7 +14,7 @@ import pytest
 from tests.report.dom import parse
 from verify.display import record_line, summary
 from verify.results.junit import write_junit
-from verify.worker import with_known_finding
+from verify.results.record import CheckResult, ExampleSummary, Verdict
 
 FINDING = "TVM's merge returns NaN for two empty states.\nexp2(-inf - max(-inf, -inf)) = exp2(NaN)."
 
@@ -23,52 +23,55 @@ def verify(*args, timeout=600):
     return subprocess.run([sys.executable, "-m", "verify", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def ran(verdict: str, **extra) -> dict:
-    return {"kernel": "tvm.merge_state", "check": "infinite_empty", "config": {"heads": 8}, "seed": 0,
-            "examples": 3, "verdict": verdict, "reason": "" if verdict == "pass" else "s: 1 NaN", **extra}
+def ran(verdict: str, **extra) -> CheckResult:
+    return CheckResult(kernel="tvm.merge_state", check="infinite_empty", config={"heads": 8}, seed=0, examples=3,
+                       verdict=Verdict(verdict), reason="" if verdict == "pass" else "s: 1 NaN", **extra)
 
 
-# -- the verdict mapping (verify.worker) ----------------------------------------------------------------------
+def case(path: str, score: float = float("inf")) -> ExampleSummary:
+    return ExampleSummary(score=score, passed=False, case="tokens=1", case_file=path)
+
+
+# -- the verdict mapping (CheckResult.with_known_finding) ------------------------------------------------------
 def test_a_failure_with_a_known_finding_becomes_known_and_carries_it():
-    record = with_known_finding(ran("fail"), FINDING)
-    assert record["verdict"] == "known" and record["finding"] == FINDING and record["finding_reproduced"] is True
-    assert record["reason"] == "s: 1 NaN"
+    record = ran("fail").with_known_finding(FINDING)
+    assert record.verdict is Verdict.KNOWN and record.finding == FINDING and record.finding_reproduced is True
+    assert record.reason == "s: 1 NaN"
 
 
 def test_a_pass_with_a_known_finding_stays_a_pass_and_says_it_did_not_reproduce():
-    record = with_known_finding(ran("pass"), FINDING)
-    assert record["verdict"] == "pass" and record["finding"] == FINDING and record["finding_reproduced"] is False
+    record = ran("pass").with_known_finding(FINDING)
+    assert record.verdict is Verdict.PASS and record.finding == FINDING and record.finding_reproduced is False
 
 
 @pytest.mark.parametrize("verdict", ["error", "skip"])
 def test_errors_and_skips_say_nothing_about_a_finding(verdict):
     record = ran(verdict)
-    assert with_known_finding(record, FINDING) == record
+    assert record.with_known_finding(FINDING) == record
 
 
 @pytest.mark.parametrize("verdict", ["pass", "fail"])
 def test_without_a_finding_the_verdict_is_the_checks(verdict):
     record = ran(verdict)
-    assert with_known_finding(record, None) == record
+    assert record.with_known_finding(None) == record
 
 
 # -- what the console and JUnit show -------------------------------------------------------------------------
 def test_console_shows_the_findings_headline_and_replay_commands():
-    record = with_known_finding(ran("fail", shrunk={"case_file": "cases/a-shrunk.npz"},
-                                    worst={"case_file": "cases/a-worst.npz", "score": "inf"}), FINDING)
+    record = ran("fail", shrunk=case("cases/a-shrunk.npz"), worst=case("cases/a-worst.npz")).with_known_finding(FINDING)
     line = record_line(record)
     assert line.startswith("KNOWN tvm.merge_state infinite_empty [heads=8] 3 examples")
     assert f"known finding: {FINDING.splitlines()[0]}" in line and FINDING.splitlines()[1] not in line
     assert "verify replay cases/a-shrunk.npz" in line and "verify replay cases/a-worst.npz" in line
-    unreproduced = record_line(with_known_finding(ran("pass"), FINDING))
+    unreproduced = record_line(ran("pass").with_known_finding(FINDING))
     assert unreproduced.startswith("PASS") and "known finding did not reproduce: TVM's merge" in unreproduced
-    assert summary([record, ran("pass"), ran("fail")]) == "3 checks: 1 pass, 1 known, 1 fail"
+    assert summary([record, ran("pass"), ran("fail")]) == "3 checks: 1 fail, 1 known, 1 pass"
 
 
 def test_junit_reports_a_known_finding_as_skipped_with_its_evidence(tmp_path):
-    records = [with_known_finding(ran("fail", shrunk={"case_file": "cases/a-shrunk.npz", "score": "inf"}), FINDING),
-               with_known_finding(ran("pass"), FINDING)]
-    write_junit({"records": records}, tmp_path / "junit.xml")
+    records = [ran("fail", shrunk=case("cases/a-shrunk.npz")).with_known_finding(FINDING),
+               ran("pass").with_known_finding(FINDING)]
+    write_junit(records, tmp_path / "junit.xml")
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert (suite.get("skipped"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
     known, unreproduced = suite.findall("testcase")
@@ -109,4 +112,4 @@ def test_the_same_wgsl_as_a_users_file_is_judged_plainly(tmp_path):
                     "--out", str(tmp_path / "out"))
     assert result.returncode == 1, result.stderr
     [record] = json.loads((tmp_path / "out" / "results.json").read_text())["records"]
-    assert record["verdict"] == "fail" and "finding" not in record
+    assert record["verdict"] == "fail" and record["finding"] is None

@@ -18,13 +18,18 @@ from tests.report.dom import parse
 from tests.report.synthetic import (FAILING, GPU, PASSING, errored, known, load_fixture, on_adapter, record, skipped,
                                     synthetic_document)
 from verify.report import render_report
-from verify.report.model import build_report, scatter_feature
+from verify.report.model import build_report as _build_report, scatter_feature
+from verify.results.store import parse_results
+
+
+def build_report(documents):
+    return _build_report([parse_results(d) for d in documents])
 from verify.results.detail import heatmap
 
 
 def render(tmp_path, *documents, name="report.html"):
     path = tmp_path / name
-    render_report(list(documents), path)
+    render_report([parse_results(d) for d in documents], path)
     html = path.read_text()
     return html, parse(html)
 
@@ -50,7 +55,7 @@ def test_merged_documents_get_one_column_per_adapter(tmp_path):
     report = build_report([lavapipe, gpu])
     assert [a.name for a in report.adapters] == [lavapipe["records"][0]["adapter"]["name"], "NVIDIA H200"]
     for view in report.records:
-        assert view.adapter.name == view.record["adapter"]["name"]
+        assert view.adapter.name == view.record.adapter.name
         assert view.adapter.hosts == [("gpu-box" if view.run == 2 else lavapipe["host"])]
 
 
@@ -174,7 +179,7 @@ def test_a_matrix_cell_shows_its_worst_verdict():
     assert [(kernel, cells[0].verdict) for kernel, cells in report.matrix] == [
         (kernel, verdicts[0]) for kernel, verdicts in mixes.items()]
     links = {kernel: cells[0].link for kernel, cells in report.matrix}
-    assert links["c"] == next(v.anchor for v in report.records if v.record["kernel"] == "c" and v.verdict == "known")
+    assert links["c"] == next(v.anchor for v in report.records if v.record.kernel == "c" and v.verdict == "known")
     assert links["d"] is None and links["e"] is None
 
 
@@ -183,7 +188,7 @@ def test_a_pass_of_a_check_with_a_known_finding_says_it_did_not_reproduce(tmp_pa
     document = load_fixture(PASSING)
     document["records"][0].update(finding=FINDING, finding_reproduced=False)
     _, dom = render(tmp_path, document)
-    anchor = next(v.anchor for v in build_report([document]).records if v.record.get("finding"))
+    anchor = next(v.anchor for v in build_report([document]).records if v.record.finding)
     notes = dom.find_id(anchor).by_class("note")
     assert len(notes) == 1 and notes[0].all_text().strip() == "known finding did not reproduce here"
     assert notes[0].attrs["title"] == FINDING.splitlines()[0]

@@ -17,6 +17,7 @@ import pytest
 from tests.report.dom import parse
 from tests.report.synthetic import FAILING, PASSING, load_fixture
 from verify.report import render_report
+from verify.results.store import parse_results
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -36,7 +37,7 @@ def chromium(tmp_path, *arguments) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "report.html"
-    render_report([load_fixture(PASSING), load_fixture(FAILING)], path)
+    render_report([parse_results(load_fixture(PASSING)), parse_results(load_fixture(FAILING))], path)
     return path
 
 

@@ -19,6 +19,8 @@ _LOG2_ABS_NEAR_ONE = {"f32": 2.0**-21, "f16": 2.0**-7}
 #: sin/cos: absolute error inside [-pi, pi]; the spec promises nothing outside, implementations
 #: reduce the argument first, so we apply the same bound to the reduced argument.
 _TRIG_ABS = {"f32": 2.0**-11, "f16": 2.0**-7}
+#: inverseSqrt(x) is accurate to 2 ULP (sqrt is inherited from 1.0 / inverseSqrt(x)).
+INVERSE_SQRT_ULPS = 2.0
 #: x / y is accurate to 2.5 ULP for |y| in [2^-126, 2^126] (f32) / [2^-14, 2^14] (f16).
 DIVISION_ULPS = 2.5
 
@@ -51,3 +53,8 @@ def division_rel(dtype="f32") -> float:
 def trig_abs(dtype="f32") -> float:
     """Absolute error bound of WGSL sin/cos."""
     return _TRIG_ABS[dtype_name(dtype)]
+
+
+def inverse_sqrt_rel(dtype="f32") -> float:
+    """Relative error bound of WGSL inverseSqrt(x), x > 0."""
+    return INVERSE_SQRT_ULPS * 2.0 * unit_roundoff(dtype)

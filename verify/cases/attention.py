@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from verify.cases.case import Case
+from verify.profiles import Profile, get_profile
 from verify.cases.values import make_values, seeds, value_kinds
 
 #: How two states' LSEs relate: close (weights comparable), far (one dominates, up to 2^-200),
@@ -80,14 +81,19 @@ class DecodeLimits:
     special: tuple
 
 
-def decode_limits(profile: str, page_size: int) -> DecodeLimits:
+def special_lengths(page_size: int, max_context: int) -> tuple:
+    """Context lengths worth drawing on purpose, up to max_context: page boundaries for
+    `page_size`, the boundaries of 128-row shards and tiles, and their neighbours."""
     p = page_size
-    edges = {1, 2, p - 1, p, p + 1, 2 * p - 1, 2 * p + 1, 127, 128, 129, 255, 256, 257, 383, 385}
-    if profile == "quick":
-        return DecodeLimits(2, 70, tuple(sorted(e for e in edges if e <= 70)))
-    if profile == "ci":
-        return DecodeLimits(4, 520, tuple(sorted(edges | {511, 512, 513})))
-    return DecodeLimits(8, 8192, tuple(sorted(edges | {1023, 1025, 2047, 4096, 4097, 8191})))
+    edges = {1, 2, p - 1, p, p + 1, 2 * p - 1, 2 * p + 1, 127, 128, 129, 255, 256, 257, 383, 385,
+             511, 512, 513, 1023, 1025, 2047, 4096, 4097, 8191}
+    return tuple(sorted(e for e in edges if 0 < e <= max_context))
+
+
+def decode_limits(profile: Profile | str, page_size: int) -> DecodeLimits:
+    """The profile's decode sizes, with the lengths worth drawing on purpose."""
+    sizes = get_profile(profile).decode
+    return DecodeLimits(sizes.max_batch, sizes.max_context, special_lengths(page_size, sizes.max_context))
 
 
 def context_lengths(limits: DecodeLimits):
@@ -163,7 +169,7 @@ def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, 
 
 
 @st.composite
-def decode_cases(draw, config: dict, profile: str):
+def decode_cases(draw, config: dict, profile: Profile):
     """A paged decode case for a kernel config (head_dim, qo_heads, kv_heads, dtype, page_size,
     sliding_window)."""
     limits = decode_limits(profile, config["page_size"])
@@ -256,14 +262,14 @@ ROPE_MAX_POSITION = 32767
 
 
 @st.composite
-def rope_cases(draw, config: dict, profile: str):
+def rope_cases(draw, config: dict, profile: Profile):
     """q [T, Hq, D], k [T, Hkv, D] in the config's dtype, positions [T] i32, theta and scale.
 
     Positions are mostly the special ones, else anything in a 32k context; rope_theta covers
     Llama 2 (1e4), Llama 3 (5e5) and Qwen-style (1e6) bases, rope_scale shrinks or stretches
     the position (0.5, 8) as position interpolation does.
     """
-    tokens = draw(st.integers(1, {"quick": 4, "ci": 16}.get(profile, 64)))
+    tokens = draw(st.integers(1, get_profile(profile).max_tokens))
     positions = draw(st.lists(
         st.one_of(st.sampled_from(ROPE_POSITIONS), st.integers(0, ROPE_MAX_POSITION)),
         min_size=tokens, max_size=tokens,

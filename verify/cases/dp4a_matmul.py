@@ -27,6 +27,7 @@ from references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_blocks
 from references.nbits import default_zero_point, pack_weights, pack_zero_points
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases.case import Case
+from verify.profiles import Profile, get_profile
 from verify.cases.dp4a_quantize import BLOCK_MIXES, make_activation
 from verify.cases.values import seeds, value_kinds
 
@@ -62,14 +63,12 @@ class MatmulLimits:
     special_k: tuple
 
 
-def matmul_limits(profile: str) -> MatmulLimits:
+def matmul_limits(profile: Profile | str) -> MatmulLimits:
     ms = (1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257, 299, 300)
     ns = (16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 240, 256, 272, 288, 1008, 1024)
     ks = (128, 256, 384, 512, 640, 1024, 1152, 2048, 3072, 4096)
-    max_m, max_n, max_k, max_batch, max_macs = {
-        "quick": (70, 96, 512, 2, 1 << 20),
-        "ci": (300, 288, 4096, 3, 1 << 23),
-    }.get(profile, (300, 1024, 4096, 3, 1 << 26))
+    sizes = get_profile(profile).matmul
+    max_m, max_n, max_k, max_batch, max_macs = sizes.max_m, sizes.max_n, sizes.max_k, sizes.max_batch, sizes.max_macs
     return MatmulLimits(max_m, max_n, max_k, max_batch, max_macs, tuple(m for m in ms if m <= max_m),
                         tuple(n for n in ns if n <= max_n), tuple(k for k in ks if k <= max_k))
 
@@ -89,7 +88,7 @@ def _fit(config: dict, batch: int, m: int, n: int, k: int, max_macs: int) -> tup
 
 
 @st.composite
-def matmul_shapes(draw, config: dict, profile: str, ks=None):
+def matmul_shapes(draw, config: dict, profile: Profile, ks=None):
     """(batch, M, N, K): tails around the 64/128-row and 16/32/64-column tiles; config m/n/k pin them.
 
     `ks` replaces the drawn K values (multiples of the K step are kept).
@@ -188,7 +187,7 @@ def _zero_point_array(rng, config, kind: str, n: int, k: int) -> np.ndarray:
 
 # -- the strategies -------------------------------------------------------------------------------
 @st.composite
-def matmul_cases(draw, config: dict, profile: str = "ci"):
+def matmul_cases(draw, config: dict, profile: Profile):
     """A general case: adversarial A blocks, weight codes, scales, zero points and bias."""
     batch, m, n, k = draw(matmul_shapes(config, profile))
     values, mix = draw(value_kinds), draw(st.sampled_from(A_MIXES))
@@ -228,7 +227,7 @@ def _within_range(quantized, codes, zero_points, b_scales, bias, block_size: int
 
 
 @st.composite
-def integer_sum_cases(draw, config: dict, profile: str = "ci"):
+def integer_sum_cases(draw, config: dict, profile: Profile):
     """Unit scales, small integer codes: every p_c and partial sum is an exact integer in T.
 
     s_a = s_b = 1, so p_c = I_c; A's codes are thinned (zeroed at random) until
@@ -272,7 +271,7 @@ def _thinned(rng, a_codes: np.ndarray, w_abs: np.ndarray, room: int) -> np.ndarr
 
 
 @st.composite
-def accumulator_range_cases(draw, config: dict, profile: str = "ci"):
+def accumulator_range_cases(draw, config: dict, profile: Profile):
     """Large same-sign chunk products: running sums past 65504, a small exact result.
 
     Every A block is ±m with codes ±127 and every weight has the largest centred magnitude

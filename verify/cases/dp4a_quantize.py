@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from references.dp4a_quant import ACTIVATION_BLOCK
 from verify.budgets.roundoff import numpy_dtype, smallest_normal
 from verify.cases.case import Case
+from verify.profiles import Profile, get_profile
 from verify.cases.values import make_values, seeds, value_kinds
 
 #: values: the drawn value kind as is. zero: all zeros (0/0 in ORT's shader). outlier: one value
@@ -44,10 +45,11 @@ class QuantizeLimits:
     special_k: tuple
 
 
-def quantize_limits(profile: str) -> QuantizeLimits:
+def quantize_limits(profile: Profile | str) -> QuantizeLimits:
     rows = {1, 2, 3, 4, 5, 7, 8, 9, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 299, 300}
     ks = {128, 256, 384, 512, 640, 1024, 1152, 2048, 4096}
-    max_rows, max_k, max_batch = {"quick": (64, 1024, 2), "ci": (300, 4096, 3)}.get(profile, (1024, 8192, 4))
+    sizes = get_profile(profile).quantize
+    max_rows, max_k, max_batch = sizes.max_rows, sizes.max_k, sizes.max_batch
     return QuantizeLimits(max_rows, max_k, max_batch, tuple(sorted(r for r in rows if r <= max_rows)),
                           tuple(sorted(k for k in ks if k <= max_k)))
 
@@ -130,7 +132,7 @@ def make_activation(rng, shape, values: str, mix: str, dtype: str) -> np.ndarray
 
 
 @st.composite
-def quantize_cases(draw, dtype: str, profile: str = "ci"):
+def quantize_cases(draw, dtype: str, profile: Profile):
     """One A for dp4a.quantize: [M, K], or [batch, M, K] (rows flattened by the kernel)."""
     limits = quantize_limits(profile)
     batch = draw(st.integers(0, limits.max_batch))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from verify.checks.outcome import Outcome, StageTimer
 from verify.budgets.metrics import compare
+from verify.profiles import Profile, get_profile
 
 
 @dataclass
@@ -14,7 +15,7 @@ class CheckContext:
     config: dict
     device: object  # verify.gpu.Device
     wgsl: str
-    profile: str = "ci"
+    profile: Profile = field(default_factory=lambda: get_profile("ci"))
     timer: StageTimer = field(default_factory=StageTimer)
 
     def launch(self, case, kernel=None, wgsl=None):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.errors import Flaky
@@ -18,8 +17,8 @@ from hypothesis.errors import Flaky
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
 from verify.errors import KernelError
-from verify.results.casefile import save_case
 from verify.results.detail import error_detail
+from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
 
 #: Per-example points kept for plots (err/budget against a case feature).
 MAX_SAMPLES = 4000
@@ -35,30 +34,39 @@ class _Violation(Exception):
 class RunOptions:
     examples: int
     seed: int
-    out_dir: Path | None = None
     shrink: bool = True
 
 
-def _summarise(outcome: Outcome | None, axes: dict | None = None) -> dict | None:
+def _summarise(outcome: Outcome | None, axes: dict | None = None) -> ExampleSummary | None:
     if outcome is None:
         return None
-    return {
-        "score": _finite(outcome.score),
-        "passed": outcome.passed,
-        "message": outcome.message(),
-        "features": outcome.features,
-        "case": outcome.case.summary() if outcome.case is not None else "",
-        "outputs": [m.as_record() for m in outcome.outputs],
-        "detail": error_detail(outcome.outputs, axes, with_heatmap=not outcome.passed),
-    }
+    return ExampleSummary(
+        score=_score(outcome.score),
+        passed=outcome.passed,
+        message=outcome.message(),
+        features=outcome.features,
+        case=outcome.case.summary() if outcome.case is not None else "",
+        outputs=list(outcome.outputs),
+        detail=error_detail(outcome.outputs, axes, with_heatmap=not outcome.passed),
+    )
 
 
-def _finite(x: float):
-    return x if x == x and abs(x) != float("inf") else str(x)
+def _score(x: float) -> float:
+    """Hypothesis scores are floats; NaN (no comparison possible) ranks as the worst."""
+    return float("inf") if x != x else float(x)
 
 
-def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> dict:
-    """Run `check` over `options.examples` drawn cases; returns the check's result record."""
+@dataclass
+class CheckRun:
+    """A check's result, and the shrunk and worst cases themselves (for verify/results to save)."""
+
+    result: CheckResult
+    shrunk: Outcome | None = None
+    worst: Outcome | None = None
+
+
+def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> CheckRun:
+    """Run `check` over `options.examples` drawn cases: its result, with the cases to keep."""
     started = time.perf_counter()
     state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": []}
 
@@ -73,7 +81,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> d
         if not shrinking:
             state["generated"] += 1
             if len(state["samples"]) < MAX_SAMPLES:
-                state["samples"].append({**outcome.features, "score": _finite(outcome.score), "passed": outcome.passed})
+                state["samples"].append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
                 progress(state["generated"], options.examples)
         worst = state["worst"]
@@ -96,66 +104,37 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> d
         suppress_health_check=list(HealthCheck),
     )(seed(options.seed)(given(check.strategy(ctx))(body)))
 
-    verdict, reason, shrunk = "pass", "", None
+    verdict, reason, shrunk, trace = Verdict.PASS, "", None, None
     try:
         runner()
     except _Violation as failure:
-        verdict, shrunk = "fail", failure.outcome
+        verdict, shrunk = Verdict.FAIL, failure.outcome
         reason = shrunk.message()
     except Flaky:
-        verdict = "fail"
+        verdict = Verdict.FAIL
         shrunk = state["first_failure"]
         reason = ("nondeterministic: a case failed, then passed when replayed (a race or "
                   "uninitialised memory?); first failure: " + (shrunk.message() if shrunk else "?"))
     except KernelError as exc:
-        verdict, reason = "fail", str(exc)
+        verdict, reason = Verdict.FAIL, str(exc)
     except Exception as exc:  # a defect in verify itself, reported rather than hidden
-        verdict = "error"
+        verdict = Verdict.ERROR
         reason = f"internal error in verify: {type(exc).__name__}: {exc}"
-        state["traceback"] = traceback.format_exc()
+        trace = traceback.format_exc()
 
-    record = {
-        "check": check.name,
-        "verdict": verdict,
-        "reason": reason,
-        "examples": state["generated"],
-        "runs": state["calls"],
-        "seed": options.seed,
-        "duration_s": round(time.perf_counter() - started, 3),
-        "worst": _summarise(state["worst"], ctx.kernel.output_axes),
-        "shrunk": _summarise(shrunk, ctx.kernel.output_axes),
-        "samples": state["samples"],
-        "timing": ctx.timer.as_record(),
-    }
-    if "traceback" in state:
-        record["traceback"] = state["traceback"]
-    if verdict == "fail" and options.out_dir is not None:
-        _save_cases(record, ctx, options, shrunk, state["worst"])
-    return record
+    axes = ctx.kernel.output_axes
+    timing = ctx.timer.as_record()
+    result = CheckResult(
+        kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=verdict, reason=reason,
+        examples=state["generated"], runs=state["calls"], seed=options.seed,
+        duration_s=round(time.perf_counter() - started, 3),
+        worst=_summarise(state["worst"], axes), shrunk=_summarise(shrunk, axes), samples=state["samples"],
+        timing=StageTiming(**timing), traceback=trace)
+    return CheckRun(result, shrunk if verdict is Verdict.FAIL else None,
+                    state["worst"] if verdict is Verdict.FAIL else None)
 
 
 def _rank(outcome: Outcome) -> tuple:
     """Failures outrank passes; then the larger err/budget."""
     score = outcome.score if outcome.score == outcome.score else float("inf")
     return (not outcome.passed, score)
-
-
-def _save_cases(record: dict, ctx: CheckContext, options: RunOptions, shrunk, worst) -> None:
-    meta = {
-        "kernel": ctx.kernel.name,
-        "config": ctx.config,
-        "check": record["check"],
-        "seed": options.seed,
-        "adapter": ctx.device.info.as_record(),
-        "source": ctx.kernel.source,
-    }
-    stem = f"{ctx.kernel.name}-{record['check']}-{_config_tag(ctx.config)}"
-    for label, outcome in (("shrunk", shrunk), ("worst", worst)):
-        if outcome is not None and outcome.case is not None and record[label] is not None:
-            path = save_case(options.out_dir / "cases", f"{stem}-{label}", outcome.case,
-                             dict(meta, role=label, message=outcome.message()), ctx.wgsl)
-            record[label]["case_file"] = str(path)
-
-
-def _config_tag(config: dict) -> str:
-    return "_".join(f"{k}{v}" for k, v in sorted(config.items())).replace(".", "p")[:80]

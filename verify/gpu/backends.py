@@ -40,12 +40,13 @@ def open_device(backend: str | None = None, adapter: str | None = None, limits: 
 
 
 def ensure_available(backend: str | None, adapter: str | None = None) -> None:
-    """Raise one SetupError line now if `backend` cannot run here (before any job starts).
-
-    wgpu is checked when its device opens, as before; Dawn needs Node, the pinned npm package
-    and a Vulkan driver it accepts, which only asking it tells.
-    """
+    """Raise one SetupError line now if `backend` has no adapter matching `adapter` here
+    (before any job starts). Dawn needs Node, the pinned npm package and a Vulkan driver it
+    accepts, which only asking it tells."""
     if backend_named(backend) is not Implementation.DAWN:
+        from verify.gpu.adapters import choose_adapter
+
+        choose_adapter(adapter)
         return
     from verify.gpu.dawn import environment, list_dawn_adapters
 

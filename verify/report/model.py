@@ -3,8 +3,7 @@
 Documents are merged without losing where a record ran: every record keeps its own adapter
 (records written without one, e.g. for a worker that died, take the adapter the rest of their
 document ran on), and the kernel x adapter matrix gets one column per distinct adapter. Records
-are ordered failures first (methodology.md §5: a kernel author reads the failures, then the
-summary of what held), then known findings (failures a kernel is documented to have,
+are ordered failures first (a kernel author reads the failures, then the summary of what held), then known findings (failures a kernel is documented to have,
 Kernel.known_finding: reported in full, but not news), and skips are kept apart from passes: a
 check that did not run proved nothing.
 """
@@ -14,24 +13,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from verify.results.record import AdapterRecord, CheckResult, Verdict, number
+from verify.results.store import ResultsDocument
+
 #: Worst first: the order of sections, counts and legends, and of a matrix cell's verdict.
-VERDICTS = ("fail", "error", "known", "skip", "pass")
+VERDICTS = tuple(v.value for v in sorted(Verdict, key=lambda v: v.rank))
 #: Verdicts shown as a full record card (cases, plots, provenance) rather than a table row.
 CARDS = ("fail", "error", "known")
 _ORDER = {v: i for i, v in enumerate(VERDICTS)}
 _SAMPLE_KEYS = ("score", "passed")
-
-
-def number(value) -> float | None:
-    """A record's number as float: results files write inf and NaN as strings."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def config_text(config: dict | None) -> str:
@@ -63,10 +53,11 @@ class AdapterColumn:
 
 @dataclass
 class RecordView:
-    record: dict
+    record: CheckResult
     anchor: str
     run: int
     adapter: AdapterColumn
+    #: The verdict's value ("fail", ...): a CSS class and badge text in the templates.
     verdict: str
     score: float | None
     #: True when the check compares against budgets (outputs with metrics), so its score is an
@@ -77,71 +68,74 @@ class RecordView:
 
     @property
     def config(self) -> str:
-        return config_text(self.record.get("config"))
+        return self.record.config_text
 
     @property
     def wgsl(self) -> str:
         """Where the WGSL came from, short: "own", "tvm", or the user's file name."""
-        source = self.record.get("source") or {}
-        if source.get("kind") == "file" and source.get("origin"):
-            return "file " + str(source["origin"]).replace("\\", "/").rsplit("/", 1)[-1]
-        return str(source.get("kind") or "–")
+        source = self.record.source
+        if source is None:
+            return "–"
+        if source.kind == "file" and source.origin:
+            return "file " + source.origin.replace("\\", "/").rsplit("/", 1)[-1]
+        return source.kind or "–"
 
     @property
     def finding_headline(self) -> str:
         """The first line of the record's known finding ("" without one)."""
-        lines = str(self.record.get("finding") or "").strip().splitlines()
-        return lines[0] if lines else ""
+        return self.record.finding_headline
 
     @property
     def finding_not_reproduced(self) -> bool:
         """A pass of a check the kernel is documented to fail: fixed upstream, or hidden here."""
-        return self.verdict == "pass" and self.record.get("finding_reproduced") is False
+        return self.record.finding_not_reproduced
 
     @property
     def same_case(self) -> bool:
         """The shrunk case is also the worst one found (a bug that fails on the first example)."""
-        shrunk, worst = self.record.get("shrunk"), self.record.get("worst")
-        return bool(shrunk and worst and shrunk.get("case") == worst.get("case")
-                    and shrunk.get("message") == worst.get("message"))
+        shrunk, worst = self.record.shrunk, self.record.worst
+        return bool(shrunk and worst and shrunk.case == worst.case and shrunk.message == worst.message)
 
     @property
     def rerun(self) -> str:
         """The `verify check` line that re-runs this check with the same seed and draw count."""
         r = self.record
-        parts = ["verify check", str(r.get("kernel"))]
-        if r.get("config"):
-            parts.append("--config " + ",".join(f"{k}={v}" for k, v in sorted(r["config"].items())))
-        source = r.get("source") or {}
-        if source.get("kind") == "file" and source.get("origin"):
-            parts.append(f"--wgsl {source['origin']}")
-        if r.get("check") and r.get("check") != "*":
-            parts.append(f"--checks {r['check']}")
-        for option, key in (("--seed", "seed"), ("--examples", "examples"), ("--profile", "profile")):
-            if r.get(key) not in (None, "") and not (key == "examples" and not r[key]):
-                parts.append(f"{option} {r[key]}")
+        parts = ["verify check", r.kernel_ref if r.source is not None and r.source.kind == "package" else r.kernel]
+        if r.config:
+            parts.append("--config " + ",".join(f"{k}={v}" for k, v in sorted(r.config.items())))
+        if r.source is not None and r.source.kind == "file" and r.source.origin:
+            parts.append(f"--wgsl {r.source.origin}")
+        if r.check and r.check != "*":
+            parts.append(f"--checks {r.check}")
+        parts.append(f"--seed {r.seed}")
+        if r.examples:
+            parts.append(f"--examples {r.examples}")
+        if r.profile:
+            parts.append(f"--profile {r.profile}")
         return " ".join(parts)
 
 
-def failure_kind(record: dict) -> str:
-    """A defect class for a failing record, as Allure's categories do (methodology.md §5):
-    read from the structured metrics first, then from the reasons verify itself writes."""
-    reason = record.get("reason") or ""
-    if record.get("verdict") == "error":
+def failure_kind(record: CheckResult) -> str:
+    """A defect class for a failing record, as Allure's categories do: read from the structured
+    metrics first, then from the reasons verify itself writes."""
+    reason = record.reason
+    if record.verdict is Verdict.ERROR:
         return "internal error"
     for prefix, kind in (("WGSL does not compile", "compile error"), ("did not finish within", "time limit"),
+                         ("did not start within", "time limit"),
                          ("the process running the kernel died", "crash or device lost"),
                          ("nondeterministic", "nondeterministic")):
         if reason.startswith(prefix):
             return kind
     if "wrote past the end" in reason:
         return "write out of bounds"
-    outputs = (record.get("shrunk") or record.get("worst") or {}).get("outputs") or []
-    if any(o.get("nan_count") for o in outputs):
+    summary = record.shrunk or record.worst
+    outputs = summary.outputs if summary is not None else []
+    if any(o.nan_count for o in outputs):
         return "NaN"
-    if any(o.get("exact_mismatches") for o in outputs):
+    if any(o.exact_mismatches for o in outputs):
         return "not bit-exact"
-    if any(o.get("failing") for o in outputs):
+    if any(o.failing for o in outputs):
         return "over budget"
     if "page placement changed" in reason:
         return "page placement"
@@ -191,7 +185,7 @@ class Cell:
 
     def add(self, view: RecordView) -> None:
         self.counts[view.verdict] += 1
-        self.examples += int(number(view.record.get("examples")) or 0)
+        self.examples += view.record.examples
         if view.has_metrics and view.score is not None:
             self.worst = view.score if self.worst is None else max(self.worst, view.score)
         if view.verdict in CARDS:
@@ -231,62 +225,56 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _document_adapter(document: dict) -> dict | None:
-    seen = Counter(tuple(sorted(r["adapter"].items())) for r in document.get("records", [])
-                   if isinstance(r.get("adapter"), dict))
-    return dict(seen.most_common(1)[0][0]) if seen else None
+def _document_adapter(document: ResultsDocument) -> AdapterRecord | None:
+    seen = Counter(r.adapter for r in document.records if r.adapter is not None)
+    return seen.most_common(1)[0][0] if seen else None
 
 
-def _run_summary(index: int, document: dict, adapters: list) -> dict:
+def _run_summary(index: int, document: ResultsDocument, adapters: list) -> dict:
     return {
         "index": index + 1,
-        "command": " ".join(["verify", *document.get("argv", [])]) if document.get("argv") else document.get("command", ""),
-        **{k: document.get(k, "") for k in ("profile", "host", "started", "finished", "verify_version")},
-        "complete": bool(document.get("complete")),
-        "interrupted": bool(document.get("interrupted")),
-        "records": len(document.get("records", [])),
+        "command": " ".join(["verify", *document.argv]) if document.argv else document.command,
+        "profile": document.profile, "host": document.host, "started": document.started,
+        "finished": document.finished, "verify_version": document.verify_version,
+        "complete": document.complete,
+        "interrupted": document.interrupted,
+        "records": len(document.records),
         "adapters": adapters,
     }
 
 
-def _column(columns: dict, info: dict) -> AdapterColumn:
-    column = AdapterColumn(str(info.get("name", "?")), str(info.get("backend", "")), str(info.get("driver", "")),
-                           str(info.get("type", "")), info.get("subgroup_size"),
-                           index=len(columns))
+def _column(columns: dict, info: AdapterRecord) -> AdapterColumn:
+    column = AdapterColumn(info.name, info.backend, info.driver, info.type, info.subgroup_size, index=len(columns))
     return columns.setdefault(column.key, column)
 
 
-def build_report(documents: list[dict]) -> Report:
+def build_report(documents: list[ResultsDocument]) -> Report:
     columns: dict[tuple, AdapterColumn] = {}
     views, runs = [], []
     for run, document in enumerate(documents):
-        fallback = _document_adapter(document) or {"name": "unknown adapter", "backend": "", "driver": ""}
-        records = list(document.get("records", [])) + list(document.get("skipped_kernels", []))
+        fallback = _document_adapter(document) or AdapterRecord("unknown adapter")
         run_columns = []
-        for record in records:
-            info = record.get("adapter") if isinstance(record.get("adapter"), dict) else fallback
-            column = _column(columns, info)
-            if document.get("host") and document["host"] not in column.hosts:
-                column.hosts.append(document["host"])
+        for record in document.records:
+            column = _column(columns, record.adapter or fallback)
+            if document.host and document.host not in column.hosts:
+                column.hosts.append(document.host)
             if column not in run_columns:
                 run_columns.append(column)
-            worst = record.get("worst") or {}
-            verdict = record.get("verdict") if record.get("verdict") in VERDICTS else "error"
-            view = RecordView(record, "", run + 1, column, verdict, number(worst.get("score")),
-                              bool(worst.get("outputs")))
-            if verdict in CARDS:
+            worst = record.worst
+            view = RecordView(record, "", run + 1, column, record.verdict.value,
+                              worst.score if worst is not None else None, bool(worst and worst.outputs))
+            if record.verdict.value in CARDS:
                 view.kind = failure_kind(record)
             views.append(view)
         runs.append(_run_summary(run, document, [c.label for c in run_columns]))
-    views.sort(key=lambda v: (_ORDER[v.verdict], str(v.record.get("kernel")), str(v.record.get("check")), v.config,
-                              v.adapter.index, v.run))
+    views.sort(key=lambda v: (_ORDER[v.verdict], v.record.kernel, v.record.check, v.config, v.adapter.index, v.run))
     for i, view in enumerate(views):
         view.anchor = f"r{i + 1}"
     adapters = list(columns.values())
-    kernels = sorted({str(v.record.get("kernel")) for v in views})
+    kernels = sorted({v.record.kernel for v in views})
     cells = {(k, a.key): None for k in kernels for a in adapters}
     for view in views:
-        key = (str(view.record.get("kernel")), view.adapter.key)
+        key = (view.record.kernel, view.adapter.key)
         cells[key] = cells[key] or Cell()
         cells[key].add(view)
     for view in views:

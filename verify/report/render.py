@@ -2,8 +2,8 @@
 
 The page is a Jinja2 template (templates/report.html.j2) with its CSS inlined and its plots as
 inline SVG drawn by matplotlib (plots.py), so the file can be mailed, attached to a CI run or
-opened from disk. Size is kept in check the way pytest-html users asked for (methodology.md §5:
-reports of 100 MB crash browsers): full plots only for failing records; passing records are
+opened from disk. Size is kept in check the way pytest-html users asked for (reports of 100 MB
+crash browsers): full plots only for failing records; passing records are
 table rows, with one err/budget scatter per kernel and adapter. Known findings are failures a
 kernel is documented to have: they get the failing records' cards, in a section of their own.
 """
@@ -21,6 +21,7 @@ from verify.report import plots
 from verify.report.model import (CARDS, VERDICTS, AdapterColumn, RecordView, build_report, number, scatter_feature,
                                  scatter_points)
 from verify.results.atomic import write_atomic
+from verify.results.store import ResultsDocument
 
 
 @dataclass
@@ -65,12 +66,12 @@ def _environment() -> Environment:
 
 
 def _scatter(samples: list[dict], salt: str, marks_from: dict | None = None) -> Plot | None:
-    feature = scatter_feature(samples or [dict(r.get("features") or {}) for r in (marks_from or {}).values()])
+    feature = scatter_feature(samples or [dict(r.features) for r in (marks_from or {}).values()])
     points = scatter_points(samples, feature)
     marks = {}
     for label, summary in (marks_from or {}).items():
-        x = number((summary.get("features") or {}).get(feature)) if feature else None
-        y = number(summary.get("score"))
+        x = number(summary.features.get(feature)) if feature else None
+        y = number(summary.score)
         if x is not None and y is not None and x == x and abs(x) != float("inf"):
             marks[label] = (x, y)
     if not points and not marks:
@@ -85,11 +86,11 @@ def _failure_plots(view: RecordView) -> list[Plot]:
     record = view.record
     if not view.has_metrics:
         return []
-    marks = {label: record[label] for label in ("worst", "shrunk") if record.get(label)}
+    marks = {label: getattr(record, label) for label in ("worst", "shrunk") if getattr(record, label)}
     if view.same_case:
         marks.pop("shrunk", None)
-    found = [_scatter(record.get("samples") or [], f"{view.anchor}-scatter", marks)]
-    for output, detail in ((record.get("worst") or {}).get("detail") or {}).items():
+    found = [_scatter(record.samples, f"{view.anchor}-scatter", marks)]
+    for output, detail in (record.worst.detail if record.worst else {}).items():
         histogram, heatmap = detail.get("histogram"), detail.get("heatmap")
         if histogram and sum(histogram.get("counts", [])) > 1:
             found.append(Plot(Markup(plots.err_budget_histogram(output, histogram, f"{view.anchor}-hist-{output}")),
@@ -106,15 +107,15 @@ def _failure_plots(view: RecordView) -> list[Plot]:
 def _pass_groups(passes: list[RecordView]) -> list[PassGroup]:
     groups: dict[tuple, PassGroup] = {}
     for view in passes:
-        key = (str(view.record.get("kernel")), view.adapter.key)
+        key = (view.record.kernel, view.adapter.key)
         groups.setdefault(key, PassGroup(key[0], view.adapter)).records.append(view)
     for i, group in enumerate(groups.values()):
-        samples = [s for v in group.records if v.has_metrics for s in v.record.get("samples") or []]
+        samples = [s for v in group.records if v.has_metrics for s in v.record.samples]
         group.plot = _scatter(samples, f"pass{i}") if samples else None
     return list(groups.values())
 
 
-def render_report(documents: list[dict], path: Path) -> None:
+def render_report(documents: list[ResultsDocument], path: Path) -> None:
     """Write the HTML report of `documents` (results documents, merged) to `path`."""
     report = build_report(documents)
     for view in report.section(*CARDS):

@@ -1,13 +1,17 @@
 """Case files: a failing case's inputs (.npz) with a JSON sidecar saying how to replay it.
 
-The sidecar carries the kernel, config, check, seed, adapter and the WGSL itself, so a case
-replays on another machine even when the user's .wgsl file has moved or changed since.
+The sidecar carries the schema version, the kernel (name and import path), config, check, seed,
+adapter, where the WGSL came from and the WGSL itself with its sha256, so a case replays on
+another machine even when the user's .wgsl file has moved or changed since, and a replay can
+tell when the sidecar was edited.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +20,11 @@ from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu.wgsl import sha256
 from verify.results.atomic import write_atomic
+from verify.results.record import to_json_value
+
+#: Written into every sidecar; a newer schema is refused rather than misread.
+SCHEMA = "verify.case/1"
+_SUPPORTED = {SCHEMA}
 
 
 def save_case(directory: Path, stem: str, case: Case, meta: dict, wgsl: str) -> Path:
@@ -25,9 +34,35 @@ def save_case(directory: Path, stem: str, case: Case, meta: dict, wgsl: str) -> 
     tmp = npz.with_suffix(".tmp.npz")
     np.savez_compressed(tmp, **case.arrays)
     os.replace(tmp, npz)
-    sidecar = dict(meta, params=case.params, wgsl=wgsl, wgsl_sha256=sha256(wgsl), arrays=sorted(case.arrays))
+    sidecar = dict(meta, schema=SCHEMA, params=case.params, wgsl=wgsl, wgsl_sha256=sha256(wgsl),
+                   arrays={name: {"shape": list(a.shape), "dtype": str(a.dtype)} for name, a in case.arrays.items()})
     write_atomic(npz.with_suffix(".json"), json.dumps(sidecar, indent=1, default=_plain))
     return npz
+
+
+def save_check_cases(result, shrunk: Case | None, worst: Case | None, directory: Path, wgsl: str):
+    """`result` (a CheckResult) with its shrunk and worst cases saved under `directory`/cases
+    and their files recorded in the result."""
+    meta = {
+        "kernel": result.kernel,
+        "kernel_ref": result.kernel_ref,
+        "config": result.config,
+        "check": result.check,
+        "seed": result.seed,
+        "profile": result.profile,
+        "adapter": to_json_value(result.adapter),
+        "source": to_json_value(result.source),
+    }
+    stem = f"{_safe(result.kernel)}-{result.check}-{_config_tag(result.config)}"
+    updates = {}
+    for role, case in (("shrunk", shrunk), ("worst", worst)):
+        summary = getattr(result, role)
+        if case is None or summary is None:
+            continue
+        path = save_case(Path(directory) / "cases", f"{stem}-{role}", case,
+                         dict(meta, role=role, message=summary.message), wgsl)
+        updates[role] = replace(summary, case_file=str(path))
+    return replace(result, **updates)
 
 
 def load_case(path: str | Path) -> tuple[Case, dict]:
@@ -39,16 +74,45 @@ def load_case(path: str | Path) -> tuple[Case, dict]:
             raise UsageError(f"{p}: no such case file (a case is a .npz with a .json beside it)")
     try:
         meta = json.loads(sidecar_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{sidecar_path}: not a readable case sidecar ({exc})") from None
+    if not isinstance(meta, dict):
+        raise UsageError(f"{sidecar_path}: not a case sidecar written by verify")
+    schema = meta.get("schema", SCHEMA)  # files from before schemas were recorded read as the first
+    if schema not in _SUPPORTED:
+        raise UsageError(f"{sidecar_path}: case schema {schema!r} is newer than this verify understands "
+                         f"({', '.join(sorted(_SUPPORTED))}); upgrade verify to replay it")
+    for key, kind in (("kernel", str), ("config", dict), ("wgsl", str), ("params", dict)):
+        if not isinstance(meta.get(key), kind):
+            raise UsageError(f"{sidecar_path}: {key!r} is missing or not a {kind.__name__}; "
+                             "not a case file written by verify")
+    try:
         with np.load(npz, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: not a readable case file ({exc})") from None
-    for key in ("kernel", "config", "wgsl", "params"):
-        if key not in meta:
-            raise UsageError(f"{sidecar_path}: missing {key!r}; not a case file written by verify")
-    if sorted(arrays) != sorted(meta.get("arrays", arrays)):
-        raise UsageError(f"{npz}: arrays {sorted(arrays)} do not match its sidecar {meta['arrays']}")
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise UsageError(f"{npz}: not a readable case file ({type(exc).__name__}: {exc})") from None
+    declared = meta.get("arrays", sorted(arrays))
+    if sorted(arrays) != sorted(declared):
+        raise UsageError(f"{npz}: arrays {sorted(arrays)} do not match its sidecar {sorted(declared)}")
+    if isinstance(declared, dict):
+        for name, info in declared.items():
+            shape, dtype = tuple(info.get("shape", ())), info.get("dtype")
+            if arrays[name].shape != shape or str(arrays[name].dtype) != dtype:
+                raise UsageError(f"{npz}: array {name!r} is {arrays[name].dtype}{list(arrays[name].shape)}, "
+                                 f"its sidecar says {dtype}{list(shape)}")
+    recorded = meta.get("wgsl_sha256")
+    if recorded is not None and recorded != sha256(meta["wgsl"]):
+        raise UsageError(f"{sidecar_path}: the WGSL's sha256 does not match the recorded {recorded[:12]}...; "
+                         "the sidecar was edited")
     return Case(arrays, meta["params"]), meta
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def _config_tag(config: dict) -> str:
+    return _safe("_".join(f"{k}{v}" for k, v in sorted(config.items())).replace(".", "p"))[:80]
 
 
 def _plain(value):

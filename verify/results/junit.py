@@ -12,64 +12,59 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from verify.results.atomic import write_atomic
+from verify.results.record import CheckResult, Verdict
 
 
-def _case_name(record: dict) -> str:
-    config = " ".join(f"{k}={v}" for k, v in sorted((record.get("config") or {}).items()))
-    return f"{record.get('check')} [{config}]"
+def _case_name(record: CheckResult) -> str:
+    return f"{record.check} [{record.config_text}]"
 
 
-def _details(record: dict) -> str:
-    lines = [f"seed: {record.get('seed')}", f"examples: {record.get('examples')}"]
-    if record.get("finding"):
-        reproduced = "reproduced" if record.get("finding_reproduced") else "did not reproduce"
-        lines.append(f"known finding ({reproduced}):\n{record['finding'].strip()}")
-    if record.get("verdict") == "known" and record.get("reason"):
-        lines.append(f"observed:\n{record['reason'].strip()}")
-    adapter = record.get("adapter") or {}
-    if adapter:
-        lines.append(f"adapter: {adapter.get('name')} ({adapter.get('backend')}, {adapter.get('driver')})")
-    source = record.get("source") or {}
-    if source.get("sha256"):
-        lines.append(f"wgsl sha256: {source['sha256']} ({source.get('origin')})")
-    for role in ("shrunk", "worst"):
-        part = record.get(role) or {}
-        if part:
-            lines.append(f"{role}: err/budget {part.get('score')} case {part.get('case')}")
-            if part.get("case_file"):
-                lines.append(f"  replay: verify replay {part['case_file']}")
+def _details(record: CheckResult) -> str:
+    lines = [f"seed: {record.seed}", f"examples: {record.examples}"]
+    if record.finding:
+        reproduced = "reproduced" if record.finding_reproduced else "did not reproduce"
+        lines.append(f"known finding ({reproduced}):\n{record.finding.strip()}")
+    if record.verdict is Verdict.KNOWN and record.reason:
+        lines.append(f"observed:\n{record.reason.strip()}")
+    if record.adapter is not None:
+        lines.append(f"adapter: {record.adapter.name} ({record.adapter.backend}, {record.adapter.driver})")
+    if record.source is not None and record.source.sha256:
+        lines.append(f"wgsl sha256: {record.source.sha256} ({record.source.origin or record.source.kind})")
+    for role, part in (("shrunk", record.shrunk), ("worst", record.worst)):
+        if part is not None:
+            lines.append(f"{role}: err/budget {part.score} case {part.case}")
+            if part.replay:
+                lines.append(f"  {part.replay.replace('verify replay', 'replay: verify replay', 1)}")
     return "\n".join(lines)
 
 
-def write_junit(document: dict, path: Path) -> None:
+def write_junit(records: list[CheckResult], path: Path) -> None:
     suites = ET.Element("testsuites", name="verify")
     by_kernel: dict = {}
-    for record in document.get("records", []):
-        by_kernel.setdefault(record.get("kernel", "?"), []).append(record)
-    for kernel, records in by_kernel.items():
-        suite = ET.SubElement(suites, "testsuite", name=kernel, tests=str(len(records)))
+    for record in records:
+        by_kernel.setdefault(record.kernel, []).append(record)
+    for kernel, group in by_kernel.items():
+        suite = ET.SubElement(suites, "testsuite", name=kernel, tests=str(len(group)))
         counts = {"failures": 0, "errors": 0, "skipped": 0}
         total_time = 0.0
-        for record in records:
-            seconds = float(record.get("duration_s") or 0.0)
-            total_time += seconds
-            case = ET.SubElement(suite, "testcase", classname=kernel, name=_case_name(record), time=f"{seconds:.3f}")
-            verdict = record.get("verdict")
-            reason = (record.get("reason") or "").strip()
-            if verdict == "fail":
+        for record in group:
+            total_time += record.duration_s
+            case = ET.SubElement(suite, "testcase", classname=kernel, name=_case_name(record),
+                                 time=f"{record.duration_s:.3f}")
+            reason = record.reason.strip()
+            headline = reason.splitlines()[0] if reason else ""
+            if record.verdict is Verdict.FAIL:
                 counts["failures"] += 1
-                ET.SubElement(case, "failure", message=reason.splitlines()[0] if reason else "failed").text = reason
-            elif verdict == "error":
+                ET.SubElement(case, "failure", message=headline or "failed").text = reason
+            elif record.verdict is Verdict.ERROR:
                 counts["errors"] += 1
-                ET.SubElement(case, "error", message=reason.splitlines()[0] if reason else "error").text = \
-                    record.get("traceback") or reason
-            elif verdict == "skip":
+                ET.SubElement(case, "error", message=headline or "error").text = record.traceback or reason
+            elif record.verdict is Verdict.SKIP:
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", message=reason)
-            elif verdict == "known":
+            elif record.verdict is Verdict.KNOWN:
                 counts["skipped"] += 1
-                headline = (record.get("finding") or "").strip().splitlines()[:1]
-                ET.SubElement(case, "skipped", message=f"known finding: {headline[0] if headline else '?'}")
+                ET.SubElement(case, "skipped", message=f"known finding: {record.finding_headline or '?'}")
             ET.SubElement(case, "system-out").text = _details(record)
         suite.set("time", f"{total_time:.3f}")
         for key, value in counts.items():

@@ -1,81 +1,110 @@
-"""The results file: run metadata plus one record per check, rewritten atomically after
-every record, so an interrupted run still leaves a valid (partial) file."""
+"""The results file: run metadata plus one record (a CheckResult) per check, rewritten
+atomically after every record, so an interrupted run still leaves a valid (partial) file."""
 
 from __future__ import annotations
 
 import json
-import math
 import platform
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from verify import __version__
 from verify.errors import UsageError
 from verify.results.atomic import write_atomic
+from verify.results.record import CheckResult, to_json_value
 
-SCHEMA = "verify.results/1"
-REQUIRED_RECORD_KEYS = ("kernel", "check", "config", "verdict")
+SCHEMA = "verify.results/2"
+#: Schemas this version reads: /1 records are the same fields, untyped.
+READABLE = ("verify.results/1", SCHEMA)
+
+
+@dataclass
+class ResultsDocument:
+    """One run's results: what ran it, where, whether it finished, and its records."""
+
+    command: str = ""
+    argv: list = field(default_factory=list)
+    profile: str = ""
+    host: str = ""
+    started: str = ""
+    finished: str = ""
+    complete: bool = False
+    interrupted: bool = False
+    verify_version: str = __version__
+    records: list[CheckResult] = field(default_factory=list)
+    #: Where the document was read from ("" for one being written).
+    path: str = ""
+
+    def to_dict(self) -> dict:
+        data = {"schema": SCHEMA}
+        for name in ("command", "argv", "profile", "host", "started", "finished", "complete", "interrupted",
+                     "verify_version"):
+            data[name] = to_json_value(getattr(self, name))
+        data["records"] = [r.to_dict() for r in self.records]
+        return data
 
 
 class ResultsWriter:
-    def __init__(self, path: Path, meta: dict):
+    def __init__(self, path: Path, *, command: str, argv: list, profile: str):
         self.path = Path(path)
-        self.document = {
-            "schema": SCHEMA,
-            "verify_version": __version__,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "host": platform.node(),
-            "complete": False,
-            **meta,
-            "records": [],
-        }
+        self.document = ResultsDocument(command=command, argv=list(argv), profile=profile, host=platform.node(),
+                                        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         self.flush()
 
     @property
-    def records(self) -> list:
-        return self.document["records"]
+    def records(self) -> list[CheckResult]:
+        return self.document.records
 
-    def add(self, record: dict) -> None:
+    def add(self, record: CheckResult) -> None:
         self.records.append(record)
         self.flush()
 
-    def finish(self, **meta) -> None:
-        self.document.update(meta, complete=True, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    def finish(self, *, interrupted: bool = False) -> None:
+        self.document.complete = not interrupted
+        self.document.interrupted = interrupted
+        self.document.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.flush()
 
     def flush(self) -> None:
-        write_atomic(self.path, json.dumps(_sanitize(self.document), indent=1))
+        write_atomic(self.path, json.dumps(self.document.to_dict(), indent=1))
 
 
-def _sanitize(value):
-    """JSON has no inf/NaN: write them as strings (load_results turns them back)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _sanitize(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sanitize(v) for v in value]
-    return value
-
-
-def load_results(path: str | Path) -> dict:
+def load_results(path: str | Path) -> ResultsDocument:
     """A results document; UsageError with one line naming the file and the problem."""
     path = Path(path)
     try:
-        document = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"{path}: no such results file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder, not a results file (try {path / 'results.json'})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise UsageError(f"{path}: not a verify results file (expected schema {SCHEMA!r})")
-    records = document.get("records")
+    return parse_results(data, str(path))
+
+
+def parse_results(data, where: str = "results") -> ResultsDocument:
+    """A results document from its JSON value; UsageError naming `where` and the problem."""
+    path = where
+    if not isinstance(data, dict) or data.get("schema") not in READABLE:
+        found = data.get("schema") if isinstance(data, dict) else None
+        hint = f" (found {found!r}: written by a newer verify?)" if isinstance(found, str) else ""
+        raise UsageError(f"{path}: not a verify results file (expected schema {SCHEMA!r}){hint}")
+    records = data.get("records")
     if not isinstance(records, list):
         raise UsageError(f"{path}: 'records' is missing or not a list")
-    for i, record in enumerate(records):
-        missing = [k for k in REQUIRED_RECORD_KEYS if not isinstance(record, dict) or k not in record]
-        if missing:
-            raise UsageError(f"{path}: record {i} lacks {', '.join(missing)}")
+    document = ResultsDocument(path=str(path))
+    for name, kind in (("command", str), ("argv", list), ("profile", str), ("host", str), ("started", str),
+                       ("finished", str), ("complete", bool), ("interrupted", bool), ("verify_version", str)):
+        if name in data and data[name] is not None:
+            if not isinstance(data[name], kind):
+                raise UsageError(f"{path}: {name!r} should be a {kind.__name__}, not {type(data[name]).__name__}")
+            setattr(document, name, data[name])
+    document.records = [CheckResult.from_dict(r, f"{path}: record {i}") for i, r in enumerate(records)]
+    # Kernels a /1 gate could not set up were kept beside the records; they are skipped checks.
+    for i, r in enumerate(data.get("skipped_kernels") or []):
+        document.records.append(CheckResult.from_dict(r, f"{path}: skipped kernel {i}"))
     return document

@@ -42,6 +42,7 @@ from verify.kernels.attention.decode_common import DecodeKernel
 from verify.kernels.attention.merge_state import MergeState
 from verify.kernels.contract import ConfigKey, Expected, Launched
 from verify.kernels.specialize import config_line
+from verify.profiles import get_profile
 from verify.sources.tvm_build import decode_build, load, merge_build
 
 #: TVM's webgpu target: max_num_threads (Target("webgpu").attrs).
@@ -260,10 +261,6 @@ class TvmDecodeSlidingWindow(TvmDecode):
 HEADS = ConfigKey("heads", 32, (), "attention heads H (TVM specialises the merge's workgroup on it)")
 
 
-def _max_tokens(profile: str) -> int:
-    return {"quick": 4, "ci": 16}.get(profile, 64)
-
-
 #: Known finding of tvm.merge_state under `reference` (Kernel.known_finding).
 MERGE_RACE = (
     "TVM's merge races: the lanes of a row read S[n, h] and write it with no barrier between.\n"
@@ -322,12 +319,12 @@ class TvmMergeState(MergeState):
         return _header(self.name, config) + load(build)
 
     def cases(self, config, profile):
-        return merge_cases(config["head_dim"], config["dtype"], max_tokens=_max_tokens(profile),
+        return merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens,
                            heads=config["heads"]).map(tvm_empty_states)
 
     def infinite_empty_cases(self, config, profile):
         """Pairs where one side or both are empty, written -inf as our kernels write it."""
-        return merge_cases(config["head_dim"], config["dtype"], max_tokens=_max_tokens(profile),
+        return merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens,
                            heads=config["heads"], lse_kinds=("empty",))
 
     def launch(self, device, wgsl, config, case):

@@ -12,6 +12,7 @@ from verify.gpu.uniforms import pack_struct
 from verify.kernels.attention.common import DTYPE, HEAD_DIM, dtype_enables, dtype_features
 from verify.kernels.contract import Expected, Kernel, Launched
 from verify.kernels.specialize import body, specialize
+from verify.profiles import get_profile
 
 #: Invocations per workgroup the layout aims for (WebGPU's portable limit is 256).
 TARGET_INVOCATIONS = 64
@@ -47,7 +48,7 @@ class MergeState(Kernel):
         )
 
     def cases(self, config, profile):
-        return merge_cases(config["head_dim"], config["dtype"], max_tokens={"quick": 4, "ci": 16}.get(profile, 64))
+        return merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens)
 
     def launch(self, device, wgsl, config, case):
         pipeline = device.pipeline(wgsl)

@@ -1,0 +1,44 @@
+"""The RMSNorm kernel under verify's pytest plugin: the property checks, and a test of our own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import verify.strategies as vs
+from verify.testing import assert_within_budget
+from verify_rmsnorm import RmsNorm
+
+
+@pytest.mark.webgpu
+def test_rmsnorm_f32_holds_its_derived_budget(verify_check):
+    verify_check("rmsnorm", {"dtype": "f32", "workgroup": 64}, examples=30)
+
+
+@pytest.mark.webgpu(requires={"shader-f16"})
+def test_rmsnorm_f16_holds_its_derived_budget(verify_check):
+    verify_check(RmsNorm, {"dtype": "f16", "workgroup": 256}, examples=30)
+
+
+@pytest.mark.webgpu
+@settings(max_examples=15, deadline=None)
+@given(x=vs.values((3, 200), "f32", kinds=("normal", "uniform", "spiky")),
+       scale=st.sampled_from([2.0**-20, 1.0, 2.0**20]))
+def test_rmsnorm_is_invariant_to_scaling_a_row(webgpu_device, x, scale):
+    """RMSNorm(c x) = RMSNorm(x) for eps = 0: scaling a row by a power of two (exact in f32, and
+    far from under- or overflow for these value kinds) leaves the output within budget of the
+    unscaled reference."""
+    kernel = RmsNorm()
+    config = kernel.config({"dtype": "f32"})
+    weight = np.ones(200, np.float32)
+    case = verify_case(x * np.float32(scale), weight, eps=0.0)
+    launched = kernel.launch(webgpu_device, kernel.wgsl(config), config, case)
+    [expected] = kernel.expected(config, verify_case(x, weight, eps=0.0))
+    assert_within_budget(launched.outputs["y"], expected)
+
+
+def verify_case(x, weight, eps):
+    from verify import Case
+
+    return Case({"x": x, "weight": weight}, {"rows": x.shape[0], "hidden": x.shape[1], "eps": eps})

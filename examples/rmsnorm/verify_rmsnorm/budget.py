@@ -1,0 +1,41 @@
+"""The error budget of an f32 RMSNorm kernel, derived from the arithmetic.
+
+Built from verify's error model (verify.budgets): WGSL lets every f32 operation round to either
+neighbour (relative error r = 2u, u = 2^-24), division is accurate to 2.5 ULP and
+inverseSqrt to 2 ULP (WGSL spec, floating-point accuracy), any summation order is allowed, and
+subnormal results may be flushed to zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.budgets import faithful_rounding_bound, gamma
+from verify.budgets.roundoff import smallest_normal
+from verify.budgets.wgsl_accuracy import division_rel, inverse_sqrt_rel, rounding_rel
+
+
+def rms_norm_budget(x, weight, eps: float, y_exact, out_dtype: str) -> np.ndarray:
+    """Per-element bound on |kernel y - exact y| for y = x * inverseSqrt(s/n + eps) * w in f32.
+
+    With s = sum_j x_j^2 over the n values of a row (exact inputs: the stored x, w, eps):
+    - s: n products and up to n-1 additions of non-negative terms in any order, so
+      |s_hat - s| <= gamma_n(r) s, plus n flushed subnormals (a square or a partial sum below
+      2^-126 may become 0): n * FTZ absolute.
+    - m = s/n + eps: the division adds division_rel, the addition r; as s/n <= m, the relative
+      error of m_hat is at most delta_m = gamma_n(r) + division_rel + r + n FTZ / (n m).
+    - inverseSqrt(m_hat) = m^(-1/2)(1 + e) with |e| <= delta_m / 2 + inverse_sqrt_rel (the square
+      root halves a relative error, to first order).
+    - y = x * inv * w: two products, 2r relative, and each may flush a subnormal (2 FTZ).
+    The total relative error T is inflated to T(1 + T) for the second-order products, and the
+    store into `out_dtype` adds faithful rounding of the exact y (either neighbour).
+    """
+    x = np.asarray(x, np.float64)
+    n = x.shape[-1]
+    r = rounding_rel("f32")
+    ftz = smallest_normal("f32")
+    m = np.mean(x * x, axis=-1, keepdims=True) + eps
+    delta_m = gamma(n, r) + division_rel("f32") + r + ftz / m
+    total = delta_m / 2 + inverse_sqrt_rel("f32") + 2 * r
+    total = total * (1 + total)
+    return total * np.abs(y_exact) + 2 * ftz + faithful_rounding_bound(y_exact, out_dtype)

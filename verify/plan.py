@@ -1,0 +1,107 @@
+"""What a run will do, as a list of jobs: one per (kernel, config, check).
+
+`verify check`, `verify gate`, `verify.check` and the pytest plugin's gate items all plan their
+work here, so the same arguments give the same jobs (and so the same verdicts) whichever way
+the gate is run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from verify.errors import UsageError
+from verify.kernels.registry import get_kernel, kernel_names, spec_of
+from verify.kernels.specialize import check_recorded_config, recorded_config
+from verify.profiles import Profile
+from verify.results.record import CheckResult, Source, Verdict
+from verify.session import Job
+
+
+def _source_kind(spec) -> str:
+    return "package" if spec.origin != "built in" else ""
+
+
+def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: int, seed: int, out_dir: Path | None,
+               time_limit: float | None, adapter: str | None = None, backend: str | None = None,
+               checks: list[str] | None = None, wgsl: str | None = None, wgsl_origin: str = "") -> list[Job]:
+    """The jobs of `verify check KERNEL`: each of the kernel's checks (or `checks`) on one config.
+
+    `wgsl` replaces the kernel's own WGSL (a user's file under the kernel's contract): its
+    recorded config is used unless `overrides` says otherwise, and its bindings must match.
+    """
+    spec = spec_of(kernel)
+    instance = get_kernel(kernel)
+    if examples < 1:
+        raise UsageError(f"--examples must be at least 1 (got {examples})")
+    overrides = dict(overrides or {})
+    if wgsl is not None:
+        keys = {k.name for k in instance.config_keys}
+        recorded = {k: v for k, v in (recorded_config(wgsl) or {}).items() if k in keys}
+        overrides = {**recorded, **overrides}
+    config = instance.config(overrides)
+    if wgsl is not None:
+        _validate_user_wgsl(instance, config, wgsl, wgsl_origin or "the WGSL")
+    if checks:
+        unknown = [c for c in checks if c not in instance.checks]
+        if unknown:
+            raise UsageError(f"{instance.name} has no check {', '.join(unknown)}; its checks: {', '.join(instance.checks)}")
+    selected = list(dict.fromkeys(checks)) if checks else list(instance.checks)  # in the order asked for
+    kind = "file" if wgsl is not None else (_source_kind(spec) or instance.source)
+    origin = wgsl_origin if wgsl is not None else (spec.ref if kind == "package" else instance.source)
+    return [Job(instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl, source_kind=kind,
+                origin=origin, out_dir=str(out_dir) if out_dir is not None else None, adapter=adapter, backend=backend,
+                time_limit=time_limit or profile.time_limit) for check in selected]
+
+
+def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
+              adapter: str | None = None, backend: str | None = None) -> tuple[list[Job], list[CheckResult]]:
+    """The gate's jobs for `kernels` (default: every kernel by name), and a SKIP result for each
+    kernel whose configs cannot be built on this machine (e.g. apache-tvm missing).
+
+    A kernel's examples are shared among its gate configs: ceil(profile.examples / configs) each.
+    """
+    jobs, skipped = [], []
+    for name in kernels or kernel_names():
+        spec = spec_of(name)
+        instance = get_kernel(name)
+        try:
+            configs = instance.gate_configs(profile)
+        except UsageError as exc:
+            skipped.append(CheckResult(kernel=instance.name, check="*", config={}, verdict=Verdict.SKIP,
+                                       reason=str(exc), kernel_ref=spec.ref, profile=profile.name, seed=seed,
+                                       source=Source(_source_kind(spec) or instance.source)))
+            continue
+        per_config = max(1, math.ceil(profile.examples / len(configs)))
+        for config in configs:
+            jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
+                               time_limit=time_limit, adapter=adapter, backend=backend)
+    return jobs, skipped
+
+
+def _validate_user_wgsl(kernel, config: dict, text: str, origin: str) -> None:
+    from verify.gpu.wgsl import parse_interface
+
+    check_recorded_config(text, config, origin)
+    want = parse_interface(kernel.wgsl(config)).names
+    have = parse_interface(text).names
+    if sorted(want) != sorted(have):
+        raise UsageError(f"{origin}: bindings {sorted(have)} do not match {kernel.name}'s contract {sorted(want)}")
+
+
+def read_wgsl(path: str | os.PathLike) -> str:
+    """A user's WGSL file; UsageError if it cannot be read or is not text."""
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder, not a WGSL file") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read WGSL ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not a WGSL text file (not UTF-8: byte {exc.start})") from None
+    if "\x00" in text:
+        raise UsageError(f"{path}: not a WGSL text file (it contains NUL bytes)")
+    return text

@@ -1,0 +1,381 @@
+"""The result of one check of one kernel config: a typed record that flows unchanged from the
+check runner through the worker and the session to the console, JUnit, the results file and the
+report.
+
+One type, one place that knows what a verdict means: `Verdict` says whether a verdict fails a
+run, how it ranks against others, and how it reads; `CheckResult` carries everything a reader
+needs to act on a failure (reason, the shrunk and worst cases with their replay files, the
+metrics, the adapter, the exact WGSL's sha256) and converts to and from the JSON of the results
+file, where a value of the wrong type is a one-line UsageError, never a traceback later on.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import MISSING, dataclass, field, fields, replace
+
+from verify.budgets.metrics import OutputMetrics
+from verify.errors import UsageError
+
+
+class Verdict(str, enum.Enum):
+    """What a check concluded.
+
+    PASS: every example held. FAIL: the kernel is wrong (numbers, NaN, a write past the end, a
+    compile error, a hang, a crash). KNOWN: it failed exactly as the kernel's documented finding
+    says (reported, does not fail the run). ERROR: verify itself broke (a defect of the toolkit).
+    SKIP: the check could not run here (e.g. the adapter lacks shader-f16): it proved nothing.
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    KNOWN = "known"
+    ERROR = "error"
+    SKIP = "skip"
+
+    @property
+    def fails_run(self) -> bool:
+        """Whether this verdict makes `verify check`/`verify gate` exit 1."""
+        return self in (Verdict.FAIL, Verdict.ERROR)
+
+    @property
+    def rank(self) -> int:
+        """Worst first: the order of report sections and of a combined verdict."""
+        return _RANK[self]
+
+    @classmethod
+    def worst(cls, verdicts) -> "Verdict":
+        """The most severe of `verdicts` (PASS for none)."""
+        return min(verdicts, key=lambda v: v.rank, default=cls.PASS)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_RANK = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.KNOWN: 2, Verdict.SKIP: 3, Verdict.PASS: 4}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the WGSL under test came from: `kind` own | tvm | file | package (a kernel from
+    another package), `origin` (the file or the kernel's import path), and its sha256."""
+
+    kind: str
+    origin: str = ""
+    sha256: str = ""
+
+
+@dataclass(frozen=True)
+class AdapterRecord:
+    """The WebGPU adapter a check ran on, as a reader needs it to interpret the result."""
+
+    name: str
+    vendor: str = ""
+    backend: str = ""
+    type: str = ""
+    driver: str = ""
+    subgroup_size: int | None = None
+    zeroes_workgroup_memory: bool | None = None
+    #: The WebGPU implementation that compiled and ran the kernel (verify.gpu.Implementation):
+    #: "wgpu" (Naga) or "dawn" (Tint). (name, backend, driver, implementation) is one column.
+    implementation: str = "wgpu"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.backend})" if self.backend else self.name
+
+
+@dataclass
+class ExampleSummary:
+    """One drawn case as the record keeps it: the shrunk (smallest failing) or the worst one.
+
+    `outputs` are the per-output metrics; `detail` holds the small plot payloads (histogram,
+    heatmap) the report draws; `case_file` is the saved case (.npz) once verify/results wrote it.
+    """
+
+    score: float
+    passed: bool
+    message: str = ""
+    features: dict = field(default_factory=dict)
+    case: str = ""
+    outputs: list[OutputMetrics] = field(default_factory=list)
+    detail: dict = field(default_factory=dict)
+    case_file: str | None = None
+
+    @property
+    def replay(self) -> str | None:
+        return f"verify replay {self.case_file}" if self.case_file else None
+
+
+@dataclass
+class StageTiming:
+    """Where a check's time went: seconds per stage in total and per case, and the median GPU
+    time of one dispatch when the adapter has timestamp queries."""
+
+    cases: int = 0
+    total_s: dict = field(default_factory=dict)
+    per_case_ms: dict = field(default_factory=dict)
+    gpu_ms_median: float | None = None
+
+
+@dataclass
+class CheckResult:
+    """One check of one kernel config: its verdict and everything that explains it."""
+
+    kernel: str
+    check: str
+    config: dict
+    verdict: Verdict
+    reason: str = ""
+    #: The import path the worker loaded the kernel from ("pkg.module:Class").
+    kernel_ref: str = ""
+    family: str = ""
+    source: Source | None = None
+    profile: str = ""
+    seed: int = 0
+    #: Examples Hypothesis drew (shrinking runs not counted), and kernel runs in all.
+    examples: int = 0
+    runs: int = 0
+    duration_s: float = 0.0
+    adapter: AdapterRecord | None = None
+    worst: ExampleSummary | None = None
+    shrunk: ExampleSummary | None = None
+    #: Per-example points for plots: the case's features, "score" and "passed".
+    samples: list[dict] = field(default_factory=list)
+    timing: StageTiming | None = None
+    #: The budget's derivation (the docstring of the kernel's budget function).
+    budget: str = ""
+    #: A documented failure of the kernel (Kernel.known_finding), and whether it reproduced.
+    finding: str | None = None
+    finding_reproduced: bool | None = None
+    traceback: str | None = None
+    verify_version: str = ""
+
+    # -- reading -----------------------------------------------------------------------------
+    @property
+    def max_err_over_budget(self) -> float | None:
+        """The largest err/budget of any example (None when the check compares no budgets)."""
+        return self.worst.score if self.worst is not None and self.worst.outputs else None
+
+    @property
+    def config_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in sorted(self.config.items()))
+
+    @property
+    def title(self) -> str:
+        return f"{self.kernel} {self.check} [{self.config_text}]"
+
+    @property
+    def finding_headline(self) -> str:
+        lines = (self.finding or "").strip().splitlines()
+        return lines[0] if lines else ""
+
+    @property
+    def finding_not_reproduced(self) -> bool:
+        """A pass of a check the kernel is documented to fail: fixed upstream, or hidden here."""
+        return self.verdict is Verdict.PASS and self.finding_reproduced is False
+
+    @property
+    def replay_commands(self) -> list[str]:
+        return [s.replay for s in (self.shrunk, self.worst) if s is not None and s.replay]
+
+    def failure_message(self) -> str:
+        """What went wrong, the smallest case that shows it, and how to replay it."""
+        lines = [f"{self.verdict.value.upper()} {self.title}: {self.reason or 'no reason recorded'}"]
+        same = self.shrunk is not None and self.worst is not None and self.shrunk.case == self.worst.case
+        for role, summary in (("shrunk", self.shrunk), ("worst", None if same else self.worst)):
+            if summary is not None and not summary.passed:
+                lines.append(f"{role} case: {summary.case}")
+                if summary.replay:
+                    lines.append(f"  replay: {summary.replay}")
+        if self.finding:
+            lines.append(f"known finding: {self.finding_headline}")
+        return "\n".join(lines)
+
+    def raise_for_verdict(self, *, allow_skip: bool = False) -> "CheckResult":
+        """Raise VerificationFailure (an AssertionError) unless the check held.
+
+        FAIL and ERROR always raise; SKIP raises unless `allow_skip` (a skipped check proved
+        nothing); KNOWN and PASS return the result.
+        """
+        if self.verdict.fails_run or (self.verdict is Verdict.SKIP and not allow_skip):
+            raise VerificationFailure(self.failure_message(), (self,))
+        return self
+
+    # -- changing ----------------------------------------------------------------------------
+    def with_known_finding(self, finding: str | None) -> "CheckResult":
+        """This result judged against a documented finding (Kernel.known_finding).
+
+        A failure becomes KNOWN, carrying the finding, so it is reported without failing the run;
+        a pass keeps its verdict and records the finding as not reproduced, so an upstream fix,
+        or an adapter where the bug does not show, is seen. Errors and skips are left as they
+        are: they say nothing about the finding.
+        """
+        if finding is None or self.verdict not in (Verdict.PASS, Verdict.FAIL):
+            return self
+        reproduced = self.verdict is Verdict.FAIL
+        return replace(self, verdict=Verdict.KNOWN if reproduced else Verdict.PASS, finding=finding,
+                       finding_reproduced=reproduced)
+
+    # -- JSON --------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """Plain JSON values (inf and NaN as strings, as JSON has neither)."""
+        return to_json_value(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "record") -> "CheckResult":
+        """The record a results file holds; UsageError naming `where` and the field if it is malformed."""
+        return _typed(cls, data, where)
+
+
+class CheckResults(tuple):
+    """The results of `verify.check`: one CheckResult per check, in the order they ran, with
+    their combined verdict (the worst of them)."""
+
+    def __new__(cls, results=()):
+        return super().__new__(cls, results)
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.worst(r.verdict for r in self)
+
+    @property
+    def max_err_over_budget(self) -> float | None:
+        scores = [r.max_err_over_budget for r in self if r.max_err_over_budget is not None]
+        return max(scores) if scores else None
+
+    @property
+    def examples(self) -> int:
+        return sum(r.examples for r in self)
+
+    def __getitem__(self, key):
+        """By position, or by check name (`results["reference"]`)."""
+        if isinstance(key, str):
+            for result in self:
+                if result.check == key:
+                    return result
+            raise KeyError(f"no result for check {key!r}; checks run: {', '.join(r.check for r in self)}")
+        return super().__getitem__(key)
+
+    def raise_for_verdict(self, *, allow_skip: bool = False) -> "CheckResults":
+        """Raise VerificationFailure listing every check that did not hold (see CheckResult)."""
+        bad = [r for r in self if r.verdict.fails_run or (r.verdict is Verdict.SKIP and not allow_skip)]
+        if bad:
+            raise VerificationFailure("\n\n".join(r.failure_message() for r in bad), tuple(bad))
+        return self
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{r.check}={r.verdict.value}" for r in self)
+        return f"CheckResults({self.verdict.value}: {parts})"
+
+
+class VerificationFailure(AssertionError):
+    """A check did not hold: its message has the reason, the shrunk case and the replay command."""
+
+    def __init__(self, message: str, results: tuple[CheckResult, ...]):
+        super().__init__(message)
+        self.results = results
+
+
+# -- JSON conversion ---------------------------------------------------------------------------
+_NESTED = {"source": Source, "adapter": AdapterRecord, "worst": ExampleSummary, "shrunk": ExampleSummary,
+           "timing": StageTiming}
+
+
+def to_json_value(value):
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, OutputMetrics):
+        return value.as_record()
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: to_json_value(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return to_json_value(value.item())
+    return value
+
+
+def number(value) -> float | None:
+    """A number from a results file, where inf and NaN are written as strings."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+_EXPECTED = {
+    "kernel": str, "check": str, "config": dict, "reason": str, "kernel_ref": str, "family": str, "profile": str,
+    "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
+    "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
+    "verify_version": str,
+}
+
+
+def _typed(cls, data, where: str):
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: expected an object, got {type(data).__name__}")
+    known = {f.name for f in fields(cls)}
+    values = {}
+    for name, value in data.items():
+        if name not in known:
+            continue  # newer writers may add fields; they are not needed to read this one
+        values[name] = _field(cls, name, value, f"{where}.{name}")
+    missing = [f.name for f in fields(cls) if f.name not in values and f.default is MISSING
+               and f.default_factory is MISSING]
+    if missing:
+        raise UsageError(f"{where}: lacks {', '.join(missing)}")
+    return cls(**values)
+
+
+def _field(cls, name: str, value, where: str):
+    if cls is CheckResult and name == "verdict":
+        try:
+            return Verdict(value)
+        except ValueError:
+            raise UsageError(f"{where}: unknown verdict {value!r} (expected one of "
+                             f"{', '.join(v.value for v in Verdict)})") from None
+    if cls is CheckResult and name in _NESTED:
+        return None if value is None else _typed(_NESTED[name], value, where)
+    if cls is ExampleSummary and name == "outputs":
+        if not isinstance(value, list):
+            raise UsageError(f"{where}: expected a list, got {type(value).__name__}")
+        return [_metrics(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if name in ("score", "duration_s", "gpu_ms_median"):
+        if value is None and name == "gpu_ms_median":
+            return None
+        x = number(value)
+        if x is None:
+            raise UsageError(f"{where}: expected a number, got {value!r}")
+        return x
+    expected = _EXPECTED.get(name) if cls is CheckResult else None
+    if expected is not None and expected != "number":
+        kinds = expected if isinstance(expected, tuple) else (expected,)
+        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
+            raise UsageError(f"{where}: expected {' or '.join(k.__name__ for k in kinds)}, got {type(value).__name__}")
+    return value
+
+
+def _metrics(item, where: str) -> OutputMetrics:
+    if not isinstance(item, dict):
+        raise UsageError(f"{where}: expected an object, got {type(item).__name__}")
+    names = {f.name for f in fields(OutputMetrics)} - {"ratio"}
+    values = {k: v for k, v in item.items() if k in names}
+    for key in ("max_abs", "max_ulp", "rel_l2", "max_err_over_budget", "worst_value", "worst_expected", "worst_budget"):
+        if key in values:
+            values[key] = number(values[key])
+    if values.get("max_err_over_floor") is not None:
+        values["max_err_over_floor"] = number(values["max_err_over_floor"])
+    try:
+        return OutputMetrics(**values)
+    except TypeError as exc:
+        raise UsageError(f"{where}: not output metrics ({exc})") from None
