@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from verify.errors import UsageError
+from verify.gpu.backends import backend_named
 from verify.plan import check_jobs, read_wgsl
 from verify.profiles import Profile, get_profile
 from verify.results.record import CheckResult, CheckResults
@@ -51,6 +52,8 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
     profile:    "quick" | "ci" | "nightly" (or a Profile): how big the drawn cases get.
     adapter:    run on the adapter whose name or backend contains this text (default:
                 $VERIFY_ADAPTER, else the best adapter).
+    backend:    the WebGPU implementation: "wgpu" (wgpu-native, Naga) or "dawn" (Dawn through
+                Node, Tint) (default: $VERIFY_BACKEND, else "wgpu"; see docs/backends.md).
     wgsl:       WGSL source text, or a pathlib.Path to a .wgsl file, to check instead of the
                 kernel's own WGSL under the kernel's contract (its bindings must match).
     isolate:    run in a worker process with `time_limit` (a hung kernel fails instead of
@@ -66,6 +69,7 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
     adapter raises verify.SetupError.
     """
     chosen = get_profile(profile)
+    backend = backend_named(backend).value
     if isinstance(checks, str):
         checks = [checks]
     text, origin = _wgsl_text(wgsl)
