@@ -58,7 +58,7 @@ def check_record(device, name: str, check: str, examples: int, config=None, wgsl
     kernel = get_kernel(name)
     config = kernel.config(config or {})
     ctx = CheckContext(kernel, config, device, wgsl or kernel.wgsl(config), "quick")
-    return run_check(get_check(check), ctx, RunOptions(examples, seed=0, shrink=False))
+    return run_check(get_check(check), ctx, RunOptions(examples, seed=0, shrink=False)).result.to_dict()
 
 
 def judged(device, kernel, config, case) -> tuple[dict, dict]:
@@ -117,9 +117,13 @@ def test_without_tvm_every_use_is_a_setup_error_with_the_install_command(tmp_pat
                 use()
     assert verify_main(["show", "tvm.decode"]) == 2
     assert "pip install 'verify[tvm]'" in capsys.readouterr().err
-    # The gate skips the kernels, saying why, instead of failing.
-    assert verify_main(["gate", "--kernels", ",".join(TVM_KERNELS), "--out", str(tmp_path / "gate")]) == 0
-    assert capsys.readouterr().err.count("apache-tvm") >= len(TVM_KERNELS)
+    # The gate skips the kernels, saying why; a skip verified nothing, so it fails the run
+    # unless the caller accepts skips.
+    assert verify_main(["gate", "--kernels", ",".join(TVM_KERNELS), "--out", str(tmp_path / "gate")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("apache-tvm") >= len(TVM_KERNELS) and "SKIPPED (not verified)" in err
+    assert verify_main(["gate", "--kernels", ",".join(TVM_KERNELS), "--out", str(tmp_path / "gate"),
+                        "--allow-skip"]) == 0
 
 
 def test_an_unsupported_tvm_version_is_a_setup_error(tmp_path, monkeypatch):
