@@ -1,6 +1,6 @@
 """The `verify` command: list, adapters, show, check, gate, replay, report.
 
-Exit codes (shared/DESIGN.md): 0 every check held; 1 a kernel failed verification; 2 usage
+Exit codes (docs/architecture.md §5): 0 every check held; 1 a kernel failed verification; 2 usage
 or setup error. Expected failures print one line, never a traceback. A failure the kernel is
 documented to have (verdict "known", Kernel.known_finding) is reported but does not fail the run.
 """
