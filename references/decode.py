@@ -1,6 +1,6 @@
 """Paged-KV decode attention (one query token per sequence), as TVM's `_attention_decode` defines it.
 
-Per sequence b and query head h (tvm_semantics.md §1, §3; `_decode_kernels.py`):
+Per sequence b and query head h (docs/tvm.md §2, §3; `_decode_kernels.py`):
 
     g      = h // (H_qo / H_kv)                                   (GQA)
     q      = rotary_mode == 1 ? cast(rope(Q[b,h], q_rope_position[b])) : Q[b,h]

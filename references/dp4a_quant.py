@@ -2,7 +2,7 @@
 
 With accuracy_level 4, ORT quantizes A to int8 in 128-value blocks along K before its packed
 int8 dot-product kernels run (onnxruntime/contrib_ops/webgpu/quantization/
-dp4a_quantize.wgsl.template@aa82e20e; shared/research/ort_dp4a.md §3). With T = A's dtype:
+dp4a_quantize.wgsl.template@aa82e20e; docs/ort-dp4a.md §4). With T = A's dtype:
 
     m   = max_i |a_i|                                   exact in T
     t_i = a_i / m                                       a division in T

@@ -1,6 +1,6 @@
 """N-bit block-quantized weights and the com.microsoft.MatMulNBits product, float64.
 
-MatMulNBits (onnxruntime docs/ContribOperators.md; shared/research/ort_dp4a.md §1) computes
+MatMulNBits (onnxruntime docs/ContribOperators.md; docs/ort-dp4a.md §2) computes
 Y = A · dequant(B)^T + bias, with A [..., M, K] and N x K weights quantized per block of
 `block_size` values along K:
 
@@ -14,12 +14,12 @@ matmul_nbits_zero_pt.wgsl.template@0fd948ff). Packed zero points follow the same
 starting on a byte boundary. The WebGPU provider supports bits 2, 4 and 8, so these do.
 
 K must be a multiple of block_size. The operator pads a last partial block, but ORT's WebGPU DP4A
-kernels address such weights as if K / block_size blocks were whole (ort_dp4a.md §7.8), so a
+kernels address such weights as if K / block_size blocks were whole (docs/ort-dp4a.md §9.8), so a
 reference for that case would describe no kernel.
 
 `dp4a_product` is the "DP4A-exact" reference: the product ORT's integer kernels compute from the
 quantized A (references.dp4a_quant) before any rounding of their own, sum_c s_a s_b I_c + bias
-over 32-value chunks c (ort_dp4a.md §4).
+over 32-value chunks c (docs/ort-dp4a.md §5).
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def dp4a_chunk_sums(a_codes, w_codes_centered) -> np.ndarray:
     """I_c = sum_{k in chunk c} a_k * (q_k - zp): int64 [..., M, N, K/32], exact integers.
 
     A [..., M, K] int codes, W [N, K] centered int codes. These are the i32 sums ORT's SDP8AI
-    accumulates with dot4I8Packed before any float arithmetic (ort_dp4a.md §4); |I_c| is at most
+    accumulates with dot4I8Packed before any float arithmetic (docs/ort-dp4a.md §5); |I_c| is at most
     32 * 127 * (2^bits - 1), far inside i32.
     """
     a_codes, w = np.asarray(a_codes), np.asarray(w_codes_centered)
@@ -279,7 +279,7 @@ def dp4a_product(
 
     qa: a QuantizedActivation, or (codes [..., M, K], scales [..., M, K/128]). A 32-value chunk
     must lie inside one weight block, so block_size >= 32 (ORT's feasibility check demands
-    block_size % 32 == 0, ort_dp4a.md §2).
+    block_size % 32 == 0, docs/ort-dp4a.md §3).
 
     Because both scales are constant on a chunk, the sum equals sum_k (s_a a_k)(s_b (q_k - zp))
     exactly, and both factors are exact in float64 (<= 32 and 33 bits). So y is one float64

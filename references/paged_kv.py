@@ -1,6 +1,6 @@
 """TVM's paged KV cache addressing: which physical slot holds logical row r of sequence b.
 
-Layout (tvm_semantics.md §1; `_decode_kernels.py`, `_kernel_common.py` L155-170):
+Layout (docs/tvm.md §2; `_decode_kernels.py`, `_kernel_common.py` L155-170):
 
 - pages [max_num_pages, 2, H_kv, page_size, D]; dim 1 is 0 = K, 1 = V.
 - Sequence b owns pages page_values[page_indptr[b] : page_indptr[b+1]], in logical order.

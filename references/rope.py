@@ -1,4 +1,4 @@
-"""Rotary position embedding (RoPE), as TVM's attention kernels define it (tvm_semantics.md §2).
+"""Rotary position embedding (RoPE), as TVM's attention kernels define it (docs/tvm.md §4).
 
 Su et al. 2021, "RoFormer": each pair of dims (a, b) of a head is rotated by the angle
 t = position * rope_scale * f, so q(m).k(n) depends on m - n only. Two pairings are in use:

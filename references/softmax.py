@@ -6,8 +6,8 @@ A softmax-weighted sum of values v_j under logits s_j is carried by attention ke
 
 and stored as (o / d, lse = m + log_base d). States over disjoint sets of logits merge exactly
 (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax"; the split-KV merge of
-FlashAttention and TVM's `_merge_state_inplace`, tvm_semantics.md §4). TVM-style kernels scale
-logits by log2(e) and work in base 2 (§3), so base 2 is the default; base "e" is the textbook form.
+FlashAttention and TVM's `_merge_state_inplace`, docs/tvm.md §5). TVM-style kernels scale
+logits by log2(e) and work in base 2 (docs/tvm.md §3), so base 2 is the default; base "e" is the textbook form.
 A base-2 LSE is the natural LSE divided by ln 2.
 
 The empty state (no logits, or all -inf) is m = lse = -inf, d = 0, o = 0: never a large negative
@@ -136,7 +136,7 @@ def merge_states(a, b, base=2) -> SoftmaxState:
 
 
 def merge_outputs(o_a, lse_a, o_b, lse_b, base=2) -> tuple[np.ndarray, np.ndarray]:
-    """Merge two stored outputs: TVM's `_merge_state_inplace` formula (tvm_semantics.md §4).
+    """Merge two stored outputs: TVM's `_merge_state_inplace` formula (docs/tvm.md §5).
 
     M = max(lse_a, lse_b), w_x = base**(lse_x - M); o = (o_a w_a + o_b w_b) / (w_a + w_b),
     lse = M + log_base(w_a + w_b), in the base of the inputs. An empty input (lse = -inf) returns

@@ -1,6 +1,6 @@
 """Deliberately broken kernels must be caught: each mutant fixture fails `verify check --wgsl`.
 
-This is the toolkit checking itself (methodology.md §6): a check that lets a known bug through
+This is the toolkit checking itself (docs/how-kernels-are-judged.md §8): a check that lets a known bug through
 is a defect of the check.
 """
 

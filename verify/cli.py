@@ -1,7 +1,8 @@
 """The `verify` command: list, adapters, show, check, gate, replay, report.
 
-Exit codes: 0 every check held; 1 a kernel failed verification; 2 usage or setup error;
-130 interrupted (Ctrl-C or SIGTERM; results so far are kept and the report is written). Expected failures print one line, never a traceback. A failure the kernel is
+Exit codes (docs/architecture.md §5): 0 every check held; 1 a kernel failed verification; 2 usage
+or setup error; 130 interrupted (Ctrl-C or SIGTERM: results so far are kept, the report is
+written). Expected failures print one line, never a traceback. A failure the kernel is
 documented to have (verdict "known", Kernel.known_finding) is reported but does not fail the run.
 """
 

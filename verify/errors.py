@@ -1,4 +1,4 @@
-"""The two kinds of expected failure, and the exit code each maps to (shared/DESIGN.md).
+"""The two kinds of expected failure, and the exit code each maps to (docs/architecture.md §5).
 
 Anything raised as one of these is reported as a one-line message, never a traceback.
 """

@@ -177,7 +177,7 @@ def pytest_ignore_collect(collection_path, config):
 def pytest_collection_modifyitems(session, config, items):
     if not config.getoption("verify_gate"):
         return
-    gate = GateCollector.from_parent(session, name=_GATE_NODE)
+    gate = GateCollector.from_parent(session, name=_GATE_NODE, nodeid=_GATE_NODE)
     items.extend(gate.collect())
 
 
@@ -239,7 +239,7 @@ class GateItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.path, None, f"{self.name}"
+        return self.path, None, self.nodeid
 
 
 def _worker_session(config):

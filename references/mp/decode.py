@@ -1,6 +1,6 @@
 """mpmath twin of references.decode at 50 digits, following TVM's CPU kernel literally.
 
-`_attention_decode_cpu` (`_decode_kernels.py`; tvm_semantics.md §1) loops over sequences, query
+`_attention_decode_cpu` (`_decode_kernels.py`; docs/tvm.md §3) loops over sequences, query
 heads and logical rows, finding each row's page through `_get_kv_chunk_len` and `_get_seq_offset`.
 This twin does the same with plain Python loops, independently of the vectorised gather in
 references.paged_kv, so comparing the two also checks the gather. The softmax is exact (no running

@@ -1,6 +1,6 @@
 """mpmath twins of references.dp4a_quant and references.nbits, element by element, 50 digits.
 
-Restated from the definitions (ort_dp4a.md §1, §3, §4; WGSL #floating-point-accuracy,
+Restated from the definitions (docs/ort-dp4a.md §2, §4, §5; WGSL #floating-point-accuracy,
 #pack4x8snorm-builtin) with plain loops, so that the vectorised float64 code has something
 independent to agree with: formats are rounded by scaling to an integer grid, ULPs found from
 neighbouring T-values, legal codes by trying every code, bits read one field at a time.

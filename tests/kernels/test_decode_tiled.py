@@ -33,7 +33,7 @@ def run_and_judge(device, config: dict, case: Case):
     (128, 8, (32, 8, 1), 1, 1), (128, 32, (32, 8, 1), 4, 1),
 ])
 def test_layout_is_tvms_webgpu_schedule(head_dim, group, shape, gdz, tile):
-    """The workgroups TVM 0.27 emits for WebGPU (tvm_semantics.md §5, observed @workgroup_size)."""
+    """The workgroups TVM 0.27 emits for WebGPU (docs/tvm.md §6, observed @workgroup_size)."""
     layout = tiled_layout(head_dim, group)
     assert ((layout.bdx, layout.bdy, layout.bdz), layout.gdz, layout.tile) == (shape, gdz, tile)
 

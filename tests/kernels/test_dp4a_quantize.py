@@ -133,13 +133,13 @@ def test_cli_rejects_an_emulated_config_without_width_with_exit_code_2():
 @pytest.mark.gpu
 def test_subgroup_reduce_on_a_device_without_subgroups_is_skipped(device, monkeypatch):
     """The check is skipped with the reason, not passed: verify.worker asks the device first."""
-    from verify import worker
-    from verify.kernels.registry import spec_of
     from verify.results.record import Verdict
+    from verify.worker import DeviceCache, execute
 
     monkeypatch.setattr(device, "features", device.features - {"subgroup"})
-    monkeypatch.setattr(worker, "open_device", lambda backend, adapter, limits: device)
-    job = {"kernel": "dp4a.quantize", "kernel_ref": spec_of("dp4a.quantize").ref,
-           "config": {"dtype": "f32", "reduce": "subgroup"}, "check": "reference", "examples": 5, "seed": 0}
-    record = worker.execute(job, worker.DeviceCache(), lambda event: None)
+    devices = DeviceCache()
+    monkeypatch.setattr(devices, "get", lambda adapter, backend, limits: device)
+    job = {"kernel_ref": "verify.kernels.dp4a.quantize:Quantize", "config": {"dtype": "f32", "reduce": "subgroup"},
+           "check": "reference", "examples": 5, "seed": 0}
+    record = execute(job, devices, lambda event: None)
     assert record.verdict is Verdict.SKIP and "subgroup" in record.reason and record.examples == 0

@@ -77,7 +77,7 @@ def rope_budget(x, positions, rope_theta: float, rope_scale: float, out_dtype: s
 
 # -- merge of two (o, lse) states --------------------------------------------------------------
 def merge_budget(v_a, lse_a, v_b, lse_b, v_ref, lse_ref, v_dtype: str):
-    """Budgets (for v, for lse) of merging two base-2 states in f32 (methodology.md §4 (f)).
+    """Budgets (for v, for lse) of merging two base-2 states in f32 (docs/budgets.md §6.2).
 
     M = max(lse_a, lse_b); x_i = lse_i - M <= 0 costs one subtraction (ln2*r*|x_i| relative on
     the weight 2^x_i) and exp2 (exp2_rel(x_i)). d = w_a + w_b adds r. lse = M + log2(d): log2
@@ -127,7 +127,7 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
     With rotary_mode 1, q_positions [B] and k_positions [B, Lmax] give each rotated row's position.
 
     `result` is references.decode.DecodeResult. Per (b, h), with n attended rows, exact base-2
-    logits s_j, x_j = s_j - max s, p_j the softmax weights (methodology.md §4 (d)):
+    logits s_j, x_j = s_j - max s, p_j the softmax weights (docs/budgets.md §6.3):
 
     - logit error delta_j = (gamma_{D+3}(r) + u)·c·Σ_d |q_d k_jd| with c = sm_scale·log2(e)
       (D products and adds, two scalings, the rounded log2(e) constant), plus, with inline

@@ -1,8 +1,8 @@
 """Error budgets of the DP4A matmul: the kernel against the DP4A-exact product, and quantization.
 
 The kernel is judged against references.nbits.dp4a_product, built from the same int8 codes and
-stored scales the kernel reads, so quantizing A is not the kernel's error (methodology.md §4
-(c)). What quantization costs against the unquantized MatMulNBits is bounded separately
+stored scales the kernel reads, so quantizing A is not the kernel's error (docs/budgets.md
+§7.2). What quantization costs against the unquantized MatMulNBits is bounded separately
 (`quantization_bound`) and only reported.
 """
 
@@ -68,7 +68,7 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
     """Budget of Y = bias + sum_c T(f32(I_c) * f32(T(s_a s_b))), summed in `acc`, against the DP4A-exact Y.
 
     Every input is exact: int8 codes, centred weight codes, stored scales, the bias. Per chunk c
-    (32 K values, ort_dp4a.md §4), with r_F = 2 u_F the relative error of one correctly rounded
+    (32 K values, docs/ort-dp4a.md §5), with r_F = 2 u_F the relative error of one correctly rounded
     operation in format F when either neighbour may be returned (WGSL §15.7), N_F the smallest
     normal of F, and "fl_F(x) err" the bound of verify.budgets.roundoff.faithful_rounding_bound
     (one ulp, or N_F below N_F for a flush to zero), zero where x is exactly representable:
@@ -136,7 +136,7 @@ def quantization_bound(a, a_dequantized_weights, dtype: str):
     |a - s q| <= (m/127)(1/2 + 127 (2 u_f32 + u_T)) + 127 fl_T(m/127) err =: e(m),
     and |sum_k (a_k - s q_k) w_k| <= sum_k e(m_k) |w_k| with the exact dequantized weights w.
     A tolerance of one quantization step per element, as this is, would be vacuous as a gate
-    for the kernel (methodology.md §4 (c)); it measures the quantization, and is only reported.
+    for the kernel (docs/budgets.md §7.3); it measures the quantization, and is only reported.
     """
     a = np.asarray(a, np.float64)
     blocks = np.abs(a).reshape(*a.shape[:-1], -1, A_BLOCK)

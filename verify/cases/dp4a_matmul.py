@@ -13,7 +13,7 @@ Three families of cases, one per check:
 - `integer_sum_cases` (integer_sums): unit scales and small integer codes, so every product and
   partial sum is an exact integer in T; the output must be sum_c I_c + bias bit for bit.
 - `accumulator_range_cases` (accumulator_range): large same-sign chunk products whose running
-  sums pass 65504 while the exact result stays small (ort_dp4a.md §7.5).
+  sums pass 65504 while the exact result stays small (docs/findings.md §7).
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def accumulator_range_cases(draw, config: dict, profile: Profile):
     sequential sums, C/32 for each of small_m's 16 strided partial sums (so small_m cases take
     K >= 2048). p is drawn in [1.25 · 65504 / P, 60000]: each p_c is finite in f16, the peak
     passes 65504, and delta keeps |Y| <= 2^14 + rounding + |bias|. A kernel that keeps its
-    running sums in f16 overflows to Inf here (the f16-accumulation overflow of ort_dp4a.md §7.5,
+    running sums in f16 overflows to Inf here (the f16-accumulation overflow of docs/findings.md §7,
     seen on Intel at K = 3072); one that sums in f32 is within the budget.
     """
     small_m = config["tile"] == "small_m"

@@ -3,7 +3,7 @@
 Hypothesis draws the shape, a value kind (verify.cases.values), how blocks mix and a seed; numpy
 builds A, so the choice buffer stays small whatever M·K is. Each 128-value block is one of
 BLOCK_KINDS, chosen per block, because the kernel must keep blocks independent: a block's
-codes and scale may depend on nothing outside it (ort_dp4a.md §3, §7.2-7.3).
+codes and scale may depend on nothing outside it (docs/ort-dp4a.md §4, §9.2, §9.3).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ class IntegerSumsCheck(Check):
 class AccumulatorRangeCheck(Check):
     name = "accumulator_range"
     doc = ("large same-sign chunk products: running sums pass 65504 while Y stays finite; an f16 "
-           "accumulator overflows to Inf (ort_dp4a.md §7.5)")
+           "accumulator overflows to Inf (docs/findings.md §7)")
 
     def strategy(self, ctx):
         return accumulator_range_cases(ctx.config, ctx.profile)

@@ -1,5 +1,5 @@
 """Metamorphic checks of paged decode kernels: relations between runs that must hold whatever
-the reference says (methodology.md §0.6)."""
+the reference says (docs/how-kernels-are-judged.md §2.3, §2.4)."""
 
 from __future__ import annotations
 

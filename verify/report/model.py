@@ -3,7 +3,8 @@
 Documents are merged without losing where a record ran: every record keeps its own adapter
 (records written without one, e.g. for a worker that died, take the adapter the rest of their
 document ran on), and the kernel x adapter matrix gets one column per distinct adapter. Records
-are ordered failures first (a kernel author reads the failures, then the summary of what held), then known findings (failures a kernel is documented to have,
+are ordered failures first (docs/architecture.md §8: a kernel author reads the failures, then the
+summary of what held), then known findings (failures a kernel is documented to have,
 Kernel.known_finding: reported in full, but not news), and skips are kept apart from passes: a
 check that did not run proved nothing.
 """
@@ -116,8 +117,8 @@ class RecordView:
 
 
 def failure_kind(record: CheckResult) -> str:
-    """A defect class for a failing record, as Allure's categories do: read from the structured
-    metrics first, then from the reasons verify itself writes."""
+    """A defect class for a failing record, as Allure's categories do (docs/architecture.md §8):
+    read from the structured metrics first, then from the reasons verify itself writes."""
     reason = record.reason
     if record.verdict is Verdict.ERROR:
         return "internal error"

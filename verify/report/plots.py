@@ -1,6 +1,6 @@
 """The report's plots, drawn with matplotlib and returned as inline SVG text.
 
-Three views answer the questions a kernel author asks first (methodology.md §5):
+Three views answer the questions a kernel author asks first (docs/architecture.md §8):
 - `err_budget_scatter`: err/budget of every drawn example against a case feature (context
   length for decode), log axes, the budget line at 1. Shows whether errors grow with the
   reduction length (a budget or accumulation problem) or jump at a boundary (an indexing bug).

@@ -2,8 +2,8 @@
 
 The page is a Jinja2 template (templates/report.html.j2) with its CSS inlined and its plots as
 inline SVG drawn by matplotlib (plots.py), so the file can be mailed, attached to a CI run or
-opened from disk. Size is kept in check the way pytest-html users asked for (reports of 100 MB
-crash browsers): full plots only for failing records; passing records are
+opened from disk. Size is kept in check the way pytest-html users asked for (docs/architecture.md §8:
+reports of 100 MB crash browsers): full plots only for failing records; passing records are
 table rows, with one err/budget scatter per kernel and adapter. Known findings are failures a
 kernel is documented to have: they get the failing records' cards, in a section of their own.
 """

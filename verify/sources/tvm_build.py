@@ -4,7 +4,7 @@ TVM generates its paged-KV decode and merge kernels from Python factories
 (`tvm/relax/frontend/nn/llm/_decode_kernels.py`: `_attention_decode`, `_merge_state_inplace`);
 `tvm.build(..., target="webgpu")` lowers one to a host module whose single import is the
 WebGPU device module, and that module's `inspect_source()` is the WGSL TVM's web runtime
-compiles (tvm_semantics.md §5).
+compiles (docs/tvm.md §7; the cache: docs/tvm.md §8).
 
 Importing TVM takes ~2 s and a build ~0.1-0.5 s, so the text is cached under
 `$VERIFY_TVM_CACHE` (else `$XDG_CACHE_HOME/verify/tvm`, else `~/.cache/verify/tvm`) in one

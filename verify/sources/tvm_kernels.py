@@ -4,7 +4,7 @@ sliding window) and the in-place merge of attention states.
 They reuse ours (decode_common.DecodeKernel, merge_state.MergeState): the same cases, float64
 references, budgets and checks. What differs is the WGSL (tvm_build: TVM's own factories, built
 for webgpu) and how it is bound and launched, which follows TVM's web runtime
-(tvm_semantics.md §5, `web/src/webgpu.ts`):
+(docs/tvm.md §7, `web/src/webgpu.ts`):
 
 - a buffer parameter P is bound as `P_ptr`, in the order `split_host_device.cc` sorts the
   parameters; the order and names are read from the WGSL, not assumed;
@@ -15,7 +15,7 @@ for webgpu) and how it is bound and launched, which follows TVM's web runtime
 
 TVM's -inf is -5e4: its running max starts there and tile padding gets that logit, so an empty
 context stores output 0 and lse = -5e4 + log2(k) for the k initial states (m = -5e4, d = 1) its
-workgroup summed (tvm_semantics.md §1), and a merge gives such a state weight 2^(-5e4 - M) = 0.
+workgroup summed (docs/tvm.md §3), and a merge gives such a state weight 2^(-5e4 - M) = 0.
 The contracts state and check that convention instead of ours. It also bounds TVM's domain:
 a context whose every base-2 logit lies below -5e4 comes back as an empty state, although its
 attention is defined (softmax is shift-invariant). The regular checks draw cases inside that
@@ -151,7 +151,7 @@ BELOW_FLOOR = (
     "stores lse = -5e4 + log2 k (k stand-in states) and output 0, where the reference is a weighted mean of V "
     "(softmax is shift-invariant). Observed on TVM 0.27: lse -49998 where the reference is -62298.9 +- 0.985 "
     "(err/budget 1.25e4). Evidence: tests/sources/test_tvm.py::test_tvm_decode_attends_logits_below_its_floor "
-    "(strict xfail); tvm_semantics.md §1.")
+    "(strict xfail); docs/findings.md §4.")
 
 
 class TvmDecode(DecodeKernel):
@@ -271,14 +271,16 @@ MERGE_RACE = (
     "examples of 5 configs. Shrunk case tokens=1 heads=32 lse_kind=close: v got 0.585, expected -0.00137 "
     "+- 2.55e-06 (err/budget 2.3e5), dims 0-31 right, 32-127 wrong; s merged 4 times. Evidence: "
     "tests/sources/test_tvm.py::test_tvm_merge_state_matches_the_reference (strict xfail) and "
-    "::test_one_storage_barrier_fixes_tvms_merge (one storageBarrier() before the write of S fixes it).")
+    "::test_one_storage_barrier_fixes_tvms_merge (one storageBarrier() before the write of S fixes it); "
+    "docs/findings.md §2.")
 #: Known finding of tvm.merge_state under `infinite_empty` (Kernel.known_finding).
 INFINITE_EMPTY = (
     "TVM's merge returns NaN for two empty states written with lse -inf (our kernels' convention).\n"
     "TVM writes an empty state as -5e4 and never -inf; given two -inf states it takes M = max(s, s') = -inf and "
     "weighs each side exp2(-inf - M) = exp2(NaN), so s and v come back NaN (one -inf side alone is fine: weight "
     "0). Where the race of the reference check shows (lavapipe), it adds elements over budget. Evidence: "
-    "tests/sources/test_tvm.py::test_tvm_merge_state_merges_two_infinite_empty_states (strict xfail).")
+    "tests/sources/test_tvm.py::test_tvm_merge_state_merges_two_infinite_empty_states (strict xfail); "
+    "docs/findings.md §3.")
 
 
 def tvm_empty_states(case):
@@ -288,7 +290,7 @@ def tvm_empty_states(case):
 
 
 class TvmMergeState(MergeState):
-    """TVM's `merge_state_inplace` (tvm_semantics.md §4) under our merge contract."""
+    """TVM's `merge_state_inplace` (docs/tvm.md §5) under our merge contract."""
 
     name = "tvm.merge_state"
     source = "tvm"

@@ -1,4 +1,4 @@
-"""Config keys and conventions every attention kernel shares (shared/DESIGN.md)."""
+"""Config keys and conventions every attention kernel shares (docs/architecture.md §3)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`decode.sharded`: paged decode with the context cut into shards, one workgroup per query head.
 
-The sequence-sharded thread nest of shared/seeds/000 (TVM PR #20426, `_make_seq_sharded_decode_nest`,
-WebGPU only): decode attention is bound by memory latency per thread, so a workgroup spends all
+The sequence-sharded thread nest of TVM PR #20426 (`_make_seq_sharded_decode_nest`, WebGPU only;
+docs/tvm.md §10): decode attention is bound by memory latency per thread, so a workgroup spends all
 its invocations on positions rather than on head dims. The context of one (sequence, query head)
 is cut into up to 128 shards; each shard is owned by head_dim/64 lanes that keep 64 dims of q and
 of the running output in registers, exchange partial dot products through workgroup memory

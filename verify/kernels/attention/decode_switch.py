@@ -1,6 +1,6 @@
 """`decode`: the host-side switch between the tiled and the sequence-sharded decode kernels.
 
-shared/seeds/000 (TVM PR #20426) keeps TVM's tiled nest for short contexts, where it is faster,
+TVM PR #20426 (docs/tvm.md §10) keeps TVM's tiled nest for short contexts, where it is faster,
 and selects the sharded nest on the host from the page count: sharded when
 nnz_pages > B * 256 / page_size, i.e. when the batch averages more than 256 rows of pages per
 sequence. Both are separate WGSL modules with the same bindings and semantics; checking `decode`

@@ -1,7 +1,7 @@
 """`decode.tiled`: our WGSL of TVM's classic paged decode nest, under the shared decode contract.
 
 The workgroup shape is TVM's (relax/frontend/nn/llm/_decode_kernels.py `_attention_decode`, as
-built for WebGPU: 256 invocations, 32 KiB of workgroup storage; tvm_semantics.md §5):
+built for WebGPU: 256 invocations, 32 KiB of workgroup storage; docs/tvm.md §6):
 bdx = D/4 lanes across the head dim, bdy query heads of a GQA group (halved while bdx*bdy > 256,
 gdz = ceil(group/bdy) head slices across the grid), bdz = 256/(bdx*bdy) KV-row slices, and
 tile = 2 rows per invocation when the group is a single head. One difference: where halving
@@ -63,7 +63,7 @@ class TiledLayout:
 
 
 def tiled_layout(head_dim: int, group: int) -> TiledLayout:
-    """TVM's schedule for head_dim and GQA group size (tvm_semantics.md §5)."""
+    """TVM's schedule for head_dim and GQA group size (docs/tvm.md §6)."""
     bdx = head_dim // 4
     bdy = group
     while bdx * bdy > MAX_INVOCATIONS and bdy > 1:

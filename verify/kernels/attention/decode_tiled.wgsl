@@ -1,5 +1,5 @@
 // decode.tiled: paged-KV decode attention, one query token per sequence, with TVM's classic
-// nest (relax/frontend/nn/llm/_decode_kernels.py `_attention_decode`; tvm_semantics.md §5).
+// nest (relax/frontend/nn/llm/_decode_kernels.py `_attention_decode`; docs/tvm.md §6).
 //
 // Grid (B, KV_HEADS * GDZ): workgroup (x, y) serves sequence b = x, kv head by = y % KV_HEADS
 // and the BDY query heads by*GROUP + bz*BDY + ty of head slice bz = y / KV_HEADS (a slice

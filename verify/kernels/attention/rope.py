@@ -5,7 +5,7 @@ Bindings (rope.wgsl):
   1 k [T, Hkv, D]     qkv_t  read_write (rotated in place)
   2 positions [T]     i32    read (one position per token, shared by its q and k heads)
   3 params            uniform RopeParams {tokens, rope_scale, rope_theta}
-Semantics: references.rope.rotate_neox with TVM's default frequencies (tvm_semantics.md §2),
+Semantics: references.rope.rotate_neox with TVM's default frequencies (docs/tvm.md §4),
 f32 math, results stored in the storage type. Llama 3 frequency scaling is not offered: its
 clamp-and-interpolate in f32 adds error terms that verify.budgets.attention.rope_budget does
 not derive.

@@ -1,4 +1,4 @@
-"""Config keys and shape rules the DP4A kernels share (ort_dp4a.md §2)."""
+"""Config keys and shape rules the DP4A kernels share (docs/ort-dp4a.md §3)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Inputs are what dp4a.quantize writes (int8 codes packed four per u32, one T scale per 128
 values of A) and MatMulNBits' packed weights, scales, optional zero points and bias; the
-output is Y [batch, M, N] in T (shared/research/ort_dp4a.md §1, §4). Per 32-value chunk the
+output is Y [batch, M, N] in T (docs/ort-dp4a.md §2, §5). Per 32-value chunk the
 kernel forms the exact integer sum I_c with dot4I8Packed and adds
 p_c = T(f32(I_c) · f32(T(s_a·s_b))) to an accumulator of type `acc`; bias is added once at the end.
 
@@ -56,7 +56,7 @@ F16_ACCUMULATION = (
     "(dp4a_matmul_small_m.wgsl.template@02b0534c) in output_element_t; reported on Intel Iris Xe at K = 3072 "
     "(onnxruntime#29599, #29611) and fixed by enableMatmulFp32Accumulation, which is acc=f32 here. Reproduced on "
     "lavapipe by every tile: Inf once a running sum passes ~8.2e4 while |Y| <= 1.1e4, and acc=f32 passes the "
-    "same cases. Evidence: shared/research/ort_dp4a.md §7.5; "
+    "same cases. Evidence: docs/findings.md §7; "
     "`verify check dp4a.matmul --config acc=f16 --checks accumulator_range`.")
 #: WebGPU's maxComputeWorkgroupsPerDimension default.
 MAX_GROUPS = 65535

@@ -1,5 +1,5 @@
 // dp4a.matmul, tile "128x32": the wide-subgroup tile of microsoft/onnxruntime#33560
-// (shared/seeds/001), in plain workgroup memory so it runs on any subgroup width.
+// (docs/ort-dp4a.md §7), in plain workgroup memory so it runs on any subgroup width.
 //
 // A 256-lane workgroup owns a 128 x 32 output tile of one batch: each lane one A row (lane %
 // 128) and 16 output columns (lane / 128). Per 32-value K chunk every lane loads one half of

@@ -1,5 +1,5 @@
 // dp4a.matmul, tile "64x64": ORT's DP4AMatMulNBitsProgram (dp4a_matmul.wgsl.template@096d680b,
-// the non-subgroup branch; shared/research/ort_dp4a.md §4).
+// the non-subgroup branch; docs/ort-dp4a.md §5).
 //
 // A 256-lane workgroup owns a 64 x 64 output tile of one batch. Per 32-value K chunk, lanes
 // 0-127 load A (row lane/2, half lane%2) and the row's scale, lanes 128-255 load and centre

@@ -3,7 +3,7 @@
 // Y[b, m, n] = bias[n] + sum_c T( f32(I_c) * f32( T(s_a[b, m, c / 4] * s_b[n, 32 c / BLOCK_SIZE]) ) )
 //   I_c = sum_{k in chunk c} a[b, m, k] * (q[n, k] - zp[n, k / BLOCK_SIZE])      exact in i32
 // over 32-value chunks c (eight dot4I8Packed, ORT's SDP8AI), summed in acc_t, bias added once at
-// the end (onnxruntime dp4a_matmul_common.wgsl.template@1ce6307; shared/research/ort_dp4a.md §4).
+// the end (onnxruntime dp4a_matmul_common.wgsl.template@1ce6307; docs/ort-dp4a.md §5).
 //
 // Layouts, little-endian words:
 //   input_a      u32 [batch, M, K/4]   int8 codes, code 4j+i in bits 8i..8i+7 (dp4a.quantize's output)

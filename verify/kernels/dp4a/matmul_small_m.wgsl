@@ -1,5 +1,5 @@
 // dp4a.matmul, tile "small_m": ORT's DP4AMatMulNBitsSmallMProgram
-// (dp4a_matmul_small_m.wgsl.template@02b0534c; shared/research/ort_dp4a.md §4), the kernel ORT
+// (dp4a_matmul_small_m.wgsl.template@02b0534c; docs/ort-dp4a.md §5), the kernel ORT
 // runs for M < 4; this contract takes any M.
 //
 // A 128-lane workgroup owns one A row and 32 output columns. K advances 16 chunks (512
@@ -11,7 +11,7 @@
 //
 // ORT relies on WGSL's zero-initialisation of `partial`. Each lane clears its own slots here
 // instead: wgpu-native on Mesa 22.3 lavapipe leaves workgroup memory holding the previous
-// workgroup's values (a WGSL conformance bug of that stack), and clearing costs four stores.
+// workgroup's values (a WGSL conformance bug of that stack, docs/findings.md §8), and clearing costs four stores.
 
 const TILE_N: u32 = 32u;
 const CHUNKS_PER_STEP: u32 = 16u;

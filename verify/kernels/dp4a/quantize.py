@@ -2,7 +2,7 @@
 
 A [..., K] (f16 or f32, K % 128 == 0; leading axes are rows) becomes int8 codes packed four per
 u32 in K order and one scale per 128-value block, in A's dtype, by exactly ORT's arithmetic
-(shared/research/ort_dp4a.md §3). The design is PR microsoft/onnxruntime#33560's: each lane
+(docs/ort-dp4a.md §4). The design is PR microsoft/onnxruntime#33560's: each lane
 reduces its own vec4 first, then an XOR butterfly finds the block max, stopping below 32 lanes
 so subgroups of 64 or 128 lanes never mix blocks; subgroups narrower than a block (16 on Intel,
 8 on lavapipe, 4 on SwiftShader) combine their maxima through workgroup memory.

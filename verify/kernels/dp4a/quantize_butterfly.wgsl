@@ -3,7 +3,7 @@
 // distance BLOCK_LANES, so a subgroup wider than a block (64 or 128 lanes) keeps its blocks
 // apart; a subgroup narrower than a block leaves one maximum per subgroup, and the block's
 // subgroups combine theirs through workgroup memory, behind a barrier (without it, ORT's sg16
-// path read other subgroups' maxima before they were written; ort_dp4a.md §7.3).
+// path read other subgroups' maxima before they were written; docs/ort-dp4a.md §9.3).
 
 var<workgroup> subgroup_max: array<a_t, WORKGROUP_LANES>;
 

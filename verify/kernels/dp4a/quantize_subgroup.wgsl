@@ -1,7 +1,7 @@
 // Lanes of a native subgroup: the width is whatever the adapter runs this pipeline with
 // (@builtin(subgroup_size), 4..128 in WebGPU), read at run time, never assumed.
 // Subgroups are taken to be aligned runs of consecutive local_invocation_index, as ORT's
-// subgroup paths also assume (shared/research/ort_dp4a.md §7.7); a layout that breaks this
+// subgroup paths also assume (docs/ort-dp4a.md §9.7); a layout that breaks this
 // combines values from the wrong lanes, and the reference check reports it.
 
 struct Lanes {
