@@ -88,6 +88,13 @@ class Launched:
 
 
 class Kernel(ABC):
+    """A kernel under test: its config space, WGSL, cases, launch rule, reference and budget.
+
+    Subclass it to bring your own kernel (docs/writing-a-kernel.md): give it a `name`, its
+    `config_keys` and `checks`, and implement `wgsl`, `cases`, `launch` and `expected`. The
+    worker process creates it with no arguments from its import path.
+    """
+
     name: str = ""
     family: str = ""
     source: str = "own"

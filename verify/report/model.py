@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.store import ResultsDocument
 
-#: Worst first: the order of sections, counts and legends, and of a matrix cell's verdict.
-VERDICTS = tuple(v.value for v in sorted(Verdict, key=lambda v: v.rank))
+#: The order of sections, counts and legends, and of a matrix cell's verdict: what a kernel
+#: author reads first. Known findings come before skips: they are failures, shown in full.
+VERDICTS = ("fail", "error", "known", "skip", "pass")
 #: Verdicts shown as a full record card (cases, plots, provenance) rather than a table row.
 CARDS = ("fail", "error", "known")
 _ORDER = {v: i for i, v in enumerate(VERDICTS)}

@@ -41,7 +41,7 @@ class Verdict(str, enum.Enum):
 
     @property
     def rank(self) -> int:
-        """Worst first: the order of report sections and of a combined verdict."""
+        """Worst first: the order of a combined verdict and of the console's counts."""
         return _RANK[self]
 
     @classmethod
@@ -53,7 +53,8 @@ class Verdict(str, enum.Enum):
         return self.value
 
 
-_RANK = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.KNOWN: 2, Verdict.SKIP: 3, Verdict.PASS: 4}
+#: A skip outranks a known finding: it verified nothing and fails the run unless allowed.
+_RANK = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.SKIP: 2, Verdict.KNOWN: 3, Verdict.PASS: 4}
 
 
 @dataclass(frozen=True)
@@ -343,6 +344,8 @@ def _field(cls, name: str, value, where: str):
                              f"{', '.join(v.value for v in Verdict)})") from None
     if cls is CheckResult and name in _NESTED:
         return None if value is None else _typed(_NESTED[name], value, where)
+    if name in ("samples", "features"):
+        return _numbers_restored(value, where)
     if cls is ExampleSummary and name == "outputs":
         if not isinstance(value, list):
             raise UsageError(f"{where}: expected a list, got {type(value).__name__}")
@@ -360,6 +363,19 @@ def _field(cls, name: str, value, where: str):
         if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
             raise UsageError(f"{where}: expected {' or '.join(k.__name__ for k in kinds)}, got {type(value).__name__}")
     return value
+
+
+def _numbers_restored(value, where: str):
+    """Plot points and case features with their inf/NaN strings read back as floats."""
+    def restore(x):
+        return float(x) if isinstance(x, str) and x in ("inf", "-inf", "nan") else x
+
+    if isinstance(value, dict):
+        return {k: restore(v) for k, v in value.items()}
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        return [{k: restore(v) for k, v in item.items()} for item in value]
+    raise UsageError(f"{where}: expected {'an object' if where.endswith('features') else 'a list of objects'}, "
+                     f"got {type(value).__name__}")
 
 
 def _metrics(item, where: str) -> OutputMetrics:
