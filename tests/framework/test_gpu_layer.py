@@ -120,7 +120,7 @@ def test_the_zero_initialisation_probe_reports_only_stale_values_of_other_workgr
     """A "no" from the probe must rest on evidence: some workgroup read a marker another
     workgroup of the same dispatch left (0xA5A50000 + its id). (The first workgroups may also
     see leftovers of earlier kernels.) Mesa 22.3's lavapipe answers no; a conforming adapter yes."""
-    from verify.gpu.webgpu_device import _ZERO_INIT_PROBE, ZERO_INIT_GROUPS
+    from verify.gpu.device import _ZERO_INIT_PROBE, ZERO_INIT_GROUPS
 
     seen = webgpu_device.run(webgpu_device.pipeline(_ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
                       ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
