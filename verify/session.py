@@ -90,6 +90,8 @@ class _Worker:
         # The worker imports kernels by path: it must see the modules this process sees
         # (a test module's folder that pytest put on sys.path, a package added by path).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        # Hypothesis keeps its files in .hypothesis/ of the working directory unless told otherwise.
+        env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_cache_dir() / "hypothesis"))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "verify.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, text=True, env=env,
@@ -241,6 +243,11 @@ def _time_limit_reason(job: Job, started: float | None, done: int, last_progress
     since = f", none in the last {now - last_progress:.0f} s" if last_progress is not None else ""
     return (f"did not finish within the {job.time_limit:g} s time limit (a kernel that never terminates?); "
             f"{done} of {job.examples} examples passed before it{since}")
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "verify"
 
 
 def _log_hint(log_path: Path | None) -> str:

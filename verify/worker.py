@@ -25,6 +25,7 @@ from verify.checks.context import CheckContext
 from verify.checks.runner import RunOptions, run_check
 from verify.errors import KernelError, UsageError
 from verify.gpu import Device, ShaderCompileError
+from verify.gpu.limits import check_limits
 from verify.gpu.wgsl import sha256
 from verify.kernels.registry import load_kernel
 from verify.profiles import get_profile
@@ -66,18 +67,24 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
     missing = device.missing(kernel.requirements(config))
     if missing:
         return replace(result, verdict=Verdict.SKIP, reason=f"adapter lacks {', '.join(missing)}")
+    modules = kernel.modules(wgsl)
     try:
-        for module in kernel.modules(wgsl):
+        for module in modules:
             device.pipeline(module)
     except ShaderCompileError as exc:
         return replace(result, verdict=Verdict.FAIL, reason=f"WGSL does not compile:\n{exc}")
+    limits = check_limits(modules, device.limits)
+    result = replace(result, notes=list(limits.over_defaults))
+    if limits.over_limits:
+        return replace(result, verdict=Verdict.FAIL, reason="exceeds the limits verify holds it to: "
+                       + "; ".join(limits.over_limits))
     emit({"event": "started"})
     ctx = CheckContext(kernel, config, device, wgsl, profile)
     run = run_check(check, ctx, RunOptions(job["examples"], job["seed"]), progress=lambda done, total: emit(
         {"event": "progress", "done": done, "total": total}))
     checked = replace(run.result, kernel_ref=result.kernel_ref, family=result.family, source=result.source,
                       profile=result.profile, adapter=result.adapter, budget=result.budget,
-                      verify_version=__version__)
+                      verify_version=__version__, notes=result.notes)
     if job.get("out_dir") and (run.shrunk is not None or run.worst is not None):
         checked = save_check_cases(checked, run.shrunk and run.shrunk.case, run.worst and run.worst.case,
                                    Path(job["out_dir"]), wgsl)

@@ -129,6 +129,8 @@ def failure_kind(record: CheckResult) -> str:
                          ("nondeterministic", "nondeterministic")):
         if reason.startswith(prefix):
             return kind
+    if reason.startswith("exceeds the limits"):
+        return "over a device limit"
     if "wrote past the end" in reason:
         return "write out of bounds"
     summary = record.shrunk or record.worst

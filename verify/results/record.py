@@ -149,6 +149,9 @@ class CheckResult:
     finding_reproduced: bool | None = None
     traceback: str | None = None
     verify_version: str = ""
+    #: Facts worth knowing that do not change the verdict, e.g. a WebGPU default limit the
+    #: kernel exceeds (it runs here, but a browser granting only the defaults refuses it).
+    notes: list[str] = field(default_factory=list)
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -315,7 +318,7 @@ _EXPECTED = {
     "kernel": str, "check": str, "config": dict, "reason": str, "kernel_ref": str, "family": str, "profile": str,
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
-    "verify_version": str,
+    "verify_version": str, "notes": list,
 }
 
 
