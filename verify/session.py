@@ -169,9 +169,19 @@ class Session:
                 on_start(job)
             on_record(self._run_one(job, on_progress))
 
-    def _run_one(self, job: Job, on_progress) -> CheckResult:
+    def _send(self, payload: dict) -> _Worker:
+        """Send a job; a worker that died while idle (nothing of it is lost) is replaced once."""
         worker = self._started_worker()
-        worker.send(job.payload())
+        try:
+            worker.send(payload)
+        except (BrokenPipeError, OSError):
+            self.close(kill=True)
+            worker = self._started_worker()
+            worker.send(payload)
+        return worker
+
+    def _run_one(self, job: Job, on_progress) -> CheckResult:
+        worker = self._send(job.payload())
         sent = time.monotonic()
         started = None
         deadline = sent + STARTUP_ALLOWANCE_S
@@ -202,8 +212,7 @@ class Session:
                 return CheckResult.from_dict(event["record"], "worker record")
 
     def replay(self, job: ReplayJob) -> Replayed:
-        worker = self._started_worker()
-        worker.send(job.payload())
+        worker = self._send(job.payload())
         deadline = time.monotonic() + STARTUP_ALLOWANCE_S
         while True:
             try:

@@ -28,6 +28,7 @@ from verify.gpu import Device, ShaderCompileError
 from verify.gpu.limits import check_limits
 from verify.gpu.wgsl import sha256
 from verify.kernels.registry import load_kernel
+from verify.kernels.specialize import check_recorded_config
 from verify.profiles import get_profile
 from verify.results.casefile import load_case, save_check_cases
 from verify.results.record import AdapterRecord, CheckResult, Source, Verdict
@@ -101,6 +102,7 @@ def replay(job: dict, devices: DeviceCache, emit) -> dict:
         raise UsageError(f"{job['case_path']}: recorded for kernel {meta['kernel']!r}, but "
                          f"{meta.get('kernel_ref')} is {kernel.name!r}")
     config = kernel.config(meta["config"])
+    check_recorded_config(meta["wgsl"], config, f"{job['case_path']}: the saved WGSL")
     check = get_check(meta.get("check", "reference"))
     _check_case_fits(kernel, config, case, job["case_path"])
     device = devices.get(job.get("adapter"), job.get("backend"), kernel.limits)
