@@ -42,9 +42,18 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 extras="tvm"
 [ "$want_tests" = 1 ] && extras="tvm,test"
-say "installing the project with [$extras]"
+# The distribution was once called "verify", a name PyPI gives an unrelated project.
+if "$VENV/bin/python" -m pip show verify 2>/dev/null | grep -q "^Location: $(pwd)"; then
+  say "removing the old distribution name 'verify' of this checkout (now webgpu-verify)"
+  "$VENV/bin/python" -m pip uninstall -q -y verify >/dev/null
+fi
+say "installing the project (webgpu-verify) with [$extras]"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$VENV/bin/python" -m pip install -q -e ".[$extras]"
+if [ "$want_tests" = 1 ]; then
+  say "installing the example kernel package examples/rmsnorm (its entry point is part of the tests)"
+  "$VENV/bin/python" -m pip install -q --no-deps -e examples/rmsnorm
+fi
 
 # An adapter on a native backend (Vulkan/Metal/D3D12) with shader-f16 and subgroups?
 has_adapter() {

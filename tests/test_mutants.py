@@ -23,7 +23,7 @@ def test_mutant_fixture_is_current(kernel, spec):
     assert fixture_path(kernel, spec).read_text() == mutate(kernel, spec)
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("kernel,spec", MUTANTS, ids=[f"{k}/{s['name']}" for k, s in MUTANTS])
 def test_mutant_is_caught(kernel, spec, tmp_path):
     """`verify check --wgsl MUTANT` exits 1 and the expected check is among the failures."""

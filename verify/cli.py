@@ -130,17 +130,48 @@ def cmd_show(args) -> int:
 # -- check / gate --------------------------------------------------------------------------------
 def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | None, allow_skip: bool,
              prior: list | None = None) -> int:
-    """Run `jobs`, writing results.json after every record, then the report and JUnit."""
+    """Run `jobs`, writing results.json after every record, then the report and JUnit.
+
+    The output folder is locked for the run (a second run into it stops before writing), and
+    nothing is written there until every argument has been checked. Ctrl-C, SIGTERM or SIGHUP
+    stop the run; what finished is kept, the report is written, and a second signal while that
+    happens is ignored rather than losing it.
+    """
+    from verify.results.lock import OutputLock
+
+    junit_path = _junit_path(junit)
+    with OutputLock(out_dir):
+        records, interrupted = _run(jobs, out_dir, command=command, profile=profile, prior=prior)
+    if junit_path is not None:
+        from verify.results.junit import write_junit
+
+        try:
+            write_junit(records, junit_path)
+        except OSError as exc:
+            raise UsageError(f"--junit {junit}: cannot write ({exc.strerror or exc}); results and report are written") from None
+    if interrupted:
+        return 130
+    skips = [r for r in records if r.verdict.value == "skip"]
+    if skips and not allow_skip:
+        print(f"verify: {len(skips)} of {len(records)} checks were SKIPPED (not verified): "
+              + "; ".join(sorted({r.reason for r in skips}))
+              + ". A skip is not a pass: run where the adapter can, or pass --allow-skip.", file=sys.stderr)
+    # "known" (a documented finding reproduced) is reported, not failed: only news fails the run.
+    if any(r.verdict.fails_run for r in records) or (skips and not allow_skip):
+        return 1
+    return 0
+
+
+def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None) -> tuple[list, bool]:
+    global _stopping
     from verify.display import Display, summary
     from verify.results.store import ResultsWriter
-    from verify.results.record import Verdict
     from verify.session import run_jobs
 
     writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile)
-    for record in prior or []:
-        writer.add(record)
     display = Display(len(jobs))
     for record in prior or []:
+        writer.add(record)
         display.record(record)
     last_render = [time.monotonic()]
 
@@ -152,45 +183,60 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
             last_render[0] = time.monotonic()
 
     interrupted = False
-    previous = signal.signal(signal.SIGTERM, _terminate)  # a CI timeout stops the run like Ctrl-C
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    _stopping = False
+    previous = {s: signal.signal(s, _terminate) for s in stops}  # a CI timeout stops the run like Ctrl-C
     try:
         run_jobs(jobs, on_record=on_record, on_progress=display.progress, on_start=display.start,
                  log_path=out_dir / "worker.log")
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        display.close()
-        writer.finish(interrupted=interrupted)
-        _write_report(writer.document, out_dir)
-    records = writer.records
-    print(summary(records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
-    print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
-    if junit:
-        from verify.results.junit import write_junit
-
+        for s in stops:  # finishing must not be interrupted: it is what keeps the results
+            signal.signal(s, signal.SIG_IGN)
         try:
-            write_junit(records, Path(junit))
-        except OSError as exc:
-            raise UsageError(f"--junit {junit}: cannot write ({exc.strerror or exc}); results and report are written") from None
-    if interrupted:
-        return 130
-    skips = [r for r in records if r.verdict is Verdict.SKIP]
-    if skips and not allow_skip:
-        print(f"verify: {len(skips)} of {len(records)} checks were SKIPPED (not verified): "
-              + "; ".join(sorted({r.reason for r in skips}))
-              + ". A skip is not a pass: run where the adapter can, or pass --allow-skip.", file=sys.stderr)
-    # "known" (a documented finding reproduced) is reported, not failed: only news fails the run.
-    if any(r.verdict.fails_run for r in records) or (skips and not allow_skip):
-        return 1
-    return 0
+            display.close()
+            writer.finish(interrupted=interrupted)
+            _write_report(writer.document, out_dir)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+    print(summary(writer.records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
+    print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
+    return writer.records, interrupted
+
+
+def _junit_path(junit: str | None) -> Path | None:
+    """The --junit file, checked before the run: a path that cannot be written fails now, not
+    after an hour of checks."""
+    if not junit:
+        return None
+    path = Path(junit)
+    if path.is_dir():
+        raise UsageError(f"--junit {junit}: is a folder; name the XML file to write")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--junit {junit}: cannot create its folder ({exc.strerror or exc})") from None
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"--junit {junit}: not writable")
+    return path
 
 
 #: Seconds between refreshes of report.html during a run.
 REPORT_REFRESH_S = 60.0
 
 
+_stopping = False
+
+
 def _terminate(signum, frame):
+    """Stop the run as Ctrl-C does; a second signal while it stops is ignored, so finishing the
+    results and the report cannot itself be interrupted."""
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
     raise KeyboardInterrupt
 
 
@@ -390,6 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets an escape
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -404,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     except KernelError as exc:
         print(f"verify: kernel failed: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("verify: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader went away (`verify replay CASE | head -1`): the exit code still says what
         # happened; stdout is closed quietly so Python does not complain at exit.

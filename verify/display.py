@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from dataclasses import replace
 
 from verify.results.record import CheckResult, Verdict
 
@@ -31,6 +32,8 @@ def record_line(record: CheckResult) -> str:
         line += "\n      " + "\n      ".join(reason[:12])
     elif record.finding:
         line += f"\n      known finding did not reproduce: {record.finding_headline}"
+    for note in record.notes:
+        line += f"\n      note: {note}"
     if verdict in (Verdict.FAIL, Verdict.KNOWN):
         for role, summary in (("shrunk", record.shrunk), ("worst", record.worst)):
             if summary is not None and summary.replay:
@@ -45,6 +48,7 @@ class Display:
         self.stream = stream or sys.stderr
         self.total = total_jobs
         self.done = 0
+        self._noted: set = set()
         self._progress = None
         if self.stream.isatty():
             from rich.console import Console
@@ -70,7 +74,10 @@ class Display:
 
     def record(self, record: CheckResult) -> None:
         self.done += 1
-        line = record_line(record)
+        # A note about a config (a default limit it exceeds) is printed once, not per check.
+        fresh = [n for n in record.notes if (record.kernel, record.config_text, n) not in self._noted]
+        self._noted.update((record.kernel, record.config_text, n) for n in fresh)
+        line = record_line(replace(record, notes=fresh))
         if self._progress:
             self._progress.update(self._overall, completed=self.done)
             self._console.print(line, markup=False, highlight=False)

@@ -90,6 +90,8 @@ class _Worker:
         # The worker imports kernels by path: it must see the modules this process sees
         # (a test module's folder that pytest put on sys.path, a package added by path).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        # Hypothesis keeps its files in .hypothesis/ of the working directory unless told otherwise.
+        env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_cache_dir() / "hypothesis"))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "verify.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, text=True, env=env,
@@ -167,9 +169,19 @@ class Session:
                 on_start(job)
             on_record(self._run_one(job, on_progress))
 
-    def _run_one(self, job: Job, on_progress) -> CheckResult:
+    def _send(self, payload: dict) -> _Worker:
+        """Send a job; a worker that died while idle (nothing of it is lost) is replaced once."""
         worker = self._started_worker()
-        worker.send(job.payload())
+        try:
+            worker.send(payload)
+        except (BrokenPipeError, OSError):
+            self.close(kill=True)
+            worker = self._started_worker()
+            worker.send(payload)
+        return worker
+
+    def _run_one(self, job: Job, on_progress) -> CheckResult:
+        worker = self._send(job.payload())
         sent = time.monotonic()
         started = None
         deadline = sent + STARTUP_ALLOWANCE_S
@@ -200,8 +212,7 @@ class Session:
                 return CheckResult.from_dict(event["record"], "worker record")
 
     def replay(self, job: ReplayJob) -> Replayed:
-        worker = self._started_worker()
-        worker.send(job.payload())
+        worker = self._send(job.payload())
         deadline = time.monotonic() + STARTUP_ALLOWANCE_S
         while True:
             try:
@@ -241,6 +252,11 @@ def _time_limit_reason(job: Job, started: float | None, done: int, last_progress
     since = f", none in the last {now - last_progress:.0f} s" if last_progress is not None else ""
     return (f"did not finish within the {job.time_limit:g} s time limit (a kernel that never terminates?); "
             f"{done} of {job.examples} examples passed before it{since}")
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "verify"
 
 
 def _log_hint(log_path: Path | None) -> str:

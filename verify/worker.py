@@ -26,8 +26,10 @@ from verify.checks.runner import RunOptions, run_check
 from verify.errors import KernelError, UsageError
 from verify.gpu import ShaderCompileError
 from verify.gpu.backends import open_device
+from verify.gpu.limits import check_limits
 from verify.gpu.wgsl import sha256
 from verify.kernels.registry import load_kernel
+from verify.kernels.specialize import check_recorded_config
 from verify.profiles import get_profile
 from verify.results.casefile import load_case, save_check_cases
 from verify.results.record import AdapterRecord, CheckResult, Source, Verdict
@@ -80,18 +82,24 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
     missing = device.missing(kernel.requirements(config))
     if missing:
         return replace(result, verdict=Verdict.SKIP, reason=f"adapter lacks {', '.join(missing)}")
+    modules = kernel.modules(wgsl)
     try:
-        for module in kernel.modules(wgsl):
+        for module in modules:
             device.pipeline(module)
     except ShaderCompileError as exc:
         return replace(result, verdict=Verdict.FAIL, reason=f"WGSL does not compile:\n{exc}")
+    limits = check_limits(modules, device.limits)
+    result = replace(result, notes=list(limits.over_defaults))
+    if limits.over_limits:
+        return replace(result, verdict=Verdict.FAIL, reason="exceeds the limits verify holds it to: "
+                       + "; ".join(limits.over_limits))
     emit({"event": "started"})
     ctx = CheckContext(kernel, config, device, wgsl, profile)
     run = run_check(check, ctx, RunOptions(job["examples"], job["seed"]), progress=lambda done, total: emit(
         {"event": "progress", "done": done, "total": total}))
     checked = replace(run.result, kernel_ref=result.kernel_ref, family=result.family, source=result.source,
                       profile=result.profile, adapter=result.adapter, budget=result.budget,
-                      verify_version=__version__)
+                      verify_version=__version__, notes=result.notes)
     if job.get("out_dir") and (run.shrunk is not None or run.worst is not None):
         checked = save_check_cases(checked, run.shrunk and run.shrunk.case, run.worst and run.worst.case,
                                    Path(job["out_dir"]), wgsl)
@@ -108,6 +116,7 @@ def replay(job: dict, devices: DeviceCache, emit) -> dict:
         raise UsageError(f"{job['case_path']}: recorded for kernel {meta['kernel']!r}, but "
                          f"{meta.get('kernel_ref')} is {kernel.name!r}")
     config = kernel.config(meta["config"])
+    check_recorded_config(meta["wgsl"], config, f"{job['case_path']}: the saved WGSL")
     check = get_check(meta.get("check", "reference"))
     _check_case_fits(kernel, config, case, job["case_path"])
     device = devices.get(job.get("adapter"), job.get("backend"), kernel.limits)

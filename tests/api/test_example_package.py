@@ -66,7 +66,7 @@ def test_the_python_api_route(tmp_path, planted):
     result = run([sys.executable, "-c", script], copy, tmp_path)
     assert result.returncode == (1 if planted else 0), result.stderr
     if planted:
-        assert "AssertionError" in result.stderr and "verify replay" in result.stderr
+        assert "VerificationFailure: FAIL rmsnorm reference" in result.stderr and "verify replay" in result.stderr
 
 
 @pytest.mark.parametrize("planted", [False, True], ids=["as shipped", "planted bug"])

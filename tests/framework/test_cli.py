@@ -69,7 +69,7 @@ def test_show_prints_the_config_it_was_made_for():
     assert "// config: dtype=f32 head_dim=96" in shown and "const HEAD_DIM: u32 = 96u;" in shown
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_shown_kernel_checked_back_passes_and_writes_results(tmp_path):
     path = tmp_path / "k.wgsl"
     path.write_text(verify("show", "merge_state", "--config", "head_dim=64,dtype=f32").stdout)
@@ -80,7 +80,7 @@ def test_shown_kernel_checked_back_passes_and_writes_results(tmp_path):
     assert all(r["source"]["kind"] == "file" and r["config"]["head_dim"] == 64 for r in document["records"])
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_wgsl_that_does_not_compile_fails_with_the_compiler_message(tmp_path):
     source = verify("show", "merge_state").stdout.replace("let d = w_self + w_peer;", "let d = 1u + w_self;")
     path = tmp_path / "broken.wgsl"
@@ -90,7 +90,7 @@ def test_wgsl_that_does_not_compile_fails_with_the_compiler_message(tmp_path):
     assert "does not compile" in result.stderr and "wgsl:" in result.stderr
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_a_kernel_that_never_finishes_fails_on_time_and_later_checks_still_run(tmp_path):
     result = verify("check", "merge_state", "--wgsl", str(FIXTURES / "wgsl" / "merge_state_never_finishes.wgsl"),
                     "--checks", "determinism,reference", "--examples", "50", "--time-limit", "8",
@@ -102,7 +102,7 @@ def test_a_kernel_that_never_finishes_fails_on_time_and_later_checks_still_run(t
     assert records[1]["verdict"] == "fail" and "over budget" in records[1]["reason"]
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_failing_case_replays_from_its_file(tmp_path):
     mutant = FIXTURES / "mutants" / "merge_state" / "natural_log.wgsl"
     result = verify("check", "merge_state", "--wgsl", str(mutant), "--checks", "reference", "--out", str(tmp_path))
@@ -125,7 +125,7 @@ def test_no_adapter_says_how_to_get_one(monkeypatch, capsys):
         Device()
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
 def test_a_stopped_run_leaves_valid_partial_results_and_a_report(tmp_path, signum):
     """Ctrl-C (or a CI timeout's SIGTERM) mid-gate: results.json parses, says it was interrupted,

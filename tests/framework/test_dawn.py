@@ -195,13 +195,13 @@ def test_the_device_limit_on_workgroup_storage_is_enforced_on_dawn():
 
 
 # -- the same WGSL on both implementations ----------------------------------------------------------
-@pytest.mark.gpu
-def test_the_same_wgsl_gives_bit_identical_outputs_on_wgpu_and_dawn(device, dawn):
+@pytest.mark.webgpu
+def test_the_same_wgsl_gives_bit_identical_outputs_on_wgpu_and_dawn(webgpu_device, dawn):
     rng = np.random.default_rng(7)
     x = rng.standard_normal(300).astype(np.float32) * np.float32(1e3)
     packed = rng.integers(0, 2**32, 300, dtype=np.uint64).astype(np.uint32)
     results = []
-    for backend in (device, dawn):
+    for backend in (webgpu_device, dawn):
         pipeline = backend.pipeline(SAME_EVERYWHERE)
         run = backend.run(pipeline, {"x": x, "packed": packed, "scaled": Output(np.float32, (300,)),
                                      "dots": Output(np.int32, (300,))}, 5)
@@ -372,16 +372,16 @@ def _compiles(device, source: str) -> bool:
     return True
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("source, tint_accepts, naga_accepts", [
     (SHUFFLE_WITH_ABSTRACT_LANE, True, False),
     (CONST_INFINITY, False, True),
     (BARRIER_UNDER_STRUCT_MEMBER, False, True),
     ("enable subgroups;\n" + SHUFFLE_WITH_ABSTRACT_LANE.replace(", 0)", ", 0u)"), True, False),
 ], ids=["shuffle-lane-abstract-int", "const-infinity", "barrier-under-struct-member", "enable-subgroups"])
-def test_naga_and_tint_differ_where_the_docs_say(device, dawn, source, tint_accepts, naga_accepts):
+def test_naga_and_tint_differ_where_the_docs_say(webgpu_device, dawn, source, tint_accepts, naga_accepts):
     assert _compiles(dawn, source) is tint_accepts
-    assert _compiles(device, source) is naga_accepts
+    assert _compiles(webgpu_device, source) is naga_accepts
 
 
 def test_the_subgroups_directive_is_added_only_where_tint_needs_it():

@@ -27,7 +27,7 @@ def _copy(offset: int) -> str:
     return f"const OFFSET: u32 = {offset}u;\n" + COPY
 
 
-def _uniform(device, pipeline, count, scale=2.0):
+def _uniform(webgpu_device, pipeline, count, scale=2.0):
     return pack_struct(pipeline.interface.structs["Params"], {"count": count, "scale": scale})
 
 
@@ -50,61 +50,61 @@ def test_uniform_layout_aligns_vectors_and_pads_to_16_bytes():
     assert np.frombuffer(packed[16:32], "<f4").tolist() == [1, 2, 3, 4]
 
 
-@pytest.mark.gpu
-def test_unwritten_outputs_stay_poisoned(device):
-    pipeline = device.pipeline(_copy(0))
+@pytest.mark.webgpu
+def test_unwritten_outputs_stay_poisoned(webgpu_device):
+    pipeline = webgpu_device.pipeline(_copy(0))
     src = np.arange(8, dtype=np.float32)
-    run = device.run(pipeline, {"src": src, "dst": Output(np.float32, (10,)), "params": _uniform(device, pipeline, 8)}, 1)
+    run = webgpu_device.run(pipeline, {"src": src, "dst": Output(np.float32, (10,)), "params": _uniform(webgpu_device, pipeline, 8)}, 1)
     out = run.outputs["dst"]
     assert out[:8].tolist() == (src * 2).tolist()
     assert np.isnan(out[8:]).all()
     assert run.guard_intact["dst"]
 
 
-@pytest.mark.gpu
-def test_write_past_the_end_breaks_the_guard(device):
-    pipeline = device.pipeline(_copy(2))
-    run = device.run(pipeline, {"src": np.ones(8, np.float32), "dst": Output(np.float32, (8,)),
-                                "params": _uniform(device, pipeline, 8)}, 1)
+@pytest.mark.webgpu
+def test_write_past_the_end_breaks_the_guard(webgpu_device):
+    pipeline = webgpu_device.pipeline(_copy(2))
+    run = webgpu_device.run(pipeline, {"src": np.ones(8, np.float32), "dst": Output(np.float32, (8,)),
+                                "params": _uniform(webgpu_device, pipeline, 8)}, 1)
     assert not run.guard_intact["dst"]
 
 
-@pytest.mark.gpu
-def test_inout_buffers_are_read_back(device):
+@pytest.mark.webgpu
+def test_inout_buffers_are_read_back(webgpu_device):
     source = COPY.replace("var<storage, read_write> dst", "var<storage, read_write> dst").replace(
         "dst[id.x + OFFSET] = src[id.x] * params.scale;", "dst[id.x] = dst[id.x] + src[id.x];")
-    pipeline = device.pipeline("const OFFSET: u32 = 0u;\n" + source)
-    run = device.run(pipeline, {"src": np.ones(4, np.float32), "dst": InOut(np.full(4, 3.0, np.float32)),
-                                "params": _uniform(device, pipeline, 4)}, 1)
+    pipeline = webgpu_device.pipeline("const OFFSET: u32 = 0u;\n" + source)
+    run = webgpu_device.run(pipeline, {"src": np.ones(4, np.float32), "dst": InOut(np.full(4, 3.0, np.float32)),
+                                "params": _uniform(webgpu_device, pipeline, 4)}, 1)
     assert run.outputs["dst"].tolist() == [4.0] * 4
 
 
-@pytest.mark.gpu
-def test_missing_or_extra_resources_are_a_usage_error(device):
-    pipeline = device.pipeline(_copy(0))
+@pytest.mark.webgpu
+def test_missing_or_extra_resources_are_a_usage_error(webgpu_device):
+    pipeline = webgpu_device.pipeline(_copy(0))
     with pytest.raises(UsageError, match="bindings mismatch"):
-        device.run(pipeline, {"src": np.ones(4, np.float32)}, 1)
+        webgpu_device.run(pipeline, {"src": np.ones(4, np.float32)}, 1)
 
 
-@pytest.mark.gpu
-def test_compile_errors_carry_the_compiler_message_and_line(device):
+@pytest.mark.webgpu
+def test_compile_errors_carry_the_compiler_message_and_line(webgpu_device):
     with pytest.raises(ShaderCompileError) as info:
-        device.pipeline(_copy(0).replace("* params.scale", "* 1u"))
+        webgpu_device.pipeline(_copy(0).replace("* params.scale", "* 1u"))
     assert "wgsl:" in str(info.value) and "Validation Error" not in str(info.value)
 
 
-@pytest.mark.gpu
-def test_pipelines_are_cached_by_source_hash(device):
-    assert device.pipeline(_copy(0)) is device.pipeline(_copy(0))
+@pytest.mark.webgpu
+def test_pipelines_are_cached_by_source_hash(webgpu_device):
+    assert webgpu_device.pipeline(_copy(0)) is webgpu_device.pipeline(_copy(0))
 
 
-@pytest.mark.gpu
-def test_timestamps_measure_the_dispatch(device):
-    if "timestamp-query" not in device.features:
+@pytest.mark.webgpu
+def test_timestamps_measure_the_dispatch(webgpu_device):
+    if "timestamp-query" not in webgpu_device.features:
         pytest.skip("adapter has no timestamp queries")
-    pipeline = device.pipeline(_copy(0))
-    run = device.run(pipeline, {"src": np.ones(64, np.float32), "dst": Output(np.float32, (64,)),
-                                "params": _uniform(device, pipeline, 64)}, 1, timestamps=True)
+    pipeline = webgpu_device.pipeline(_copy(0))
+    run = webgpu_device.run(pipeline, {"src": np.ones(64, np.float32), "dst": Output(np.float32, (64,)),
+                                "params": _uniform(webgpu_device, pipeline, 64)}, 1, timestamps=True)
     assert run.timing.gpu_ns is not None and run.timing.gpu_ns >= 0
 
 
@@ -115,16 +115,16 @@ def test_poison_patterns():
     assert GUARD_BYTES % 4 == 0
 
 
-@pytest.mark.gpu
-def test_the_zero_initialisation_probe_reports_only_stale_values_of_other_workgroups(device):
+@pytest.mark.webgpu
+def test_the_zero_initialisation_probe_reports_only_stale_values_of_other_workgroups(webgpu_device):
     """A "no" from the probe must rest on evidence: some workgroup read a marker another
     workgroup of the same dispatch left (0xA5A50000 + its id). (The first workgroups may also
     see leftovers of earlier kernels.) Mesa 22.3's lavapipe answers no; a conforming adapter yes."""
     from verify.gpu.probes import ZERO_INIT_GROUPS, ZERO_INIT_PROBE
 
-    seen = device.run(device.pipeline(ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
+    seen = webgpu_device.run(webgpu_device.pipeline(ZERO_INIT_PROBE), {"seen": Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
                       ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
     marker = seen - np.uint32(0xA5A50000)
     own_dispatch = (seen >= 0xA5A50000) & (marker < np.arange(ZERO_INIT_GROUPS)[:, None])
-    assert device.zeroes_workgroup_memory == bool(np.all(seen == 0))
-    assert device.zeroes_workgroup_memory or own_dispatch.any()
+    assert webgpu_device.zeroes_workgroup_memory == bool(np.all(seen == 0))
+    assert webgpu_device.zeroes_workgroup_memory or own_dispatch.any()

@@ -84,7 +84,7 @@ def test_junit_reports_a_known_finding_as_skipped_with_its_evidence(tmp_path):
 
 
 # -- the real path: TVM's merge under infinite_empty --------------------------------------------------------
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_tvm_merge_of_two_infinite_empty_states_is_a_known_finding_that_passes_the_run(tmp_path):
     pytest.importorskip("tvm", reason="apache-tvm is not installed (import tvm failed)")
     out = tmp_path / "out"
@@ -102,7 +102,7 @@ def test_tvm_merge_of_two_infinite_empty_states_is_a_known_finding_that_passes_t
     assert f"verify replay {record['shrunk']['case_file']}" in section.all_text()
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_the_same_wgsl_as_a_users_file_is_judged_plainly(tmp_path):
     """A finding documents the kernel's own WGSL: an edited copy checked under its contract fails as news."""
     pytest.importorskip("tvm", reason="apache-tvm is not installed (import tvm failed)")

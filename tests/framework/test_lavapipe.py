@@ -34,14 +34,14 @@ fn main() {
 """
 
 
-@pytest.mark.gpu
-def test_loops_run_every_iteration(device, request):
+@pytest.mark.webgpu
+def test_loops_run_every_iteration(webgpu_device, request):
     """90000 loop iterations in one invocation, each loop run in full."""
-    if "llvmpipe" in device.info.name:
+    if "llvmpipe" in webgpu_device.info.name:
         request.applymarker(pytest.mark.xfail(strict=True, reason=(
             "llvmpipe ends loops after LP_MAX_TGSI_LOOP_ITERATIONS = 65535 iterations, one count shared by every "
             "loop of the invocation: on Mesa 22.3.6 the loops ran 40000, 25534 and 1 (docs/findings.md §9)")))
-    pipeline = device.pipeline(_LOOPS)
+    pipeline = webgpu_device.pipeline(_LOOPS)
     uniform = pack_struct(pipeline.interface.structs["Trips"], {"n": 40000})
-    ran = device.run(pipeline, {"ran": Output(np.uint32, (3,)), "trips": uniform}, 1).outputs["ran"]
+    ran = webgpu_device.run(pipeline, {"ran": Output(np.uint32, (3,)), "trips": uniform}, 1).outputs["ran"]
     assert ran.tolist() == [40000, 40000, 10000]

@@ -49,7 +49,7 @@ def test_layout_fits_webgpu_defaults(head_dim):
     assert 4 * _workgroup_floats(kernel.wgsl(config), constants) == layout.workgroup_storage_bytes
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_every_layout_compiles_within_16_kib():
     """The device is opened with 16 KiB of workgroup storage, so pipeline creation enforces it."""
     from verify.gpu import Device
@@ -89,8 +89,8 @@ def test_switch_text_splits_into_both_modules():
     assert switch.modules(wgsl) == [tiled, sharded]
 
 
-@pytest.mark.gpu
-def test_switch_launches_the_kernel_the_rule_picks(device):
+@pytest.mark.webgpu
+def test_switch_launches_the_kernel_the_rule_picks(webgpu_device):
     """At the boundary the switch's outputs are bitwise the tiled kernel's; one page past, the sharded one's."""
     switch = DecodeSwitch()
     config = switch.config({"head_dim": 64, "qo_heads": 4, "kv_heads": 2, "dtype": "f32"})
@@ -98,39 +98,39 @@ def test_switch_launches_the_kernel_the_rule_picks(device):
     branches = switch.branches
     for lengths, picked in (([256, 256], "tiled"), ([256, 257], "sharded")):
         case = decode_case(config, lengths, seed=3)
-        got = switch.launch(device, wgsl, config, case).outputs
+        got = switch.launch(webgpu_device, wgsl, config, case).outputs
         kernel = branches[picked]
-        direct = kernel.launch(device, kernel.wgsl(config), config, case).outputs
+        direct = kernel.launch(webgpu_device, kernel.wgsl(config), config, case).outputs
         other = branches["sharded" if picked == "tiled" else "tiled"]
-        via_other = other.launch(device, other.wgsl(config), config, case).outputs
+        via_other = other.launch(webgpu_device, other.wgsl(config), config, case).outputs
         assert all(np.array_equal(got[name], direct[name]) for name in got)
         assert not np.array_equal(got["output"], via_other["output"])
         assert all(m.passed for m in judge(switch, config, case, got))
 
 
 # -- corner cases of the sharding --------------------------------------------------------------------
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("lengths", [[0], [37, 0, 300], [0, 0]], ids=["one_empty", "empty_between", "all_empty"])
-def test_empty_context_is_zero_and_minus_infinity_bit_exact(device, lengths):
+def test_empty_context_is_zero_and_minus_infinity_bit_exact(webgpu_device, lengths):
     kernel = DecodeSharded()
     config = kernel.config({"head_dim": 128, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})
     case = decode_case(config, lengths, seed=1)
-    out = kernel.launch(device, kernel.wgsl(config), config, case).outputs
+    out = kernel.launch(webgpu_device, kernel.wgsl(config), config, case).outputs
     empty = np.asarray(lengths) == 0
     assert np.all(out["output"][empty].view(np.uint16) == 0)
     assert np.all(out["lse"][empty].view(np.uint32) == NEG_INF_BITS)
     assert all(m.passed for m in judge(kernel, config, case, out))
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("length", [1, 2, 5, 127, 128, 129])
 @pytest.mark.parametrize("rotary_mode", [0, 1])
-def test_context_shorter_than_the_shard_count(device, length, rotary_mode):
+def test_context_shorter_than_the_shard_count(webgpu_device, length, rotary_mode):
     """With fewer rows than shards most shards hold nothing and must not enter the merge."""
     kernel = DecodeSharded()
     config = kernel.config({"head_dim": 96, "qo_heads": 6, "kv_heads": 2, "dtype": "f32"})
     assert length <= shard_layout(96).shards + 1
     case = decode_case(config, [length, 3], seed=length, rotary_mode=rotary_mode)
-    out = kernel.launch(device, kernel.wgsl(config), config, case).outputs
+    out = kernel.launch(webgpu_device, kernel.wgsl(config), config, case).outputs
     metrics = judge(kernel, config, case, out)
     assert all(m.passed for m in metrics), [m.as_record() for m in metrics]

@@ -18,10 +18,10 @@ GROUPS = (1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 32)
 NEG_INF_BITS = 0xFF800000
 
 
-def run_and_judge(device, config: dict, case: Case):
+def run_and_judge(webgpu_device, config: dict, case: Case):
     """Launch once; every output must be within its budget of the reference."""
     kernel = DecodeTiled()
-    launched = kernel.launch(device, kernel.wgsl(config), config, case)
+    launched = kernel.launch(webgpu_device, kernel.wgsl(config), config, case)
     metrics = [compare(launched.outputs[e.name], e) for e in kernel.expected(config, case)]
     assert all(m.passed for m in metrics), [m.as_record() for m in metrics]
     return launched
@@ -76,7 +76,7 @@ def test_every_layout_fits_webgpu_limits(head_dim, dtype):
         assert _module_workgroup_bytes(kernel.wgsl(config), dtype) == size
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 def test_every_layout_compiles_within_the_kernels_limits():
     """Pipeline creation enforces the workgroup size and storage limits the kernel declares."""
     from verify.gpu import Device
@@ -99,36 +99,36 @@ def test_grid_is_batch_by_kv_heads_times_head_slices(qo_heads, kv_heads, grid_y)
 
 
 # -- corner cases on the device -----------------------------------------------------------------------
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("lengths", [[0], [37, 0, 300], [0, 0]], ids=["one_empty", "empty_between", "all_empty"])
-def test_empty_context_is_zero_and_minus_infinity_bit_exact(device, lengths):
+def test_empty_context_is_zero_and_minus_infinity_bit_exact(webgpu_device, lengths):
     kernel = DecodeTiled()
     config = kernel.config({"head_dim": 128, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})
-    out = run_and_judge(device, config, decode_case(config, lengths, seed=1)).outputs
+    out = run_and_judge(webgpu_device, config, decode_case(config, lengths, seed=1)).outputs
     empty = np.asarray(lengths) == 0
     assert np.all(out["output"][empty].view(np.uint16) == 0)
     assert np.all(out["lse"][empty].view(np.uint32) == NEG_INF_BITS)
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("rotary_mode", [0, 1])
-def test_sliding_window_with_sinks(device, rotary_mode):
+def test_sliding_window_with_sinks(webgpu_device, rotary_mode):
     """Sinks in slots [0, sink), the window from slot `offset` on; K is rotated at its logical row.
     Lengths straddle the tile (16 rows here) and page boundaries; one sequence has no sinks."""
     kernel = DecodeTiled()
     config = kernel.config({"head_dim": 64, "qo_heads": 4, "kv_heads": 2, "dtype": "f32", "sliding_window": 1})
     sinks = [4, 3, 0, 8]
     offsets = [s + gap for s, gap in zip(sinks, (37, 16, 1, 15))]
-    run_and_judge(device, config, decode_case(config, [40, 3, 70, 17], seed=7, rotary_mode=rotary_mode,
+    run_and_judge(webgpu_device, config, decode_case(config, [40, 3, 70, 17], seed=7, rotary_mode=rotary_mode,
                                               sliding=(offsets, sinks)))
 
 
-@pytest.mark.gpu
-def test_partial_head_slice_writes_every_head_once(device):
+@pytest.mark.webgpu
+def test_partial_head_slice_writes_every_head_once(webgpu_device):
     """9 heads over bdy = 4 leave the third head slice one head wide: all 9 heads are right and
     nothing is written past the output."""
     kernel = DecodeTiled()
     config = kernel.config({"head_dim": 128, "qo_heads": 9, "kv_heads": 1, "dtype": "f16"})
     assert (kernel.layout(config).bdy, kernel.layout(config).gdz) == (4, 3)
-    launched = run_and_judge(device, config, decode_case(config, [33, 1], seed=5, rotary_mode=1))
+    launched = run_and_judge(webgpu_device, config, decode_case(config, [33, 1], seed=5, rotary_mode=1))
     assert all(launched.guard_intact.values())

@@ -220,12 +220,12 @@ def _explicit_case(config) -> Case:
     }, {"batch": batch, "m": m, "n": n, "k": k})
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("tile", TILES)
-def test_each_tile_computes_an_explicit_case_within_budget(device, tile):
+def test_each_tile_computes_an_explicit_case_within_budget(webgpu_device, tile):
     config = _config(tile=tile, dtype="f16", acc="f32", bits=4, block_size=128, has_zero_points=1, has_bias=1)
     case = _explicit_case(config)
-    launched = KERNEL.launch(device, KERNEL.wgsl(config), config, case)
+    launched = KERNEL.launch(webgpu_device, KERNEL.wgsl(config), config, case)
     assert launched.guard_intact == {"y": True}
     (expected,) = KERNEL.expected(config, case)
     y = launched.outputs["y"].astype(np.float64)

@@ -19,16 +19,16 @@ KERNEL = Quantize()
 _TYPES = {"f16": np.float16, "f32": np.float32}
 
 
-def _variants(device, dtype: str) -> list[dict]:
+def _variants(webgpu_device, dtype: str) -> list[dict]:
     """Every reduction this device can run: emulated at each width, the tree, native subgroups."""
     configs = [{"dtype": dtype, "reduce": "emulated", "width": w} for w in SUBGROUP_WIDTHS]
     configs += [{"dtype": dtype, "reduce": "workgroup"}, {"dtype": dtype, "reduce": "subgroup"}]
     configs = [KERNEL.config(c) for c in configs]
-    return [c for c in configs if not device.missing(KERNEL.requirements(c))]
+    return [c for c in configs if not webgpu_device.missing(KERNEL.requirements(c))]
 
 
-def _run(device, config: dict, a: np.ndarray) -> dict:
-    launched = KERNEL.launch(device, KERNEL.wgsl(config), config, Case({"a": a}))
+def _run(webgpu_device, config: dict, a: np.ndarray) -> dict:
+    launched = KERNEL.launch(webgpu_device, KERNEL.wgsl(config), config, Case({"a": a}))
     assert all(launched.guard_intact.values()), launched.guard_intact
     return launched.outputs
 
@@ -39,42 +39,42 @@ def _assert_legal(config: dict, a: np.ndarray, outputs: dict) -> None:
         assert metrics.passed, metrics.message()
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
-def test_every_subgroup_width_gives_identical_codes_and_scales(device, dtype):
+def test_every_subgroup_width_gives_identical_codes_and_scales(webgpu_device, dtype):
     """A block's max is exact whichever lanes combine it, so every width (and the tree, and the
     native subgroups) must agree bit for bit; a butterfly that mixed blocks at 64 or 128 lanes,
     or a combine that missed a subgroup at 4 or 8, would differ. 45 mixed blocks: 11 full
     workgroups of four and a tail of one."""
     a = make_activation(np.random.default_rng(5), (3, 5, 384), "normal", "mixed", dtype)
-    variants = _variants(device, dtype)
+    variants = _variants(webgpu_device, dtype)
     assert len(variants) >= len(SUBGROUP_WIDTHS) + 1
-    first = _run(device, variants[0], a)
+    first = _run(webgpu_device, variants[0], a)
     _assert_legal(variants[0], a, first)
     for config in variants[1:]:
-        outputs = _run(device, config, a)
+        outputs = _run(webgpu_device, config, a)
         for name in ("codes", "scales"):
             assert np.array_equal(outputs[name].view(np.uint8), first[name].view(np.uint8)), (config, name)
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
-def test_all_zero_block_stores_zero_codes_and_scale_beside_live_blocks(device, dtype):
+def test_all_zero_block_stores_zero_codes_and_scale_beside_live_blocks(webgpu_device, dtype):
     """Blocks 1 and 2 of a workgroup's four are zero; the guard keeps 0/0 out of their codes."""
     rng = np.random.default_rng(9)
     a = rng.standard_normal((1, 4 * 128)).astype(_TYPES[dtype])
     a[0, 128:384] = 0
-    for config in _variants(device, dtype):
-        outputs = _run(device, config, a)
+    for config in _variants(webgpu_device, dtype):
+        outputs = _run(webgpu_device, config, a)
         assert (outputs["codes"][0, 128:384] == 0).all(), config
         assert (outputs["scales"][0, 1:3] == 0).all(), config
         assert (outputs["scales"][0, [0, 3]] > 0).all(), config
         _assert_legal(config, a, outputs)
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
-def test_tie_block_codes_are_one_of_the_two_nearest(device, dtype):
+def test_tie_block_codes_are_one_of_the_two_nearest(webgpu_device, dtype):
     """Block max 1 (a negative value), values ±1/2: 127·t = ±63.5, an exact tie, so {63, 64} and
     {-64, -63} are legal and nothing else, the same code for equal values; 1/4 gives 31.75, code 32."""
     a = np.zeros((1, 128), dtype=_TYPES[dtype])
@@ -82,8 +82,8 @@ def test_tie_block_codes_are_one_of_the_two_nearest(device, dtype):
     a[0, 1:64] = 0.5
     a[0, 64:127] = -0.5
     a[0, 127] = _TYPES[dtype](0.25)
-    for config in _variants(device, dtype):
-        outputs = _run(device, config, a)
+    for config in _variants(webgpu_device, dtype):
+        outputs = _run(webgpu_device, config, a)
         codes = outputs["codes"][0]
         assert codes[0] == -127 and codes[127] == 32
         assert set(codes[1:64].tolist()) <= {63, 64} and len(set(codes[1:64].tolist())) == 1
@@ -130,15 +130,15 @@ def test_cli_rejects_an_emulated_config_without_width_with_exit_code_2():
     assert result.returncode == 2 and "needs width" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.gpu
-def test_subgroup_reduce_on_a_device_without_subgroups_is_skipped(device, monkeypatch):
+@pytest.mark.webgpu
+def test_subgroup_reduce_on_a_device_without_subgroups_is_skipped(webgpu_device, monkeypatch):
     """The check is skipped with the reason, not passed: verify.worker asks the device first."""
     from verify.results.record import Verdict
     from verify.worker import DeviceCache, execute
 
-    monkeypatch.setattr(device, "features", device.features - {"subgroup"})
+    monkeypatch.setattr(webgpu_device, "features", webgpu_device.features - {"subgroup"})
     devices = DeviceCache()
-    monkeypatch.setattr(devices, "get", lambda adapter, backend, limits: device)
+    monkeypatch.setattr(devices, "get", lambda adapter, backend, limits: webgpu_device)
     job = {"kernel_ref": "verify.kernels.dp4a.quantize:Quantize", "config": {"dtype": "f32", "reduce": "subgroup"},
            "check": "reference", "examples": 5, "seed": 0}
     record = execute(job, devices, lambda event: None)

@@ -18,12 +18,16 @@ from verify.errors import UsageError
 
 @dataclass(frozen=True)
 class ConfigKey:
-    """One thing the WGSL is specialised on."""
+    """One thing the WGSL is specialised on: a name, its default, the values it may take
+    (`choices`, or for numbers an inclusive `bounds` range), and what it means."""
 
     name: str
     default: object
     choices: tuple = ()
     doc: str = ""
+    #: Inclusive (lowest, highest) of a numeric key without `choices`: a value outside is a
+    #: usage error, not a case too big to allocate.
+    bounds: tuple | None = None
 
     def parse(self, text: str):
         kind = type(self.default)
@@ -31,8 +35,14 @@ class ConfigKey:
             value = kind(text) if kind is not bool else text.lower() in ("1", "true", "yes")
         except ValueError:
             raise UsageError(f"config {self.name}={text!r}: expected {kind.__name__}") from None
+        return self.check(value)
+
+    def check(self, value):
+        """`value`, or UsageError saying which values the key takes."""
         if self.choices and value not in self.choices:
             raise UsageError(f"config {self.name}={value}: expected one of {', '.join(map(str, self.choices))}")
+        if self.bounds is not None and not (self.bounds[0] <= value <= self.bounds[1]):
+            raise UsageError(f"config {self.name}={value}: expected {self.bounds[0]} to {self.bounds[1]}")
         return value
 
 
@@ -88,6 +98,13 @@ class Launched:
 
 
 class Kernel(ABC):
+    """A kernel under test: its config space, WGSL, cases, launch rule, reference and budget.
+
+    Subclass it to bring your own kernel (docs/writing-a-kernel.md): give it a `name`, its
+    `config_keys` and `checks`, and implement `wgsl`, `cases`, `launch` and `expected`. The
+    worker process creates it with no arguments from its import path.
+    """
+
     name: str = ""
     family: str = ""
     source: str = "own"
@@ -115,7 +132,7 @@ class Kernel(ABC):
             if name not in keys:
                 valid = ", ".join(keys) or "none"
                 raise UsageError(f"{self.name} has no config key {name!r}; valid keys: {valid}")
-            config[name] = keys[name].parse(value) if isinstance(value, str) else value
+            config[name] = keys[name].parse(value) if isinstance(value, str) else keys[name].check(value)
         self.validate(config)
         return config
 

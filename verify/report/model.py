@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.store import ResultsDocument
 
-#: Worst first: the order of sections, counts and legends, and of a matrix cell's verdict.
-VERDICTS = tuple(v.value for v in sorted(Verdict, key=lambda v: v.rank))
+#: The order of sections, counts and legends, and of a matrix cell's verdict: what a kernel
+#: author reads first. Known findings come before skips: they are failures, shown in full.
+VERDICTS = ("fail", "error", "known", "skip", "pass")
 #: Verdicts shown as a full record card (cases, plots, provenance) rather than a table row.
 CARDS = ("fail", "error", "known")
 _ORDER = {v: i for i, v in enumerate(VERDICTS)}
@@ -128,6 +129,8 @@ def failure_kind(record: CheckResult) -> str:
                          ("nondeterministic", "nondeterministic")):
         if reason.startswith(prefix):
             return kind
+    if reason.startswith("exceeds the limits"):
+        return "over a device limit"
     if "wrote past the end" in reason:
         return "write out of bounds"
     summary = record.shrunk or record.worst

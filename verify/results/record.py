@@ -41,7 +41,7 @@ class Verdict(str, enum.Enum):
 
     @property
     def rank(self) -> int:
-        """Worst first: the order of report sections and of a combined verdict."""
+        """Worst first: the order of a combined verdict and of the console's counts."""
         return _RANK[self]
 
     @classmethod
@@ -53,7 +53,8 @@ class Verdict(str, enum.Enum):
         return self.value
 
 
-_RANK = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.KNOWN: 2, Verdict.SKIP: 3, Verdict.PASS: 4}
+#: A skip outranks a known finding: it verified nothing and fails the run unless allowed.
+_RANK = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.SKIP: 2, Verdict.KNOWN: 3, Verdict.PASS: 4}
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,9 @@ class CheckResult:
     finding_reproduced: bool | None = None
     traceback: str | None = None
     verify_version: str = ""
+    #: Facts worth knowing that do not change the verdict, e.g. a WebGPU default limit the
+    #: kernel exceeds (it runs here, but a browser granting only the defaults refuses it).
+    notes: list[str] = field(default_factory=list)
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -317,7 +321,7 @@ _EXPECTED = {
     "kernel": str, "check": str, "config": dict, "reason": str, "kernel_ref": str, "family": str, "profile": str,
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
-    "verify_version": str,
+    "verify_version": str, "notes": list,
 }
 
 
@@ -346,6 +350,8 @@ def _field(cls, name: str, value, where: str):
                              f"{', '.join(v.value for v in Verdict)})") from None
     if cls is CheckResult and name in _NESTED:
         return None if value is None else _typed(_NESTED[name], value, where)
+    if name in ("samples", "features"):
+        return _numbers_restored(value, where)
     if cls is ExampleSummary and name == "outputs":
         if not isinstance(value, list):
             raise UsageError(f"{where}: expected a list, got {type(value).__name__}")
@@ -363,6 +369,19 @@ def _field(cls, name: str, value, where: str):
         if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
             raise UsageError(f"{where}: expected {' or '.join(k.__name__ for k in kinds)}, got {type(value).__name__}")
     return value
+
+
+def _numbers_restored(value, where: str):
+    """Plot points and case features with their inf/NaN strings read back as floats."""
+    def restore(x):
+        return float(x) if isinstance(x, str) and x in ("inf", "-inf", "nan") else x
+
+    if isinstance(value, dict):
+        return {k: restore(v) for k, v in value.items()}
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        return [{k: restore(v) for k, v in item.items()} for item in value]
+    raise UsageError(f"{where}: expected {'an object' if where.endswith('features') else 'a list of objects'}, "
+                     f"got {type(value).__name__}")
 
 
 def _metrics(item, where: str) -> OutputMetrics:

@@ -37,7 +37,7 @@ from verify.checks.base import Check
 from verify.errors import UsageError
 from verify.gpu import InOut, Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE
+from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, MAX_HEADS, PAGE_SIZE, QO_HEADS, STORAGE
 from verify.kernels.attention.decode_common import DecodeKernel
 from verify.kernels.attention.merge_state import MergeState
 from verify.kernels.contract import ConfigKey, Expected, Launched
@@ -258,7 +258,8 @@ class TvmDecodeSlidingWindow(TvmDecode):
 
 
 # -- merge ------------------------------------------------------------------------------------------
-HEADS = ConfigKey("heads", 32, (), "attention heads H (TVM specialises the merge's workgroup on it)")
+HEADS = ConfigKey("heads", 32, (), "attention heads H (TVM specialises the merge's workgroup on it)",
+                  bounds=(1, MAX_HEADS))
 
 
 #: Known finding of tvm.merge_state under `reference` (Kernel.known_finding).

@@ -7,8 +7,11 @@ import numpy as np
 from verify.kernels.contract import ConfigKey
 
 HEAD_DIM = ConfigKey("head_dim", 128, (64, 96, 128, 256), "size of one attention head")
-QO_HEADS = ConfigKey("qo_heads", 32, (), "query/output heads")
-KV_HEADS = ConfigKey("kv_heads", 8, (), "key/value heads (GQA: qo_heads/kv_heads queries share one)")
+#: Heads a config may have: more than any released model (Llama 3.1 405B has 128 query heads).
+MAX_HEADS = 256
+QO_HEADS = ConfigKey("qo_heads", 32, (), "query/output heads", bounds=(1, MAX_HEADS))
+KV_HEADS = ConfigKey("kv_heads", 8, (), "key/value heads (GQA: qo_heads/kv_heads queries share one)",
+                     bounds=(1, MAX_HEADS))
 DTYPE = ConfigKey("dtype", "f16", ("f16", "f32"), "storage type of q, k, v and the output; math is f32")
 PAGE_SIZE = ConfigKey("page_size", 16, (16,), "rows per KV-cache page")
 

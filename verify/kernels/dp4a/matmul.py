@@ -40,9 +40,14 @@ ACC = ConfigKey("acc", "f32", ("f32", "f16"),
                 "accumulator type; f16 = the output type, as ORT ships it for f16 models (needs dtype=f16)")
 HAS_ZERO_POINTS = ConfigKey("has_zero_points", 0, (0, 1), "packed uint8 zero points (else 2^(bits-1))")
 HAS_BIAS = ConfigKey("has_bias", 0, (0, 1), "bias [N], added once at the end")
-M = ConfigKey("m", 0, (), "pin every case's M (0: drawn)")
-N = ConfigKey("n", 0, (), "pin every case's N, a multiple of 16 (0: drawn)")
-K = ConfigKey("k", 0, (), "pin every case's K, a multiple of 128 and of block_size (0: drawn)")
+#: Largest pinned M, N, K: LLM shapes (Llama 3.1 405B: hidden 16384, FFN 53248) with room.
+MAX_DIM = 65536
+#: Elements of the largest matrix a pinned shape may ask for (A [M, K], B [N, K], Y [M, N]):
+#: 2^28 (1 GiB of f32) keeps a case within a CI machine's memory.
+MAX_PINNED_ELEMENTS = 1 << 28
+M = ConfigKey("m", 0, (), "pin every case's M (0: drawn)", bounds=(0, MAX_DIM))
+N = ConfigKey("n", 0, (), "pin every case's N, a multiple of 16 (0: drawn)", bounds=(0, MAX_DIM))
+K = ConfigKey("k", 0, (), "pin every case's K, a multiple of 128 and of block_size (0: drawn)", bounds=(0, MAX_DIM))
 
 #: Keys the WGSL is specialised on; m, n and k only shape the cases.
 WGSL_KEYS = ("dtype", "bits", "block_size", "tile", "acc", "has_zero_points", "has_bias")
@@ -128,6 +133,11 @@ class Matmul(Kernel):
                 raise UsageError(f"{key}={config[key]}: must be >= 0 (0 draws it per case)")
         check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None,
                     block_size=config["block_size"])
+        largest = max((config["m"] or 1) * (config["k"] or 1), (config["n"] or 1) * (config["k"] or 1),
+                      (config["m"] or 1) * (config["n"] or 1))
+        if largest > MAX_PINNED_ELEMENTS:
+            raise UsageError(f"m={config['m']}, n={config['n']}, k={config['k']}: a case would hold {largest} elements in "
+                             f"one matrix, more than the {MAX_PINNED_ELEMENTS} verify draws (pin smaller shapes)")
         rows, cols, _ = TILES[config["tile"]]
         if -(-config["m"] // rows) > MAX_GROUPS or -(-config["n"] // cols) > MAX_GROUPS:
             raise UsageError(f"m={config['m']}, n={config['n']}: tile {config['tile']} covers {rows} rows x {cols} "
