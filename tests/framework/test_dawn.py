@@ -250,6 +250,31 @@ def test_the_node_process_dies_when_its_python_parent_is_killed():
         parent.kill()
 
 
+def _dawn_workers() -> set[int]:
+    from verify.gpu.dawn import environment
+
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(environment.WORKER).encode() in (entry / "cmdline").read_bytes():
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return {pid for pid in found if _alive(pid)}
+
+
+def test_a_kernel_that_hangs_on_dawn_fails_at_the_time_limit_and_leaves_no_node_process(tmp_path):
+    before = _dawn_workers()
+    hang = REPO / "tests" / "fixtures" / "wgsl" / "merge_state_never_finishes.wgsl"
+    result = verify("check", "merge_state", "--wgsl", str(hang), "--backend", "dawn", "--checks", "reference",
+                    "--examples", "2", "--time-limit", "8", "--out", str(tmp_path), timeout=300)
+    assert result.returncode == 1 and "time limit" in result.stderr, result.stderr
+    deadline = time.monotonic() + 10
+    while _dawn_workers() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _dawn_workers() - before, "a Node process outlived the killed worker"
+
+
 def test_the_node_process_exits_when_its_stdin_closes():
     """The pipe-EOF watchdog alone (no parent death): closing our end ends the process cleanly."""
     from verify.gpu.dawn import environment
