@@ -87,6 +87,8 @@ def list_dawn_adapters() -> list[AdapterInfo]:
         process = _start(driver)
         try:
             reply, _ = process.request({"op": "adapters"})
+        except NodeProcessDied as exc:
+            raise SetupError(f"Dawn could not start on the {driver.name} Vulkan driver: {exc}") from None
         finally:
             process.close()
         for raw in reply.get("adapters", []):
