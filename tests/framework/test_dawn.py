@@ -250,29 +250,34 @@ def test_the_node_process_dies_when_its_python_parent_is_killed():
         parent.kill()
 
 
-def _dawn_workers() -> set[int]:
+def _orphaned_dawn_workers() -> set[int]:
+    """Live Node processes running our worker.mjs whose parent is no longer a Python process
+    (an orphan is re-parented to init or a subreaper): each is a leak."""
     from verify.gpu.dawn import environment
 
     found = set()
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and str(environment.WORKER).encode() in (entry / "cmdline").read_bytes():
+            if not entry.name.isdigit() or str(environment.WORKER).encode() not in (entry / "cmdline").read_bytes():
+                continue
+            parent = (entry / "stat").read_text().split(")")[-1].split()[1]
+            if b"python" not in Path(f"/proc/{parent}/cmdline").read_bytes() and _alive(int(entry.name)):
                 found.add(int(entry.name))
         except OSError:
             continue
-    return {pid for pid in found if _alive(pid)}
+    return found
 
 
 def test_a_kernel_that_hangs_on_dawn_fails_at_the_time_limit_and_leaves_no_node_process(tmp_path):
-    before = _dawn_workers()
+    before = _orphaned_dawn_workers()
     hang = REPO / "tests" / "fixtures" / "wgsl" / "merge_state_never_finishes.wgsl"
     result = verify("check", "merge_state", "--wgsl", str(hang), "--backend", "dawn", "--checks", "reference",
                     "--examples", "2", "--time-limit", "8", "--out", str(tmp_path), timeout=300)
     assert result.returncode == 1 and "time limit" in result.stderr, result.stderr
     deadline = time.monotonic() + 10
-    while _dawn_workers() - before and time.monotonic() < deadline:
+    while _orphaned_dawn_workers() - before and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _dawn_workers() - before, "a Node process outlived the killed worker"
+    assert not _orphaned_dawn_workers() - before, "a Node process outlived the killed worker"
 
 
 def test_the_node_process_exits_when_its_stdin_closes():
