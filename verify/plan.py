@@ -80,6 +80,18 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
     return jobs, skipped
 
 
+def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
+    """Shard `index` (1-based) of `count`: every count-th job, starting at the index-th.
+
+    Deterministic (the same plan gives the same shards on every machine) and balanced: a
+    kernel's configs and checks sit next to each other in the plan, so each shard gets a slice
+    of every kernel rather than whole expensive kernels.
+    """
+    if not 1 <= index <= count:
+        raise UsageError(f"shard {index}/{count}: expected 1 <= K <= N")
+    return jobs[index - 1 :: count]
+
+
 def _validate_user_wgsl(kernel, config: dict, text: str, origin: str) -> None:
     from verify.gpu.wgsl import parse_interface
 
