@@ -68,9 +68,16 @@ class CheckRun:
 def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> CheckRun:
     """Run `check` over `options.examples` drawn cases: its result, with the cases to keep."""
     started = time.perf_counter()
-    state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": []}
+    state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0}
 
     def body(case):
+        entered = time.perf_counter()
+        try:
+            _body(case)
+        finally:
+            state["in_body"] += time.perf_counter() - entered
+
+    def _body(case):
         state["calls"] += 1
         shrinking = state["first_failure"] is not None
         try:
@@ -123,6 +130,9 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
         trace = traceback.format_exc()
 
     axes = ctx.kernel.output_axes
+    # Everything outside the examples themselves: Hypothesis drawing (and building) cases,
+    # targeting and shrinking.
+    ctx.timer.seconds["generation"] = max(0.0, time.perf_counter() - started - state["in_body"])
     timing = ctx.timer.as_record()
     result = CheckResult(
         kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=verdict, reason=reason,
