@@ -126,7 +126,7 @@ def _original(source: str, token: Token) -> str:
     return source[token.start_pos:token.end_pos] if token.start_pos is not None else str(token)
 
 
-_TERMINAL_NAMES = {"TEMPLATE_START": "'<' (template list)", "TEMPLATE_END": "'>' (template list)",
+_TERMINAL_NAMES = {"_TEMPLATE_START": "'<' (template list)", "_TEMPLATE_END": "'>' (template list)",
                    "IDENT": "an identifier", "INT_LITERAL": "an integer", "FLOAT_LITERAL": "a float"}
 
 
