@@ -124,3 +124,59 @@ def _nested(node: Tree, scope: Scope, scopes: dict) -> None:
         for child in node.children:
             if isinstance(child, Tree) and child.data == "compound_statement":
                 _block(child, scope, scopes)
+
+
+#: The built-in inputs an instrumented entry point needs, with their types.
+_IDENTITY_BUILTINS = {"local_invocation_index": "u32", "workgroup_id": "vec3<u32>", "num_workgroups": "vec3<u32>"}
+
+
+def builtin_of(attributes: Tree) -> str | None:
+    """The name in a `@builtin(name)` attribute among `attributes`, if any."""
+    for attribute in attributes.children:
+        if attribute.data == "attribute" and attribute.children[0].value == "builtin":
+            return attribute.children[1].children[0].children[0].value
+    return None
+
+
+def entry_inputs(function: Tree, module) -> dict[str, str]:
+    """builtin name -> the WGSL expression reading it in an entry point (`lanes.local` when a
+    struct parameter carries it)."""
+    structs = {n.children[0].value: n for n in module.tree.children
+               if isinstance(n, Tree) and n.data == "struct_decl"}
+    found = {}
+    for param in parameters(function):
+        attributes, name, type_node = param.children
+        builtin = builtin_of(attributes)
+        if builtin is not None:
+            found[builtin] = name.value
+        elif type_node.children[0].value in structs:
+            for member in structs[type_node.children[0].value].children[1:]:
+                builtin = builtin_of(member.children[0])
+                if builtin is not None:
+                    found[builtin] = f"{name.value}.{member.children[1].value}"
+    return found
+
+
+def add_entry_inputs(function: Tree, module, rewriter, wanted: dict[str, str], prefix: str) -> dict[str, str]:
+    """Make the built-ins in `wanted` (name -> type) readable in entry point `function`, adding
+    parameters `<prefix><name>` for those it does not declare; name -> expression."""
+    found = entry_inputs(function, module)
+    missing = [b for b in wanted if b not in found]
+    if missing:
+        text = ", ".join(f"@builtin({b}) {prefix}{b}: {wanted[b]}" for b in missing)
+        params = next((c for c in function.children if isinstance(c, Tree) and c.data == "param_list"), None)
+        if params is not None:
+            rewriter.insert(params.meta.end_pos, ", " + text)
+        else:
+            name = next(c for c in function.children if isinstance(c, Token))
+            rewriter.insert(module.source.index("(", name.end_pos) + 1, text)
+        found.update({b: f"{prefix}{b}" for b in missing})
+    return found
+
+
+def entry_builtins(function: Tree, module, rewriter, prefix: str) -> tuple[str, str, str] | None:
+    """(lane, workgroup id, workgroup count) expressions of a compute entry point, or None."""
+    if not is_entry_point(function):
+        return None
+    found = add_entry_inputs(function, module, rewriter, _IDENTITY_BUILTINS, prefix)
+    return found["local_invocation_index"], found["workgroup_id"], found["num_workgroups"]

@@ -1,0 +1,116 @@
+"""Device wrappers that run any kernel, through its own contract's launch, instrumented.
+
+A kernel's `launch(device, wgsl, config, case)` calls `device.pipeline(wgsl)` and
+`device.run(pipeline, resources, grid)` with resources named after the WGSL's bindings. The
+wrappers compile a rewritten module instead, but hand the contract a pipeline whose interface is
+the original's, so the contract binds exactly what it always binds; `run` adds what the rewrite
+needs (the sanitizer's log) and takes it back out of the results. Everything else (features,
+limits, adapter facts) is the wrapped device's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from verify.errors import SetupError
+from verify.gpu.buffers import GUARD_BYTES, InOut
+from verify.gpu.device import Pipeline, RunResult
+from verify.instrument.findings import SanitizerReport
+from verify.instrument.sanitize import Sanitized, sanitize
+from verify.instrument.shadow import HEADER_WORDS, RECORD_WORDS, analyze, log_words
+
+#: Records the log holds at first (20 MiB); a dispatch that logs more is run again with room for
+#: all of them, up to the device's largest storage binding.
+DEFAULT_CAPACITY = 1 << 20
+_STORAGE_LIMIT = "max-storage-buffers-per-shader-stage"
+_BINDING_SIZE = "max-storage-buffer-binding-size"
+#: WebGPU's default maxStorageBufferBindingSize, where the device does not say.
+_DEFAULT_BINDING_SIZE = 128 << 20
+
+
+@dataclass
+class InstrumentedPipeline:
+    """What the contract sees (`interface`, `wgsl`, ... of the original module) and the compiled
+    rewrite it actually runs (`instrumented`)."""
+
+    original: Pipeline
+    instrumented: Pipeline
+    sanitized: Sanitized | None = None
+
+    def __getattr__(self, name):
+        return getattr(self.original, name)
+
+
+class _Wrapper:
+    """Delegates every attribute it does not define to the wrapped device."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+    @property
+    def wrapped(self):
+        return self._device
+
+
+class SanitizingDevice(_Wrapper):
+    """A device on which every kernel runs sanitized (verify.instrument.sanitize).
+
+    Use it in place of a Device: `kernel.launch(SanitizingDevice(device), wgsl, config, case)`,
+    then `take_report()` for the findings of the dispatches since the last call. Outputs are the
+    kernel's own (its accesses are performed as written, except those out of bounds).
+    """
+
+    def __init__(self, device, capacity: int = DEFAULT_CAPACITY):
+        super().__init__(device)
+        self.capacity = capacity
+        self._sanitized: dict[tuple, InstrumentedPipeline] = {}
+        self._report = SanitizerReport()
+
+    def pipeline(self, wgsl: str, entry_point: str | None = None) -> InstrumentedPipeline:
+        key = (wgsl, entry_point)
+        if key not in self._sanitized:
+            original = self._device.pipeline(wgsl, entry_point)
+            sanitized = sanitize(wgsl)
+            self._check_limits(original, sanitized)
+            instrumented = self._device.pipeline(sanitized.wgsl, original.entry_point)
+            self._sanitized[key] = InstrumentedPipeline(original, instrumented, sanitized)
+        return self._sanitized[key]
+
+    def _check_limits(self, original: Pipeline, sanitized: Sanitized) -> None:
+        storage = sum(1 for b in original.interface.bindings if b.address_space == "storage")
+        limit = self._device.limits.get(_STORAGE_LIMIT, 8)
+        if storage + 1 > limit:
+            raise SetupError(f"sanitize needs one more storage buffer than the kernel's {storage}, but this device "
+                             f"allows {limit} per shader stage ({_STORAGE_LIMIT})")
+
+    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+        if not isinstance(pipeline, InstrumentedPipeline):
+            return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)
+        sanitized = pipeline.sanitized
+        capacity = self.capacity
+        while True:
+            log = InOut(np.zeros(log_words(capacity), dtype=np.uint32))
+            run = self._device.run(pipeline.instrumented, {**resources, sanitized.log_name: log}, workgroups,
+                                   timestamps=timestamps)
+            words = run.outputs.pop(sanitized.log_name)
+            run.guard_intact.pop(sanitized.log_name, None)
+            attempted = int(words[0])
+            if attempted <= capacity or capacity >= self._max_capacity():
+                break
+            capacity = min(attempted, self._max_capacity())
+        analyze(words, sanitized, self._report)
+        return run
+
+    def _max_capacity(self) -> int:
+        size = self._device.limits.get(_BINDING_SIZE, _DEFAULT_BINDING_SIZE)
+        return (size - GUARD_BYTES - 4 * HEADER_WORDS) // (4 * RECORD_WORDS)
+
+    def take_report(self) -> SanitizerReport:
+        """The findings since the last call (or since the device was wrapped), and a fresh start."""
+        report, self._report = self._report, SanitizerReport()
+        return report

@@ -1,0 +1,246 @@
+"""Read back the shadow log of a sanitized dispatch and find races, out-of-bounds and
+uninitialised accesses in it (numpy, vectorised: a dispatch logs millions of accesses).
+
+The log is what happened, not a schedule: two accesses race when the rules of WGSL's memory model
+leave them unordered, whatever order this adapter ran them in. So the verdict is the same on an
+adapter that runs a workgroup's subgroups one after another (lavapipe) and on one that runs them
+in lockstep (a GPU). The rules, per address (a scalar of a variable; vectors and structs span
+several):
+  - race in an epoch: two invocations of one workgroup, at least one writing, no control barrier
+    between them (same epoch = same count of barriers passed);
+  - unsynchronised: a write, then an access by another invocation of the workgroup in a later
+    epoch, with no barrier for that address space between (storage memory needs storageBarrier,
+    workgroup memory workgroupBarrier; a write-after-read needs only the control barrier);
+  - race between workgroups: storage written by one workgroup and touched by another;
+  - uninitialised: a read of workgroup memory that no write of the same workgroup precedes (an
+    earlier epoch, or the same invocation earlier in the same epoch).
+Atomic built-ins never race; an atomic update counts as a read and a write for initialisation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.instrument.findings import (Access, LogTruncated, OutOfBounds, Race, SanitizerReport,
+                                        UninitializedRead, describe_address)
+from verify.instrument.sanitize import MAX_SITES, Sanitized
+
+RECORD_WORDS = 5
+HEADER_WORDS = 2
+LANE_SHIFT = 20
+LANE_MASK = 0x3FF
+OUT_OF_BOUNDS = 1 << 31
+_NONE = np.iinfo(np.int64).max
+
+
+def log_words(capacity: int) -> int:
+    """u32 words of a log with room for `capacity` records."""
+    return HEADER_WORDS + RECORD_WORDS * capacity
+
+
+def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | None = None) -> SanitizerReport:
+    """Add the findings of one dispatch's log (`words`, the u32 log buffer) to `report`."""
+    report = report if report is not None else SanitizerReport()
+    words = np.asarray(words, dtype=np.uint32).ravel()
+    attempted, overflow = int(words[0]), bool(words[1])
+    capacity = (words.size - HEADER_WORDS) // RECORD_WORDS
+    count = min(attempted, capacity)
+    records = words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS).astype(np.int64)
+    report.dispatches += 1
+    report.accesses += attempted
+    if overflow or attempted > capacity:
+        report.findings.append(LogTruncated(capacity, attempted))
+    tables = _SiteTables(sanitized)
+    oob = (records[:, 0] & OUT_OF_BOUNDS) != 0
+    report.findings.extend(_out_of_bounds(records[oob], tables))
+    report.findings.extend(_Accesses(records[~oob], tables).findings())
+    return report
+
+
+class _SiteTables:
+    """Per-site facts as arrays indexed by site id."""
+
+    def __init__(self, sanitized: Sanitized):
+        self.sanitized = sanitized
+        self.sites = sanitized.sites
+        names = sorted({s.variable for s in self.sites})
+        self.variable_names = names
+        index = {name: i for i, name in enumerate(names)}
+        self.variable = np.array([index[s.variable] for s in self.sites], dtype=np.int64)
+        self.reads = np.array([s.kind.reads for s in self.sites], dtype=bool)
+        self.writes = np.array([s.kind.writes for s in self.sites], dtype=bool)
+        self.atomic = np.array([s.kind.atomic for s in self.sites], dtype=bool)
+        self.scalars = np.array([s.scalars for s in self.sites], dtype=np.int64)
+        self.workgroup = np.array([s.space == "workgroup" for s in self.sites], dtype=bool)
+
+    def access(self, site: int, group: int, lane: int, epoch: int | None = None) -> Access:
+        return Access(self.sites[int(site)], int(group), int(lane), None if epoch is None else int(epoch))
+
+    def type_of(self, variable: int):
+        return self.sanitized.variables[self.variable_names[variable]].type
+
+
+def _out_of_bounds(records: np.ndarray, tables: _SiteTables) -> list[OutOfBounds]:
+    if records.size == 0:
+        return []
+    site = records[:, 0] & (MAX_SITES - 1)
+    sites, first, counts = np.unique(site, return_index=True, return_counts=True)
+    findings = []
+    for s, i, n in zip(sites, first, counts):
+        head, group, length, dimension, index = records[i]
+        lane = (head >> LANE_SHIFT) & LANE_MASK
+        findings.append(OutOfBounds(tables.access(s, group, lane), int(dimension), int(index), int(length), int(n)))
+    return findings
+
+
+class _Accesses:
+    """In-bounds accesses, one row per scalar-granule they touch, sorted as each rule needs."""
+
+    def __init__(self, records: np.ndarray, tables: _SiteTables):
+        self.tables = tables
+        site = records[:, 0] & (MAX_SITES - 1)
+        lane = (records[:, 0] >> LANE_SHIFT) & LANE_MASK
+        order = np.arange(len(records), dtype=np.int64)
+        variable = tables.variable[site] if len(site) else np.zeros(0, np.int64)
+        offset, scalars = records[:, 4], tables.scalars[site] if len(site) else np.zeros(0, np.int64)
+        # A variable accessed only in whole aligned elements of s scalars is tracked per element:
+        # the same verdicts, s times fewer rows.
+        unit = np.ones(len(tables.variable_names), dtype=np.int64)
+        for v in np.unique(variable):
+            rows = variable == v
+            sizes = np.unique(scalars[rows])
+            if sizes.size == 1 and np.all(offset[rows] % sizes[0] == 0):
+                unit[v] = sizes[0]
+        self.unit = unit
+        span = scalars // unit[variable]
+        first = offset // unit[variable]
+        repeat = np.repeat(np.arange(len(records)), span)
+        within = np.arange(repeat.size) - np.repeat(np.cumsum(span) - span, span)
+        self.columns = {
+            "site": site[repeat], "lane": lane[repeat], "group": records[repeat, 1], "epoch": records[repeat, 2],
+            "space_epoch": records[repeat, 3], "variable": variable[repeat], "address": first[repeat] + within,
+            "order": order[repeat],
+        }
+        site_r = self.columns["site"]
+        self.columns["reads"] = tables.reads[site_r]
+        self.columns["writes"] = tables.writes[site_r]
+        self.columns["atomic"] = tables.atomic[site_r]
+        self.columns["workgroup"] = tables.workgroup[site_r]
+
+    def findings(self) -> list:
+        return (self._races_in_epoch() + self._unsynchronised() + self._races_between_workgroups()
+                + self._uninitialised())
+
+    # -- grouping ---------------------------------------------------------------------------
+    def _sorted(self, mask: np.ndarray, keys: tuple[str, ...], then: tuple[str, ...] = ("order",)):
+        """Columns of the rows in `mask`, sorted by `keys` then `then`; and each row's group start."""
+        rows = np.flatnonzero(mask)
+        columns = {k: v[rows] for k, v in self.columns.items()}
+        sort = np.lexsort(tuple(columns[k] for k in reversed(keys + then)))
+        columns = {k: v[sort] for k, v in columns.items()}
+        n = len(sort)
+        change = np.zeros(n, dtype=bool)
+        if n:
+            change[0] = True
+            for k in keys:
+                change[1:] |= columns[k][1:] != columns[k][:-1]
+        starts = np.flatnonzero(change)
+        group = np.cumsum(change) - 1
+        return columns, starts, group
+
+    @staticmethod
+    def _first(where: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Per group, the index of its first row where `where` holds (_NONE if none)."""
+        if starts.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.minimum.reduceat(np.where(where, np.arange(where.size), _NONE), starts)
+
+    # -- rules ------------------------------------------------------------------------------
+    def _pairs(self, c, starts, group, differ: str, ordering: str, candidate=None) -> list[Race]:
+        """Races of groups with a write and another row by a different `differ` (lane or group)
+        that satisfies `candidate` (default: any row)."""
+        if starts.size == 0:
+            return []
+        writes = c["writes"]
+        writer = self._first(writes, starts)
+        has_writer = writer != _NONE
+        writer_id = np.where(has_writer, c[differ][np.minimum(writer, len(writes) - 1)], -1)
+        other_ok = (c[differ] != writer_id[group]) & has_writer[group]
+        if candidate is not None:
+            other_ok &= candidate
+        other = self._first(other_ok, starts)
+        racy = np.flatnonzero((other != _NONE) & has_writer)
+        return self._aggregate(c, writer[racy], other[racy], ordering)
+
+    def _aggregate(self, c, first: np.ndarray, second: np.ndarray, ordering: str) -> list[Race]:
+        if first.size == 0:
+            return []
+        pairs = np.stack([c["site"][first], c["site"][second]], axis=1)
+        kinds, index, counts = np.unique(pairs, axis=0, return_index=True, return_counts=True)
+        races = []
+        for (_, _), i, n in zip(kinds, index, counts):
+            a, b = first[i], second[i]
+            variable = int(c["variable"][a])
+            unit = int(self.unit[variable])
+            address = describe_address(self.tables.type_of(variable), int(c["address"][a]) * unit, unit)
+            site = self.tables.sites[int(c["site"][a])]
+            races.append(Race(site.space, site.variable, address, ordering,
+                              self.tables.access(c["site"][a], c["group"][a], c["lane"][a], c["epoch"][a]),
+                              self.tables.access(c["site"][b], c["group"][b], c["lane"][b], c["epoch"][b]),
+                              int(n)))
+        return races
+
+    def _races_in_epoch(self) -> list[Race]:
+        c, starts, group = self._sorted(~self.columns["atomic"], ("variable", "address", "group", "epoch"))
+        return self._pairs(c, starts, group, "lane", "epoch")
+
+    def _unsynchronised(self) -> list[Race]:
+        """A write, then another invocation's access in a later epoch of the same space epoch."""
+        c, starts, group = self._sorted(~self.columns["atomic"], ("variable", "address", "group", "space_epoch"),
+                                        ("epoch", "order"))
+        if starts.size == 0:
+            return []
+        writes, epoch, lane = c["writes"], c["epoch"], c["lane"]
+        first_write_epoch = np.minimum.reduceat(np.where(writes, epoch, _NONE), starts)[group]
+        at_first = writes & (epoch == first_write_epoch)
+        low = np.minimum.reduceat(np.where(at_first, lane, _NONE), starts)[group]
+        high = np.maximum.reduceat(np.where(at_first, lane, -1), starts)[group]
+        later = (epoch > first_write_epoch) & ((low != high) | (lane != low))
+        writer = self._first(at_first, starts)
+        other = self._first(later, starts)
+        racy = np.flatnonzero((other != _NONE) & (writer != _NONE))
+        return self._aggregate(c, writer[racy], other[racy], "memory")
+
+    def _races_between_workgroups(self) -> list[Race]:
+        mask = ~self.columns["atomic"] & ~self.columns["workgroup"]
+        c, starts, group = self._sorted(mask, ("variable", "address"))
+        return self._pairs(c, starts, group, "group", "workgroups")
+
+    def _uninitialised(self) -> list[UninitializedRead]:
+        c, starts, group = self._sorted(self.columns["workgroup"], ("variable", "address", "group"),
+                                        ("epoch", "order"))
+        if starts.size == 0:
+            return []
+        writes, reads, epoch, lane, order = c["writes"], c["reads"], c["epoch"], c["lane"], c["order"]
+        first_epoch = np.minimum.reduceat(np.where(writes, epoch, _NONE), starts)[group]
+        at_first = writes & (epoch == first_epoch)
+        low = np.minimum.reduceat(np.where(at_first, lane, _NONE), starts)[group]
+        high = np.maximum.reduceat(np.where(at_first, lane, -1), starts)[group]
+        first_order = np.minimum.reduceat(np.where(at_first, order, _NONE), starts)[group]
+        # Same epoch as the first writes: initialised unless only this lane writes there, later.
+        # (Another lane writing in the same epoch is a race, reported as one.)
+        own_late = (epoch == first_epoch) & (low == high) & (lane == low) & (order < first_order)
+        uninitialised = reads & ((epoch < first_epoch) | own_late)
+        rows = np.flatnonzero(uninitialised)
+        if rows.size == 0:
+            return []
+        sites, first, counts = np.unique(c["site"][rows], return_index=True, return_counts=True)
+        findings = []
+        for i, n in zip(first, counts):
+            row = rows[i]
+            variable = int(c["variable"][row])
+            unit = int(self.unit[variable])
+            address = describe_address(self.tables.type_of(variable), int(c["address"][row]) * unit, unit)
+            access = self.tables.access(c["site"][row], c["group"][row], lane[row], epoch[row])
+            findings.append(UninitializedRead(access, address, int(n)))
+        return findings
