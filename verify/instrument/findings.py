@@ -86,6 +86,16 @@ class Race(Finding):
 
 
 @dataclass(frozen=True)
+class RedundantWrites(Race):
+    """A race in which every access writes the same value (TVM's decode stores each output from
+    every slice of a workgroup): no value is lost, so it is a note, not a failure."""
+
+    def message(self) -> str:
+        race = Race.message(self)
+        return f"benign {race}: every access writes the same value"
+
+
+@dataclass(frozen=True)
 class OutOfBounds(Finding):
     """An index past its array's length (or a vector's width): the access was not performed."""
 
@@ -137,6 +147,8 @@ class SanitizerReport:
     """Findings of the dispatches run since the report was started."""
 
     findings: list[Finding] = field(default_factory=list)
+    #: Races in which every access writes the same value: reported, but not failures.
+    notes: list[Finding] = field(default_factory=list)
     dispatches: int = 0
     accesses: int = 0
 

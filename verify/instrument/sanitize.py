@@ -89,6 +89,7 @@ class Site:
     source_line: str
     expression: str
     logged: bool  # False: only logged out of bounds (reads of read-only storage)
+    value_logged: bool = False  # a write whose stored value (bits, or a hash of them) is logged
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,8 @@ class _Instrumenter:
         site = self._site(lhs, ref, AccessKind.WRITE)
         helper = _Helper(ref)
         params = helper.index_params() + [f"value: {_wgsl(ref.type)}"]
-        body = [*helper.check(), helper.log(site), f"if (bad == 0u) {{ {helper.access()} = value; }}"]
+        body = [*helper.check(), helper.log(site, value=self._bits(ref.type, "value")),
+                f"if (bad == 0u) {{ {helper.access()} = value; }}"]
         name = self._helper(params, None, body)
         self.rewriter.replace(node, lambda rw: _call(name, site, self._index_arguments(ref, rw) + [rw.emit(rhs)]))
 
@@ -266,11 +268,13 @@ class _Instrumenter:
             operator, operand = node.children[1].children[0].value, node.children[2]
             self._visit(operand, scope)
             params.append(f"operand: {_wgsl(_operand_type(operator, operand, ref.type, scope))}")
-            update = f"{helper.access()} {operator} operand;"
+            updated = f"{helper.access()} {operator[:-1]} operand"
         else:
             operand = None
-            update = f"{helper.access()}{'++' if node.data == 'increment' else '--'};"
-        body = [*helper.check(), helper.log(read), helper.log(write, "site + 1u"), f"if (bad == 0u) {{ {update} }}"]
+            updated = f"{helper.access()} {'+' if node.data == 'increment' else '-'} 1"
+        body = [*helper.check(), f"let updated: {_wgsl(ref.type)} = {updated};", helper.log(read),
+                helper.log(write, "site + 1u", self._bits(ref.type, "updated")),
+                f"if (bad == 0u) {{ {helper.access()} = updated; }}"]
         name = self._helper(params, None, body)
         operands = [operand] if operand is not None else []
         self.rewriter.replace(node, lambda rw: _call(name, read, self._index_arguments(ref, rw)
@@ -328,6 +332,15 @@ class _Instrumenter:
         else:
             self.rewriter.replace(node, f"let {PREFIX}{name}_unused = 0u")
 
+    def _bits(self, type_, value: str) -> str:
+        """WGSL for a u32 that is equal for equal values of `type_` (0u where not known)."""
+        function = _bits_function(abstract_default(type_))
+        if function is None:
+            return "0u"
+        if function not in self.helpers:
+            self.helpers[function] = f"{PREFIX}h{len(self.helpers)}"
+        return f"{self.helpers[function]}({value})"
+
     def _helper(self, params: list[str], returns, body: list[str]) -> str:
         """The name of a helper with this signature and body (taking the site as its first
         argument), declared once however many sites share it."""
@@ -342,8 +355,9 @@ class _Instrumenter:
         var = ref.variable
         line, column = node.meta.line, node.meta.column
         logged = not (var.space == "storage" and var.access == "read" and not kind.atomic)
+        value_logged = kind == AccessKind.WRITE and _bits_function(abstract_default(ref.type)) is not None
         site = Site(len(self.sites), var.name, var.space, kind, ref.span[1], line, column, self.module.line(line),
-                    self.module.text(node), logged)
+                    self.module.text(node), logged, value_logged)
         self.sites.append(site)
         return site
 
@@ -362,6 +376,30 @@ def _operand_type(operator: str, operand, target, scope):
 
 def _call(helper: str, site: Site, args: list[str]) -> str:
     return f"{helper}({', '.join([f'{site.id}u', *args])})"
+
+
+_HASH = ("", " * 0x9E3779B1u", " * 0x85EBCA77u", " * 0xC2B2AE3Du")
+
+
+def _bits_function(type_) -> str | None:
+    """A helper `{name}(v) -> u32` giving the bits of a scalar (a hash of them for a vector), or None.
+    f16 bits come from pack2x16float (exact for every f16; Naga has no f16-to-u32 bitcast)."""
+    if isinstance(type_, Scalar):
+        bits = {"f32": "bitcast<u32>(v)", "i32": "bitcast<u32>(v)", "u32": "v", "bool": "select(0u, 1u, v)",
+                "f16": "pack2x16float(vec2<f32>(f32(v), 0.0))"}[type_.name]
+        return _function("{name}", [f"v: {type_.wgsl}"], "u32", [f"return {bits};"])
+    if not isinstance(type_, Vector):
+        return None
+    element, size = type_.element.name, type_.size
+    if element == "f16":
+        pairs = [f"v.{'xyzw'[k]}{'xyzw'[k + 1] if k + 1 < size else ''}" for k in range(0, size, 2)]
+        words = [f"pack2x16float(vec2<f32>({p}{', 0.0' if len(p) == 3 else ''}))" for p in pairs]
+    elif element == "bool":
+        words = [f"select(0u, 1u, v.{'xyzw'[k]})" for k in range(size)]
+    else:
+        words = [f"bitcast<u32>(v.{'xyzw'[k]})" for k in range(size)]
+    bits = " ^ ".join(f"({w}{_HASH[k]})" for k, w in enumerate(words))
+    return _function("{name}", [f"v: {type_.wgsl}"], "u32", [f"return {bits};"])
 
 
 def _wgsl(type_) -> str:
@@ -425,10 +463,11 @@ class _Helper:
                 static += step.offset
         return " + ".join(terms + [f"{static}u"])
 
-    def log(self, site: Site, which: str = "site") -> str:
-        """The log call of `site` (`which`: the WGSL naming its id in the helper)."""
+    def log(self, site: Site, which: str = "site", value: str = "0u") -> str:
+        """The log call of `site` (`which`: the WGSL naming its id in the helper; `value`: the
+        bits of the value written)."""
         epoch = f"{PREFIX}{'workgroup' if site.space == 'workgroup' else 'storage'}_epoch"
-        call = f"{PREFIX}note({which}, {self.offset()}, bad, index, length, {epoch});"
+        call = f"{PREFIX}note({which}, {self.offset()}, bad, index, length, {epoch}, {value});"
         return call if site.logged else f"if (bad != 0u) {{ {call} }}"
 
     def select(self, value: str) -> str:

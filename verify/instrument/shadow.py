@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.instrument.findings import (Access, LogTruncated, OutOfBounds, Race, SanitizerReport,
+from verify.instrument.findings import (Access, LogTruncated, OutOfBounds, Race, RedundantWrites, SanitizerReport,
                                         UninitializedRead, describe_address)
 from verify.instrument.sanitize import MAX_SITES, Sanitized
 
-RECORD_WORDS = 5
+RECORD_WORDS = 6
 HEADER_WORDS = 2
 LANE_SHIFT = 20
 LANE_MASK = 0x3FF
@@ -53,7 +53,9 @@ def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | N
     tables = _SiteTables(sanitized)
     oob = (records[:, 0] & OUT_OF_BOUNDS) != 0
     report.findings.extend(_out_of_bounds(records[oob], tables))
-    report.findings.extend(_Accesses(records[~oob], tables).findings())
+    accesses = _Accesses(records[~oob], tables)
+    for finding in accesses.findings():
+        (report.notes if isinstance(finding, RedundantWrites) else report.findings).append(finding)
     return report
 
 
@@ -72,6 +74,7 @@ class _SiteTables:
         self.atomic = np.array([s.kind.atomic for s in self.sites], dtype=bool)
         self.scalars = np.array([s.scalars for s in self.sites], dtype=np.int64)
         self.workgroup = np.array([s.space == "workgroup" for s in self.sites], dtype=bool)
+        self.value_logged = np.array([s.value_logged for s in self.sites], dtype=bool)
 
     def access(self, site: int, group: int, lane: int, epoch: int | None = None) -> Access:
         return Access(self.sites[int(site)], int(group), int(lane), None if epoch is None else int(epoch))
@@ -119,13 +122,15 @@ class _Accesses:
         self.columns = {
             "site": site[repeat], "lane": lane[repeat], "group": records[repeat, 1], "epoch": records[repeat, 2],
             "space_epoch": records[repeat, 3], "variable": variable[repeat], "address": first[repeat] + within,
-            "order": order[repeat],
+            "order": order[repeat], "value": records[repeat, 5], "record_offset": offset[repeat],
+            "scalars": scalars[repeat],
         }
         site_r = self.columns["site"]
         self.columns["reads"] = tables.reads[site_r]
         self.columns["writes"] = tables.writes[site_r]
         self.columns["atomic"] = tables.atomic[site_r]
         self.columns["workgroup"] = tables.workgroup[site_r]
+        self.columns["value_logged"] = tables.value_logged[site_r]
 
     def findings(self) -> list:
         return (self._races_in_epoch() + self._unsynchronised() + self._races_between_workgroups()
@@ -169,10 +174,27 @@ class _Accesses:
         if candidate is not None:
             other_ok &= candidate
         other = self._first(other_ok, starts)
-        racy = np.flatnonzero((other != _NONE) & has_writer)
-        return self._aggregate(c, writer[racy], other[racy], ordering)
+        return self._split(c, starts, writer, other, (other != _NONE) & has_writer, ordering)
 
-    def _aggregate(self, c, first: np.ndarray, second: np.ndarray, ordering: str) -> list[Race]:
+    def _split(self, c, starts, first, second, racy: np.ndarray, ordering: str) -> list:
+        """Races of the `racy` groups, those where every access writes the same value as notes."""
+        same = self._same_value_writes(c, starts)
+        races = np.flatnonzero(racy & ~same)
+        benign = np.flatnonzero(racy & same)
+        return (self._aggregate(c, first[races], second[races], ordering)
+                + self._aggregate(c, first[benign], second[benign], ordering, RedundantWrites))
+
+    @staticmethod
+    def _same_value_writes(c, starts) -> np.ndarray:
+        """Per group: every row is a write of a logged value, all of one shape and one value."""
+        if starts.size == 0:
+            return np.zeros(0, dtype=bool)
+        alike = np.logical_and.reduceat(c["writes"] & c["value_logged"], starts)
+        for column in ("value", "record_offset", "scalars"):
+            alike &= np.minimum.reduceat(c[column], starts) == np.maximum.reduceat(c[column], starts)
+        return alike
+
+    def _aggregate(self, c, first: np.ndarray, second: np.ndarray, ordering: str, kind=Race) -> list:
         if first.size == 0:
             return []
         pairs = np.stack([c["site"][first], c["site"][second]], axis=1)
@@ -184,7 +206,7 @@ class _Accesses:
             unit = int(self.unit[variable])
             address = describe_address(self.tables.type_of(variable), int(c["address"][a]) * unit, unit)
             site = self.tables.sites[int(c["site"][a])]
-            races.append(Race(site.space, site.variable, address, ordering,
+            races.append(kind(site.space, site.variable, address, ordering,
                               self.tables.access(c["site"][a], c["group"][a], c["lane"][a], c["epoch"][a]),
                               self.tables.access(c["site"][b], c["group"][b], c["lane"][b], c["epoch"][b]),
                               int(n)))
@@ -208,8 +230,7 @@ class _Accesses:
         later = (epoch > first_write_epoch) & ((low != high) | (lane != low))
         writer = self._first(at_first, starts)
         other = self._first(later, starts)
-        racy = np.flatnonzero((other != _NONE) & (writer != _NONE))
-        return self._aggregate(c, writer[racy], other[racy], "memory")
+        return self._split(c, starts, writer, other, (other != _NONE) & (writer != _NONE), "memory")
 
     def _races_between_workgroups(self) -> list[Race]:
         mask = ~self.columns["atomic"] & ~self.columns["workgroup"]
