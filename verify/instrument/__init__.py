@@ -1,6 +1,21 @@
-"""WGSL instrumentation on a real parse tree: a parser, `sanitize` (races, out-of-bounds and
-uninitialised reads, logged by the kernel itself) and subgroup emulation at any width."""
+"""WGSL instrumentation on a real parse tree.
 
+- `parse(wgsl) -> Module`: the WGSL grammar (LALR, from the specification) with source positions.
+- `sanitize(wgsl) -> Sanitized` and `SanitizingDevice(device)`: every access to workgroup and
+  storage memory checked against its bounds and logged by the kernel itself; the log is analysed
+  for races, out-of-bounds accesses and reads of uninitialised workgroup memory (`Finding`s).
+- `emulate_subgroups(wgsl, width)` and `EmulatingDevice(device, width)`: subgroup built-ins
+  rewritten into workgroup memory, so a kernel runs with subgroups of any width 4..128.
+"""
+
+from verify.instrument.devices import SanitizingDevice
+from verify.instrument.findings import (Access, Finding, LogTruncated, OutOfBounds, Race, RedundantWrites,
+                                        SanitizerReport, UninitializedRead)
 from verify.instrument.parser import Module, WgslSyntaxError, parse
+from verify.instrument.sanitize import Sanitized, sanitize
+from verify.instrument.types import UnsupportedWgsl
 
-__all__ = ["Module", "WgslSyntaxError", "parse"]
+__all__ = [
+    "Access", "Finding", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",
+    "Sanitized", "SanitizingDevice", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "parse", "sanitize",
+]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.errors import SetupError
-from verify.gpu.buffers import GUARD_BYTES, InOut
+from verify.gpu.buffers import GUARD_BYTES, InOut, Output
 from verify.gpu.device import Pipeline, RunResult
 from verify.instrument.findings import SanitizerReport
 from verify.instrument.sanitize import Sanitized, sanitize
@@ -92,11 +92,13 @@ class SanitizingDevice(_Wrapper):
         if not isinstance(pipeline, InstrumentedPipeline):
             return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)
         sanitized = pipeline.sanitized
+        added = {}
+        if sanitized.runtime_arrays:
+            added[sanitized.lengths_name] = sanitized.lengths({name: _nbytes(v) for name, v in resources.items()})
         capacity = self.capacity
         while True:
-            log = InOut(np.zeros(log_words(capacity), dtype=np.uint32))
-            run = self._device.run(pipeline.instrumented, {**resources, sanitized.log_name: log}, workgroups,
-                                   timestamps=timestamps)
+            added[sanitized.log_name] = InOut(np.zeros(log_words(capacity), dtype=np.uint32))
+            run = self._device.run(pipeline.instrumented, {**resources, **added}, workgroups, timestamps=timestamps)
             words = run.outputs.pop(sanitized.log_name)
             run.guard_intact.pop(sanitized.log_name, None)
             attempted = int(words[0])
@@ -114,3 +116,14 @@ class SanitizingDevice(_Wrapper):
         """The findings since the last call (or since the device was wrapped), and a fresh start."""
         report, self._report = self._report, SanitizerReport()
         return report
+
+
+def _nbytes(resource) -> int:
+    """Bytes of the data a contract binds (what the kernel may read; not the padding or guard)."""
+    if isinstance(resource, Output):
+        return resource.nbytes
+    if isinstance(resource, InOut):
+        return resource.array.nbytes
+    if isinstance(resource, (bytes, bytearray)):
+        return len(resource)
+    return np.asarray(resource).nbytes

@@ -108,9 +108,11 @@ class OutOfBounds(Finding):
     def message(self) -> str:
         site = self.access.site
         index = self.index if self.index < 2**31 else self.index - 2**32
-        return (f"out-of-bounds {site.kind.verb} of {_memory(site.space, site.variable)}: index {index} "
-                f"(index {self.dimension} of {site.expression.strip()!r}) is not below its length {self.length}; "
-                f"{self.access.describe()}{_more(self.count, 'accesses')}")
+        where = site.expression.strip()
+        if where.count("[") > 1:
+            where = f"index {self.dimension} of {where}"
+        return (f"out-of-bounds {site.kind.verb} of {_memory(site.space, site.variable)}: index {index} is not below "
+                f"the length {self.length} ({where}); {self.access.describe()}{_more(self.count, 'accesses')}")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+import numpy as np
 from importlib import resources
 from string import Template
 
@@ -31,11 +33,13 @@ from verify.instrument.infer import abstract_default, type_of
 from verify.instrument.memory import TRACKED_SPACES, Index, Member, Reference, Swizzle, alias_target, reference_root
 from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
-from verify.instrument.types import Atomic, Declarations, Scalar, UnsupportedWgsl, Vector, arguments, callee
+from verify.instrument.types import (Array, Atomic, Declarations, Scalar, Struct, UnsupportedWgsl, Vector, arguments,
+                                     array_stride, callee, member_offsets)
 from verify.instrument.walk import STATEMENTS, entry_builtins, functions, statement_scopes
 
 PREFIX = "_san_"
 LOG_NAME = "_san_log"
+LENGTHS_NAME = "_san_lengths"
 #: Sites fit in the low 20 bits of a record's first word (lane above, the out-of-bounds flag on top).
 MAX_SITES = 1 << 20
 _BARRIER_EPOCHS = {
@@ -93,15 +97,40 @@ class Site:
 
 
 @dataclass(frozen=True)
+class RuntimeArray:
+    """A runtime-sized array in a storage binding: its bound is the length of the array the
+    host meant to bind (the bytes of the array it passed, from `offset`, in `stride`s), not
+    arrayLength, which also counts the poison padding and guard bytes after it."""
+
+    variable: str
+    offset: int  # bytes before the array in its binding (a struct's last member)
+    stride: int  # bytes per element
+
+    def length(self, nbytes: int) -> int:
+        return max(0, nbytes - self.offset) // self.stride
+
+
+@dataclass(frozen=True)
 class Sanitized:
-    """An instrumented module: its WGSL, the access sites and the log binding it added."""
+    """An instrumented module: its WGSL, the access sites, and the bindings it added: the log,
+    and (when the kernel has runtime-sized arrays) a uniform of their lengths, one per
+    `runtime_arrays` entry, that the host fills in for each dispatch."""
 
     wgsl: str
     original: str
     sites: tuple[Site, ...]
     variables: dict  # name -> verify.instrument.types.ModuleVar, for naming addresses
     log_binding: int
+    runtime_arrays: tuple[RuntimeArray, ...] = ()
     log_name: str = LOG_NAME
+    lengths_name: str = LENGTHS_NAME
+
+    def lengths(self, nbytes: dict) -> bytes:
+        """The lengths uniform for bindings of `nbytes[variable]` bytes of array data."""
+        words = np.zeros(-(-len(self.runtime_arrays) // 4) * 4, dtype="<u4")
+        for k, array in enumerate(self.runtime_arrays):
+            words[k] = array.length(nbytes[array.variable])
+        return words.tobytes()
 
 
 def sanitize(wgsl: str) -> Sanitized:
@@ -118,6 +147,7 @@ class _Instrumenter:
         self.rewriter = Rewriter(module)
         self.sites: list[Site] = []
         self.helpers: dict[str, str] = {}  # body -> name: sites of one shape share a helper
+        self.runtime_arrays: dict[str, RuntimeArray] = {}  # by the WGSL naming the array
         for token in module.tree.scan_values(lambda v: isinstance(v, Token) and v.type == "IDENT"):
             if token.value.startswith(PREFIX):
                 raise UnsupportedWgsl(f"line {token.line}: identifier {token.value!r} uses the prefix "
@@ -129,8 +159,20 @@ class _Instrumenter:
         binding = 1 + max((b for b in self._group0_bindings()), default=-1)
         runtime = resources.files(__package__).joinpath("sanitize_log.wgsl").read_text()
         text = self.rewriter.text().rstrip("\n") + "\n" + Template(runtime).substitute(binding=binding)
+        if self.runtime_arrays:
+            vectors = -(-len(self.runtime_arrays) // 4)
+            text += (f"\n// Lengths of the runtime-sized arrays the host bound (arrayLength counts padding too).\n"
+                     f"@group(0) @binding({binding + 1}) var<uniform> {LENGTHS_NAME}: array<vec4<u32>, {vectors}>;\n")
         text += "\n" + "\n".join(body.replace("{name}", name) for body, name in self.helpers.items())
-        return Sanitized(text, self.module.source, tuple(self.sites), self.variables, binding)
+        return Sanitized(text, self.module.source, tuple(self.sites), self.variables, binding,
+                         tuple(self.runtime_arrays.values()))
+
+    def runtime_length(self, prefix: str, variable: str, offset: int, stride: int) -> str:
+        """WGSL for the bound of the runtime-sized array `prefix` (see RuntimeArray)."""
+        if prefix not in self.runtime_arrays:
+            self.runtime_arrays[prefix] = RuntimeArray(variable, offset, stride)
+        k = list(self.runtime_arrays).index(prefix)
+        return f"min(arrayLength(&{prefix}), {LENGTHS_NAME}[{k // 4}].{'xyzw'[k % 4]})"
 
     def _group0_bindings(self):
         for var in self.variables.values():
@@ -240,7 +282,7 @@ class _Instrumenter:
     def _read(self, node, ref: Reference, scope) -> None:
         self._indices(ref, scope)
         site = self._site(node, ref, AccessKind.READ)
-        helper = _Helper(ref)
+        helper = _Helper(ref, self)
         params = helper.index_params()
         body = [*helper.check(), helper.log(site), *helper.read_body()]
         name = self._helper(params, _wgsl(ref.type), body)
@@ -250,7 +292,7 @@ class _Instrumenter:
         self._indices(ref, scope)
         self._visit(rhs, scope)
         site = self._site(lhs, ref, AccessKind.WRITE)
-        helper = _Helper(ref)
+        helper = _Helper(ref, self)
         params = helper.index_params() + [f"value: {_wgsl(ref.type)}"]
         body = [*helper.check(), helper.log(site, value=self._bits(ref.type, "value")),
                 f"if (bad == 0u) {{ {helper.access()} = value; }}"]
@@ -262,7 +304,7 @@ class _Instrumenter:
         self._indices(ref, scope)
         read = self._site(lhs, ref, AccessKind.READ)
         write = self._site(lhs, ref, AccessKind.WRITE)
-        helper = _Helper(ref)
+        helper = _Helper(ref, self)
         params = helper.index_params()
         if node.data == "compound_assignment":
             operator, operand = node.children[1].children[0].value, node.children[2]
@@ -288,7 +330,7 @@ class _Instrumenter:
             self._visit(value, scope)
         kind = AccessKind[_ATOMIC_KINDS.get(name, "ATOMIC_RMW")]
         site = self._site(node, ref, kind)
-        helper = _Helper(ref)
+        helper = _Helper(ref, self)
         element = _wgsl(ref.type.element)
         params = helper.index_params() + [f"v{k}: {element}" for k in range(len(values))]
         call = f"{name}(&{helper.access()}{''.join(f', v{k}' for k in range(len(values)))})"
@@ -307,7 +349,7 @@ class _Instrumenter:
         """workgroupUniformLoad(&r): a barrier, then a read of r by every invocation."""
         self._indices(ref, scope)
         site = self._site(node, ref, AccessKind.READ)
-        helper = _Helper(ref)
+        helper = _Helper(ref, self)
         body = [f"let loaded = workgroupUniformLoad(&{helper.access()});", _BARRIER_EPOCHS["workgroupBarrier"].strip(),
                 *helper.check(), helper.log(site), f"return {helper.select('loaded')};"]
         name = self._helper(helper.index_params(), _wgsl(ref.type), body)
@@ -415,15 +457,23 @@ def _function(name: str, params: list[str], returns, body: list[str]) -> str:
 class _Helper:
     """The WGSL of one site's helper: bounds check, log call and the access itself."""
 
-    def __init__(self, ref: Reference):
+    def __init__(self, ref: Reference, instrumenter: "_Instrumenter"):
         self.ref = ref
         self.lengths = []
-        prefix = ref.variable.name
+        prefix, type_, offset = ref.variable.name, ref.variable.type, 0
         for step in ref.steps:
             if isinstance(step, Index):
-                self.lengths.append(f"{step.length}u" if step.length is not None else f"arrayLength(&{prefix})")
+                if step.length is None:
+                    stride = array_stride(type_.element)
+                    self.lengths.append(instrumenter.runtime_length(prefix, ref.variable.name, offset, stride))
+                else:
+                    self.lengths.append(f"{step.length}u")
                 prefix += f"[{self._clamped(len(self.lengths) - 1)}]"
+                type_ = type_.element if isinstance(type_, Array) else None
             else:
+                if isinstance(type_, Struct):
+                    offset += member_offsets(type_)[[n for n, _ in type_.members].index(step.name)]
+                    type_ = type_.member(step.name)
                 prefix += f".{step.name}"
 
     def index_params(self) -> list[str]:

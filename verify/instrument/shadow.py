@@ -90,7 +90,7 @@ def _out_of_bounds(records: np.ndarray, tables: _SiteTables) -> list[OutOfBounds
     sites, first, counts = np.unique(site, return_index=True, return_counts=True)
     findings = []
     for s, i, n in zip(sites, first, counts):
-        head, group, length, dimension, index = records[i]
+        head, group, length, dimension, index = records[i][:5]
         lane = (head >> LANE_SHIFT) & LANE_MASK
         findings.append(OutOfBounds(tables.access(s, group, lane), int(dimension), int(index), int(length), int(n)))
     return findings

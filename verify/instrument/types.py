@@ -132,6 +132,9 @@ class Array:
 class Struct:
     name: str
     members: tuple  # ((name, type), ...)
+    #: Per member, its @align(n) and @size(n) (None where absent), for the byte layout.
+    aligns: tuple = ()
+    sizes: tuple = ()
 
     @property
     def wgsl(self) -> str:
@@ -371,11 +374,17 @@ class Declarations:
     def _struct(self, name: str) -> Struct:
         if name not in self.structs:
             node = self._struct_nodes[name]
-            members = []
+            members, aligns, sizes = [], [], []
             for member in node.children[1:]:
                 members.append((member.children[1].value, self.resolve(member.children[2])))
-            self.structs[name] = Struct(name, tuple(members))
+                attributes = {a.children[0].value: a for a in member.children[0].children if a.data == "attribute"}
+                aligns.append(self._attribute_value(attributes.get("align")))
+                sizes.append(self._attribute_value(attributes.get("size")))
+            self.structs[name] = Struct(name, tuple(members), tuple(aligns), tuple(sizes))
         return self.structs[name]
+
+    def _attribute_value(self, attribute):
+        return None if attribute is None else int(self.evaluate(attribute.children[1].children[0]))
 
     def _module_var(self, node: Tree) -> ModuleVar:
         decl = next(c for c in node.children if isinstance(c, Tree) and c.data == "variable_decl")
@@ -415,3 +424,67 @@ def template_args(call: Tree) -> list:
         if isinstance(child, Tree) and child.data == "template_list":
             return list(child.children)
     return []
+
+
+# -- byte layout (WGSL §14.4, memory layout of host-shareable types) -----------------------------
+def _round_up(k: int, n: int) -> int:
+    return (n + k - 1) // k * k
+
+
+def byte_align(type_) -> int:
+    if isinstance(type_, Scalar):
+        return 2 if type_.name == "f16" else 4
+    if isinstance(type_, Atomic):
+        return 4
+    if isinstance(type_, Vector):
+        return (2 if type_.size == 2 else 4) * byte_align(type_.element)
+    if isinstance(type_, Matrix):
+        return byte_align(type_.column)
+    if isinstance(type_, Array):
+        return byte_align(type_.element)
+    if isinstance(type_, Struct):
+        aligns = type_.aligns or (None,) * len(type_.members)
+        return max(a or byte_align(t) for (_, t), a in zip(type_.members, aligns))
+    raise UnsupportedWgsl(f"{type_.wgsl} is not host-shareable")
+
+
+def byte_size(type_) -> int:
+    if isinstance(type_, Scalar):
+        return 2 if type_.name == "f16" else 4
+    if isinstance(type_, Atomic):
+        return 4
+    if isinstance(type_, Vector):
+        return type_.size * byte_size(type_.element)
+    if isinstance(type_, Matrix):
+        return type_.columns * array_stride(type_.column)
+    if isinstance(type_, Array):
+        if type_.length is None:
+            raise UnsupportedWgsl(f"{type_.wgsl} has no fixed size")
+        return type_.length * array_stride(type_.element)
+    if isinstance(type_, Struct):
+        end = member_offsets(type_)[-1] + _member_size(type_, len(type_.members) - 1)
+        return _round_up(byte_align(type_), end)
+    raise UnsupportedWgsl(f"{type_.wgsl} is not host-shareable")
+
+
+def array_stride(element) -> int:
+    return _round_up(byte_align(element), byte_size(element))
+
+
+def _member_size(struct: Struct, k: int) -> int:
+    explicit = struct.sizes[k] if struct.sizes else None
+    member = struct.members[k][1]
+    if explicit is not None:
+        return explicit
+    return 0 if isinstance(member, Array) and member.length is None else byte_size(member)
+
+
+def member_offsets(struct: Struct) -> list[int]:
+    """Byte offset of each member of a host-shareable struct."""
+    offsets, end = [], 0
+    for k, (_, member) in enumerate(struct.members):
+        align = (struct.aligns[k] if struct.aligns and struct.aligns[k] else None) or byte_align(member)
+        offset = _round_up(align, end)
+        offsets.append(offset)
+        end = offset + _member_size(struct, k)
+    return offsets
