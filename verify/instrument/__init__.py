@@ -8,14 +8,15 @@
   rewritten into workgroup memory, so a kernel runs with subgroups of any width 4..128.
 """
 
-from verify.instrument.devices import SanitizingDevice
+from verify.instrument.devices import EmulatingDevice, SanitizingDevice
 from verify.instrument.findings import (Access, Finding, LogTruncated, OutOfBounds, Race, RedundantWrites,
                                         SanitizerReport, UninitializedRead)
 from verify.instrument.parser import Module, WgslSyntaxError, parse
 from verify.instrument.sanitize import Sanitized, sanitize
+from verify.instrument.subgroups import emulate_subgroups
 from verify.instrument.types import UnsupportedWgsl
 
 __all__ = [
-    "Access", "Finding", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",
-    "Sanitized", "SanitizingDevice", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "parse", "sanitize",
+    "Access", "EmulatingDevice", "Finding", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",
+    "Sanitized", "SanitizingDevice", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "emulate_subgroups", "parse", "sanitize",
 ]

@@ -17,9 +17,11 @@ import numpy as np
 from verify.errors import SetupError
 from verify.gpu.buffers import GUARD_BYTES, InOut, Output
 from verify.gpu.device import Pipeline, RunResult
+from verify.gpu.wgsl import Interface, parse_interface, sha256
 from verify.instrument.findings import SanitizerReport
 from verify.instrument.sanitize import Sanitized, sanitize
 from verify.instrument.shadow import HEADER_WORDS, RECORD_WORDS, analyze, log_words
+from verify.instrument.subgroups import WIDTHS, emulate_subgroups
 
 #: Records the log holds at first (20 MiB); a dispatch that logs more is run again with room for
 #: all of them, up to the device's largest storage binding.
@@ -32,15 +34,21 @@ _DEFAULT_BINDING_SIZE = 128 << 20
 
 @dataclass
 class InstrumentedPipeline:
-    """What the contract sees (`interface`, `wgsl`, ... of the original module) and the compiled
-    rewrite it actually runs (`instrumented`)."""
+    """What the contract sees (the original module's `wgsl`, `sha256` and `interface`) and the
+    compiled rewrite it actually runs (`instrumented`)."""
 
-    original: Pipeline
+    wgsl: str
+    interface: Interface
     instrumented: Pipeline
     sanitized: Sanitized | None = None
 
-    def __getattr__(self, name):
-        return getattr(self.original, name)
+    @property
+    def sha256(self) -> str:
+        return sha256(self.wgsl)
+
+    @property
+    def entry_point(self) -> str:
+        return self.instrumented.entry_point
 
 
 class _Wrapper:
@@ -74,15 +82,15 @@ class SanitizingDevice(_Wrapper):
     def pipeline(self, wgsl: str, entry_point: str | None = None) -> InstrumentedPipeline:
         key = (wgsl, entry_point)
         if key not in self._sanitized:
-            original = self._device.pipeline(wgsl, entry_point)
+            interface = parse_interface(wgsl)
             sanitized = sanitize(wgsl)
-            self._check_limits(original, sanitized)
-            instrumented = self._device.pipeline(sanitized.wgsl, original.entry_point)
-            self._sanitized[key] = InstrumentedPipeline(original, instrumented, sanitized)
+            self._check_limits(interface)
+            instrumented = self._device.pipeline(sanitized.wgsl, entry_point)
+            self._sanitized[key] = InstrumentedPipeline(wgsl, interface, instrumented, sanitized)
         return self._sanitized[key]
 
-    def _check_limits(self, original: Pipeline, sanitized: Sanitized) -> None:
-        storage = sum(1 for b in original.interface.bindings if b.address_space == "storage")
+    def _check_limits(self, interface: Interface) -> None:
+        storage = sum(1 for b in interface.bindings if b.address_space == "storage")
         limit = self._device.limits.get(_STORAGE_LIMIT, 8)
         if storage + 1 > limit:
             raise SetupError(f"sanitize needs one more storage buffer than the kernel's {storage}, but this device "
@@ -127,3 +135,41 @@ def _nbytes(resource) -> int:
     if isinstance(resource, (bytes, bytearray)):
         return len(resource)
     return np.asarray(resource).nbytes
+
+
+class EmulatingDevice(_Wrapper):
+    """A device whose subgroups are `width` lanes wide, whatever the adapter's
+    (verify.instrument.subgroups): every kernel's WGSL is compiled with its subgroup built-ins
+    emulated. It reports `subgroup_size` = width and has the "subgroup" feature, as kernels that
+    use subgroups ask for it (the adapter itself need not have it)."""
+
+    def __init__(self, device, width: int):
+        if width not in WIDTHS:
+            raise ValueError(f"width={width}: WebGPU subgroups have 4 to 128 lanes, a power of two ({WIDTHS})")
+        super().__init__(device)
+        self.width = width
+        self._emulated: dict[tuple, InstrumentedPipeline] = {}
+
+    @property
+    def features(self) -> frozenset:
+        return frozenset(self._device.features) | {"subgroup"}
+
+    @property
+    def subgroup_size(self) -> int:
+        return self.width
+
+    def missing(self, features) -> list[str]:
+        return sorted(set(features) - self.features)
+
+    def pipeline(self, wgsl: str, entry_point: str | None = None) -> InstrumentedPipeline:
+        key = (wgsl, entry_point)
+        if key not in self._emulated:
+            emulated = emulate_subgroups(wgsl, self.width)
+            instrumented = self._device.pipeline(emulated, entry_point)
+            self._emulated[key] = InstrumentedPipeline(wgsl, parse_interface(wgsl), instrumented)
+        return self._emulated[key]
+
+    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+        if isinstance(pipeline, InstrumentedPipeline) and pipeline.sanitized is None:
+            pipeline = pipeline.instrumented
+        return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)

@@ -24,6 +24,7 @@ class Rewriter:
         self.module = module
         self._replacements: dict[int, Callable[["Rewriter"], str]] = {}
         self._insertions: dict[int, list[str]] = {}
+        self._erased: set[int] = set()
         self._appended: list[str] = []
 
     def replace(self, node, make: Callable[["Rewriter"], str] | str) -> None:
@@ -33,6 +34,10 @@ class Rewriter:
     def insert(self, position: int, text: str) -> None:
         """Emit `text` just before source offset `position` (after earlier insertions there)."""
         self._insertions.setdefault(position, []).append(text)
+
+    def erase(self, position: int) -> None:
+        """Drop the source character at `position` (punctuation between nodes, e.g. a list's comma)."""
+        self._erased.add(position)
 
     def append(self, text: str) -> None:
         """Emit `text` after the end of the module."""
@@ -70,14 +75,17 @@ class Rewriter:
         return "".join(pieces)
 
     def _raw(self, start: int, end: int) -> str:
-        """Source text [start, end) with the insertions that fall in it."""
-        if not any(start <= p < end for p in self._insertions):
+        """Source text [start, end) with the insertions and erasures that fall in it."""
+        edits = sorted(p for p in self._insertions.keys() | self._erased if start <= p < end)
+        if not edits:
             return self.module.source[start:end]
         pieces, position = [], start
-        for at in sorted(p for p in self._insertions if start <= p < end):
+        for at in edits:
             pieces.append(self.module.source[position:at])
-            pieces.extend(self._insertions[at])
-            position = at
+            pieces.extend(self._insertions.get(at, []))
+            position = at + 1 if at in self._erased else at
+            if at in self._erased:
+                continue
         pieces.append(self.module.source[position:end])
         return "".join(pieces)
 
