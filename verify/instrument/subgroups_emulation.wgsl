@@ -23,11 +23,11 @@ fn _sg_${name}(value: $T) -> $T {
   $exchange[_sg_lane] = value;
   workgroupBarrier();
   let base = _sg_base();
-  let active = _sg_active();
+  let count = _sg_active();
   var result = $exchange[base];
   for (var k = 1u; k < $W; k++) {
     let other = $exchange[min(base + k, $last)];
-    result = select(result, $combine, k < active);
+    result = select(result, $combine, k < count);
   }
   workgroupBarrier();
   return result;
@@ -64,10 +64,10 @@ fn _sg_${name}(predicate: bool) -> vec4<u32> {
   $exchange[_sg_lane] = select(0u, 1u, predicate);
   workgroupBarrier();
   let base = _sg_base();
-  let active = _sg_active();
+  let count = _sg_active();
   var result = vec4<u32>(0u);
   for (var k = 0u; k < $W; k++) {
-    let bit = select(0u, 1u << (k % 32u), k < active && $exchange[min(base + k, $last)] != 0u);
+    let bit = select(0u, 1u << (k % 32u), k < count && $exchange[min(base + k, $last)] != 0u);
     result[k / 32u] = result[k / 32u] | bit;
   }
   workgroupBarrier();

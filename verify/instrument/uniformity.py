@@ -41,10 +41,14 @@ class NonUniformCall:
     through: tuple[tuple[str, int], ...] = ()  # (function, line of the call into it), outermost first
 
     def message(self) -> str:
-        path = "".join(f" in {name}(), called at line {line}" for name, line in reversed(self.through))
-        return (f"line {self.line}: {self.builtin}{path} is called in control flow that is not uniform across the "
-                "workgroup; its emulation synchronises the whole workgroup (workgroupBarrier), so every "
-                "invocation must reach it together")
+        if self.through:
+            name, line = self.through[0]
+            path = " -> ".join(f"{n}()" for n, _ in self.through)
+            where = f"line {line}: the call of {name}() reaches {self.builtin} (line {self.line}, via {path})"
+        else:
+            where = f"line {self.line}: {self.builtin}"
+        return (f"{where} in control flow that is not uniform across the workgroup; its emulation synchronises "
+                "the whole workgroup (workgroupBarrier), so every invocation must reach it together")
 
 
 @dataclass
