@@ -23,9 +23,10 @@ from verify.instrument.sanitize import Sanitized, sanitize
 from verify.instrument.shadow import HEADER_WORDS, RECORD_WORDS, analyze, log_words
 from verify.instrument.subgroups import WIDTHS, emulate_subgroups
 
-#: Records the log holds at first (20 MiB); a dispatch that logs more is run again with room for
-#: all of them, up to the device's largest storage binding.
-DEFAULT_CAPACITY = 1 << 20
+#: Records a pipeline's log holds at first (1.5 MiB). A dispatch that logs more is run again
+#: with room for all of them (and a quarter more), up to the device's largest storage binding,
+#: and the pipeline keeps that room: the log is uploaded and read back whole every run.
+DEFAULT_CAPACITY = 1 << 16
 _STORAGE_LIMIT = "max-storage-buffers-per-shader-stage"
 _BINDING_SIZE = "max-storage-buffer-binding-size"
 #: WebGPU's default maxStorageBufferBindingSize, where the device does not say.
@@ -76,6 +77,7 @@ class SanitizingDevice(_Wrapper):
     def __init__(self, device, capacity: int = DEFAULT_CAPACITY):
         super().__init__(device)
         self.capacity = capacity
+        self._capacities: dict[int, int] = {}  # id(pipeline) -> records its log has room for
         self._sanitized: dict[tuple, InstrumentedPipeline] = {}
         self._report = SanitizerReport()
 
@@ -103,7 +105,7 @@ class SanitizingDevice(_Wrapper):
         added = {}
         if sanitized.runtime_arrays:
             added[sanitized.lengths_name] = sanitized.lengths({name: _nbytes(v) for name, v in resources.items()})
-        capacity = self.capacity
+        capacity = self._capacities.get(id(pipeline), self.capacity)
         while True:
             added[sanitized.log_name] = InOut(np.zeros(log_words(capacity), dtype=np.uint32))
             run = self._device.run(pipeline.instrumented, {**resources, **added}, workgroups, timestamps=timestamps)
@@ -112,7 +114,8 @@ class SanitizingDevice(_Wrapper):
             attempted = int(words[0])
             if attempted <= capacity or capacity >= self._max_capacity():
                 break
-            capacity = min(attempted, self._max_capacity())
+            capacity = min(attempted + attempted // 4, self._max_capacity())
+        self._capacities[id(pipeline)] = capacity
         analyze(words, sanitized, self._report)
         return run
 

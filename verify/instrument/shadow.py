@@ -137,18 +137,24 @@ class _Accesses:
                 + self._uninitialised())
 
     # -- grouping ---------------------------------------------------------------------------
-    def _sorted(self, mask: np.ndarray, keys: tuple[str, ...], then: tuple[str, ...] = ("order",)):
-        """Columns of the rows in `mask`, sorted by `keys` then `then`; and each row's group start."""
+    def _sorted(self, mask: np.ndarray, keys: tuple[str, ...], then: tuple[str, ...] = ()):
+        """Columns of the rows in `mask`, sorted by `keys`, then `then`, then log order; and
+        each row's group (by `keys`) and the start of each group."""
         rows = np.flatnonzero(mask)
-        columns = {k: v[rows] for k, v in self.columns.items()}
-        sort = np.lexsort(tuple(columns[k] for k in reversed(keys + then)))
-        columns = {k: v[sort] for k, v in columns.items()}
+        sort_by = keys + then
+        composite = _composite_key([self.columns[k][rows] for k in sort_by])
+        if composite is not None:  # one stable argsort; rows are already in log order
+            sort = rows[np.argsort(composite, kind="stable")]
+        else:
+            sort = rows[np.lexsort(tuple(self.columns[k][rows] for k in reversed(sort_by + ("order",))))]
+        columns = _LazyColumns(self.columns, sort)
         n = len(sort)
         change = np.zeros(n, dtype=bool)
         if n:
             change[0] = True
             for k in keys:
-                change[1:] |= columns[k][1:] != columns[k][:-1]
+                column = columns[k]
+                change[1:] |= column[1:] != column[:-1]
         starts = np.flatnonzero(change)
         group = np.cumsum(change) - 1
         return columns, starts, group
@@ -219,7 +225,7 @@ class _Accesses:
     def _unsynchronised(self) -> list[Race]:
         """A write, then another invocation's access in a later epoch of the same space epoch."""
         c, starts, group = self._sorted(~self.columns["atomic"], ("variable", "address", "group", "space_epoch"),
-                                        ("epoch", "order"))
+                                        ("epoch",))
         if starts.size == 0:
             return []
         writes, epoch, lane = c["writes"], c["epoch"], c["lane"]
@@ -238,8 +244,7 @@ class _Accesses:
         return self._pairs(c, starts, group, "group", "workgroups")
 
     def _uninitialised(self) -> list[UninitializedRead]:
-        c, starts, group = self._sorted(self.columns["workgroup"], ("variable", "address", "group"),
-                                        ("epoch", "order"))
+        c, starts, group = self._sorted(self.columns["workgroup"], ("variable", "address", "group"), ("epoch",))
         if starts.size == 0:
             return []
         writes, reads, epoch, lane, order = c["writes"], c["reads"], c["epoch"], c["lane"], c["order"]
@@ -265,3 +270,31 @@ class _Accesses:
             access = self.tables.access(c["site"][row], c["group"][row], lane[row], epoch[row])
             findings.append(UninitializedRead(access, address, int(n)))
         return findings
+
+
+class _LazyColumns(dict):
+    """Columns gathered in sorted order on first use (each rule reads only a few of them)."""
+
+    def __init__(self, columns: dict, order: np.ndarray):
+        super().__init__()
+        self._columns, self._order = columns, order
+
+    def __missing__(self, key):
+        self[key] = value = self._columns[key][self._order]
+        return value
+
+
+def _composite_key(columns: list[np.ndarray]) -> np.ndarray | None:
+    """One int64 ordering rows as the columns do lexicographically (None if it would overflow)."""
+    if not columns or columns[0].size == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    span = 1
+    for column in columns:
+        low, high = int(column.min()), int(column.max())
+        size = high - low + 1
+        span *= size
+        if span >= 1 << 62:
+            return None
+        key = key * size + (column - low)
+    return key
