@@ -244,22 +244,30 @@ class _Accesses:
         return self._pairs(c, starts, group, "group", "workgroups")
 
     def _uninitialised(self) -> list[UninitializedRead]:
-        c, starts, group = self._sorted(self.columns["workgroup"], ("variable", "address", "group"), ("epoch",))
+        """Reads of workgroup memory with no write before them: none in an earlier epoch of the
+        workgroup, none by the same invocation earlier in the epoch, and (for plain reads) none
+        by another invocation in the epoch either, which would be a race, reported as one.
+        Atomic updates by other invocations in the same epoch are unordered with this one, so
+        for an atomic read they do not count: one of them reads the memory first."""
+        keys = ("variable", "address", "group", "epoch", "lane")
+        c, starts, group = self._sorted(self.columns["workgroup"], keys)
         if starts.size == 0:
             return []
+        cell = _starts(c, keys[:3])  # (variable, address, group)
+        cell_epoch = _starts(c, keys[:4])
         writes, reads, epoch, lane, order = c["writes"], c["reads"], c["epoch"], c["lane"], c["order"]
-        first_epoch = np.minimum.reduceat(np.where(writes, epoch, _NONE), starts)[group]
-        at_first = writes & (epoch == first_epoch)
-        low = np.minimum.reduceat(np.where(at_first, lane, _NONE), starts)[group]
-        high = np.maximum.reduceat(np.where(at_first, lane, -1), starts)[group]
-        first_order = np.minimum.reduceat(np.where(at_first, order, _NONE), starts)[group]
-        # Same epoch as the first writes: initialised unless only this lane writes there, later.
-        # (Another lane writing in the same epoch is a race, reported as one.)
-        own_late = (epoch == first_epoch) & (low == high) & (lane == low) & (order < first_order)
-        uninitialised = reads & ((epoch < first_epoch) | own_late)
+        first_epoch = _broadcast(np.minimum.reduceat(np.where(writes, epoch, _NONE), cell), cell, writes.size)
+        low = _broadcast(np.minimum.reduceat(np.where(writes, lane, _NONE), cell_epoch), cell_epoch, writes.size)
+        high = _broadcast(np.maximum.reduceat(np.where(writes, lane, -1), cell_epoch), cell_epoch, writes.size)
+        own_first = np.minimum.reduceat(np.where(writes, order, _NONE), starts)[group]
+        earlier = first_epoch < epoch
+        own = own_first < order
+        others = (low != _NONE) & ((low != high) | (low != lane))
+        uninitialised = reads & ~earlier & ~own & (c["atomic"] | ~others)
         rows = np.flatnonzero(uninitialised)
         if rows.size == 0:
             return []
+        rows = rows[np.argsort(order[rows], kind="stable")]  # report each site's first read in log order
         sites, first, counts = np.unique(c["site"][rows], return_index=True, return_counts=True)
         findings = []
         for i, n in zip(first, counts):
@@ -270,6 +278,22 @@ class _Accesses:
             access = self.tables.access(c["site"][row], c["group"][row], lane[row], epoch[row])
             findings.append(UninitializedRead(access, address, int(n)))
         return findings
+
+
+def _starts(c, keys) -> np.ndarray:
+    """Starts of the runs of rows equal in `keys` (rows sorted by at least those keys)."""
+    n = c[keys[0]].size
+    change = np.zeros(n, dtype=bool)
+    if n:
+        change[0] = True
+        for k in keys:
+            change[1:] |= c[k][1:] != c[k][:-1]
+    return np.flatnonzero(change)
+
+
+def _broadcast(per_run: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """A value per run (starting at `starts`) repeated over the run's rows."""
+    return np.repeat(per_run, np.diff(np.append(starts, n)))
 
 
 class _LazyColumns(dict):
