@@ -29,17 +29,17 @@ from string import Template
 
 from lark import Token, Tree
 
-from verify.instrument.infer import abstract_default, type_of
-from verify.instrument.memory import TRACKED_SPACES, Index, Member, Reference, Swizzle, alias_target, reference_root
+from verify.instrument.access_helpers import (LENGTHS_NAME, PREFIX, Helper, bits_function, call_text, function_text,
+                                              operand_type, wgsl_type)
+from verify.instrument.infer import abstract_default
+from verify.instrument.memory import TRACKED_SPACES, Index, Reference, alias_target, reference_root
 from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
-from verify.instrument.types import (Array, Atomic, Declarations, Scalar, Struct, UnsupportedWgsl, Vector, arguments,
-                                     array_stride, callee, member_offsets)
+from verify.instrument.declarations import Declarations, arguments, callee
+from verify.instrument.types import Atomic, UnsupportedWgsl
 from verify.instrument.walk import STATEMENTS, entry_builtins, functions, statement_scopes
 
-PREFIX = "_san_"
 LOG_NAME = "_san_log"
-LENGTHS_NAME = "_san_lengths"
 #: Sites fit in the low 20 bits of a record's first word (lane above, the out-of-bounds flag on top).
 MAX_SITES = 1 << 20
 _BARRIER_EPOCHS = {
@@ -155,7 +155,7 @@ class _Instrumenter:
 
     def run(self) -> Sanitized:
         for function in functions(self.module):
-            self._function(function)
+            self.function_text(function)
         binding = 1 + max((b for b in self._group0_bindings()), default=-1)
         runtime = resources.files(__package__).joinpath("sanitize_log.wgsl").read_text()
         text = self.rewriter.text().rstrip("\n") + "\n" + Template(runtime).substitute(binding=binding)
@@ -183,7 +183,7 @@ class _Instrumenter:
                 yield int(numbers["binding"])
 
     # -- functions and statements -------------------------------------------------------------
-    def _function(self, function: Tree) -> None:
+    def function_text(self, function: Tree) -> None:
         scopes = statement_scopes(function, self.declarations)
         self.aliases: dict[str, Reference] = {}
         for node in function.iter_subtrees_topdown():
@@ -282,44 +282,44 @@ class _Instrumenter:
     def _read(self, node, ref: Reference, scope) -> None:
         self._indices(ref, scope)
         site = self._site(node, ref, AccessKind.READ)
-        helper = _Helper(ref, self)
+        helper = Helper(ref, self)
         params = helper.index_params()
         body = [*helper.check(), helper.log(site), *helper.read_body()]
-        name = self._helper(params, _wgsl(ref.type), body)
-        self.rewriter.replace(node, lambda rw: _call(name, site, self._index_arguments(ref, rw)))
+        name = self._helper(params, wgsl_type(ref.type), body)
+        self.rewriter.replace(node, lambda rw: call_text(name, site, self._index_arguments(ref, rw)))
 
     def _write(self, node, lhs, ref: Reference, rhs, scope) -> None:
         self._indices(ref, scope)
         self._visit(rhs, scope)
         site = self._site(lhs, ref, AccessKind.WRITE)
-        helper = _Helper(ref, self)
-        params = helper.index_params() + [f"value: {_wgsl(ref.type)}"]
+        helper = Helper(ref, self)
+        params = helper.index_params() + [f"value: {wgsl_type(ref.type)}"]
         body = [*helper.check(), helper.log(site, value=self._bits(ref.type, "value")),
                 f"if (bad == 0u) {{ {helper.access()} = value; }}"]
         name = self._helper(params, None, body)
-        self.rewriter.replace(node, lambda rw: _call(name, site, self._index_arguments(ref, rw) + [rw.emit(rhs)]))
+        self.rewriter.replace(node, lambda rw: call_text(name, site, self._index_arguments(ref, rw) + [rw.emit(rhs)]))
 
     def _update(self, node, lhs, ref: Reference, scope) -> None:
         """`r op= x`, `r++`, `r--`: a read and a write of r, the index evaluated once."""
         self._indices(ref, scope)
         read = self._site(lhs, ref, AccessKind.READ)
         write = self._site(lhs, ref, AccessKind.WRITE)
-        helper = _Helper(ref, self)
+        helper = Helper(ref, self)
         params = helper.index_params()
         if node.data == "compound_assignment":
             operator, operand = node.children[1].children[0].value, node.children[2]
             self._visit(operand, scope)
-            params.append(f"operand: {_wgsl(_operand_type(operator, operand, ref.type, scope))}")
+            params.append(f"operand: {wgsl_type(operand_type(operator, operand, ref.type, scope))}")
             updated = f"{helper.access()} {operator[:-1]} operand"
         else:
             operand = None
             updated = f"{helper.access()} {'+' if node.data == 'increment' else '-'} 1"
-        body = [*helper.check(), f"let updated: {_wgsl(ref.type)} = {updated};", helper.log(read),
+        body = [*helper.check(), f"let updated: {wgsl_type(ref.type)} = {updated};", helper.log(read),
                 helper.log(write, "site + 1u", self._bits(ref.type, "updated")),
                 f"if (bad == 0u) {{ {helper.access()} = updated; }}"]
         name = self._helper(params, None, body)
         operands = [operand] if operand is not None else []
-        self.rewriter.replace(node, lambda rw: _call(name, read, self._index_arguments(ref, rw)
+        self.rewriter.replace(node, lambda rw: call_text(name, read, self._index_arguments(ref, rw)
                                                      + [rw.emit(o) for o in operands]))
 
     def _atomic(self, node, name: str, ref: Reference, values: list, scope) -> None:
@@ -330,8 +330,8 @@ class _Instrumenter:
             self._visit(value, scope)
         kind = AccessKind[_ATOMIC_KINDS.get(name, "ATOMIC_RMW")]
         site = self._site(node, ref, kind)
-        helper = _Helper(ref, self)
-        element = _wgsl(ref.type.element)
+        helper = Helper(ref, self)
+        element = wgsl_type(ref.type.element)
         params = helper.index_params() + [f"v{k}: {element}" for k in range(len(values))]
         call = f"{name}(&{helper.access()}{''.join(f', v{k}' for k in range(len(values)))})"
         if name == "atomicStore":
@@ -342,18 +342,18 @@ class _Instrumenter:
                     f"if (bad == 0u) {{ result = {call}; }}", "return result;"]
             returns = element
         name = self._helper(params, returns, body)
-        self.rewriter.replace(node, lambda rw: _call(name, site, self._index_arguments(ref, rw)
+        self.rewriter.replace(node, lambda rw: call_text(name, site, self._index_arguments(ref, rw)
                                                      + [rw.emit(v) for v in values]))
 
     def _uniform_load(self, node, ref: Reference, scope) -> None:
         """workgroupUniformLoad(&r): a barrier, then a read of r by every invocation."""
         self._indices(ref, scope)
         site = self._site(node, ref, AccessKind.READ)
-        helper = _Helper(ref, self)
+        helper = Helper(ref, self)
         body = [f"let loaded = workgroupUniformLoad(&{helper.access()});", _BARRIER_EPOCHS["workgroupBarrier"].strip(),
                 *helper.check(), helper.log(site), f"return {helper.select('loaded')};"]
-        name = self._helper(helper.index_params(), _wgsl(ref.type), body)
-        self.rewriter.replace(node, lambda rw: _call(name, site, self._index_arguments(ref, rw)))
+        name = self._helper(helper.index_params(), wgsl_type(ref.type), body)
+        self.rewriter.replace(node, lambda rw: call_text(name, site, self._index_arguments(ref, rw)))
 
     def _alias(self, node: Tree, scope) -> None:
         """`let p = &r[i]`: p is followed as r with its indices captured here, in new lets."""
@@ -376,7 +376,7 @@ class _Instrumenter:
 
     def _bits(self, type_, value: str) -> str:
         """WGSL for a u32 that is equal for equal values of `type_` (0u where not known)."""
-        function = _bits_function(abstract_default(type_))
+        function = bits_function(abstract_default(type_))
         if function is None:
             return "0u"
         if function not in self.helpers:
@@ -386,7 +386,7 @@ class _Instrumenter:
     def _helper(self, params: list[str], returns, body: list[str]) -> str:
         """The name of a helper with this signature and body (taking the site as its first
         argument), declared once however many sites share it."""
-        text = _function("{name}", ["site: u32", *params], returns, body)
+        text = function_text("{name}", ["site: u32", *params], returns, body)
         if text not in self.helpers:
             self.helpers[text] = f"{PREFIX}h{len(self.helpers)}"
         return self.helpers[text]
@@ -397,140 +397,11 @@ class _Instrumenter:
         var = ref.variable
         line, column = node.meta.line, node.meta.column
         logged = not (var.space == "storage" and var.access == "read" and not kind.atomic)
-        value_logged = kind == AccessKind.WRITE and _bits_function(abstract_default(ref.type)) is not None
+        value_logged = kind == AccessKind.WRITE and bits_function(abstract_default(ref.type)) is not None
         site = Site(len(self.sites), var.name, var.space, kind, ref.span[1], line, column, self.module.line(line),
                     self.module.text(node), logged, value_logged)
         self.sites.append(site)
         return site
-
-
-def _operand_type(operator: str, operand, target, scope):
-    """The type of `x` in `r op= x`: its own, unless abstract (then r's element, or u32 for a shift)."""
-    if operator in ("<<=", ">>="):
-        declared = type_of(operand, scope)
-        return Scalar("u32") if declared.abstract else declared
-    declared = type_of(operand, scope)
-    if not declared.abstract:
-        return declared
-    element = target.element if isinstance(target, Vector) else target
-    return Vector(declared.size, element) if isinstance(declared, Vector) else element
-
-
-def _call(helper: str, site: Site, args: list[str]) -> str:
-    return f"{helper}({', '.join([f'{site.id}u', *args])})"
-
-
-_HASH = ("", " * 0x9E3779B1u", " * 0x85EBCA77u", " * 0xC2B2AE3Du")
-
-
-def _bits_function(type_) -> str | None:
-    """A helper `{name}(v) -> u32` giving the bits of a scalar (a hash of them for a vector), or None.
-    f16 bits come from pack2x16float (exact for every f16; Naga has no f16-to-u32 bitcast)."""
-    if isinstance(type_, Scalar):
-        bits = {"f32": "bitcast<u32>(v)", "i32": "bitcast<u32>(v)", "u32": "v", "bool": "select(0u, 1u, v)",
-                "f16": "pack2x16float(vec2<f32>(f32(v), 0.0))"}[type_.name]
-        return _function("{name}", [f"v: {type_.wgsl}"], "u32", [f"return {bits};"])
-    if not isinstance(type_, Vector):
-        return None
-    element, size = type_.element.name, type_.size
-    if element == "f16":
-        pairs = [f"v.{'xyzw'[k]}{'xyzw'[k + 1] if k + 1 < size else ''}" for k in range(0, size, 2)]
-        words = [f"pack2x16float(vec2<f32>({p}{', 0.0' if len(p) == 3 else ''}))" for p in pairs]
-    elif element == "bool":
-        words = [f"select(0u, 1u, v.{'xyzw'[k]})" for k in range(size)]
-    else:
-        words = [f"bitcast<u32>(v.{'xyzw'[k]})" for k in range(size)]
-    bits = " ^ ".join(f"({w}{_HASH[k]})" for k, w in enumerate(words))
-    return _function("{name}", [f"v: {type_.wgsl}"], "u32", [f"return {bits};"])
-
-
-def _wgsl(type_) -> str:
-    return abstract_default(type_).wgsl
-
-
-def _function(name: str, params: list[str], returns, body: list[str]) -> str:
-    arrow = f" -> {returns}" if returns else ""
-    lines = "\n".join(f"  {line}" for line in body)
-    return f"fn {name}({', '.join(params)}){arrow} {{\n{lines}\n}}\n"
-
-
-class _Helper:
-    """The WGSL of one site's helper: bounds check, log call and the access itself."""
-
-    def __init__(self, ref: Reference, instrumenter: "_Instrumenter"):
-        self.ref = ref
-        self.lengths = []
-        prefix, type_, offset = ref.variable.name, ref.variable.type, 0
-        for step in ref.steps:
-            if isinstance(step, Index):
-                if step.length is None:
-                    stride = array_stride(type_.element)
-                    self.lengths.append(instrumenter.runtime_length(prefix, ref.variable.name, offset, stride))
-                else:
-                    self.lengths.append(f"{step.length}u")
-                prefix += f"[{self._clamped(len(self.lengths) - 1)}]"
-                type_ = type_.element if isinstance(type_, Array) else None
-            else:
-                if isinstance(type_, Struct):
-                    offset += member_offsets(type_)[[n for n, _ in type_.members].index(step.name)]
-                    type_ = type_.member(step.name)
-                prefix += f".{step.name}"
-
-    def index_params(self) -> list[str]:
-        return [f"i{k}: u32" for k in range(len(self.lengths))]
-
-    def _clamped(self, k: int) -> str:
-        return f"min(i{k}, {self.lengths[k]} - 1u)"
-
-    def access(self) -> str:
-        text, k = self.ref.variable.name, 0
-        for step in self.ref.steps:
-            if isinstance(step, Index):
-                text += f"[{self._clamped(k)}]"
-                k += 1
-            else:
-                text += f".{step.name}"
-        return text
-
-    def check(self) -> list[str]:
-        """`bad` (0, or the 1-based first dimension out of bounds), `index` and `length` there."""
-        bad, index, length = "0u", "0u", "0u"
-        for k in reversed(range(len(self.lengths))):
-            out = f"i{k} >= {self.lengths[k]}"
-            bad = f"select({bad}, {k + 1}u, {out})"
-            index = f"select({index}, i{k}, bad == {k + 1}u)"
-            length = f"select({length}, {self.lengths[k]}, bad == {k + 1}u)"
-        return [f"let bad = {bad};", f"let index = {index};", f"let length = {length};"]
-
-    def offset(self) -> str:
-        terms, k = [], 0
-        static = self.ref.span[0]
-        for step in self.ref.steps:
-            if isinstance(step, Index):
-                terms.append(f"i{k} * {step.stride}u")
-                k += 1
-            elif isinstance(step, Member):
-                static += step.offset
-        return " + ".join(terms + [f"{static}u"])
-
-    def log(self, site: Site, which: str = "site", value: str = "0u") -> str:
-        """The log call of `site` (`which`: the WGSL naming its id in the helper; `value`: the
-        bits of the value written)."""
-        epoch = f"{PREFIX}{'workgroup' if site.space == 'workgroup' else 'storage'}_epoch"
-        call = f"{PREFIX}note({which}, {self.offset()}, bad, index, length, {epoch}, {value});"
-        return call if site.logged else f"if (bad != 0u) {{ {call} }}"
-
-    def select(self, value: str) -> str:
-        """`value` in bounds, zero out of bounds (scalars and vectors; see read_body for the rest)."""
-        return f"select({_wgsl(self.ref.type)}(), {value}, bad == 0u)"
-
-    def read_body(self) -> list[str]:
-        """Return the value read, or zero out of bounds. select() keeps a read of uniform memory
-        at a uniform index uniform; composites (arrays, structs) take a branch instead."""
-        if isinstance(self.ref.type, (Scalar, Vector)):
-            return [f"return {self.select(self.access())};"]
-        return [f"var value: {_wgsl(self.ref.type)};", f"if (bad == 0u) {{ value = {self.access()}; }}",
-                "return value;"]
 
 
 __all__ = ["AccessKind", "Sanitized", "Site", "sanitize", "TRACKED_SPACES"]

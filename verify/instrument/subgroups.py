@@ -26,10 +26,11 @@ from lark import Token, Tree
 from verify.instrument.infer import abstract_default, type_of
 from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
-from verify.instrument.types import Declarations, Scalar, UnsupportedWgsl, Vector, arguments, callee
+from verify.instrument.declarations import Declarations, arguments, callee
+from verify.instrument.types import Scalar, UnsupportedWgsl, Vector
 from verify.instrument.uniformity import non_uniform_calls
-from verify.instrument.walk import (add_entry_inputs, builtin_of, function_name, functions, is_entry_point,
-                                    parameters, statement_scopes)
+from verify.instrument.walk import (STATEMENTS, add_entry_inputs, builtin_of, functions, is_entry_point, parameters,
+                                    statement_scopes)
 
 WIDTHS = (4, 8, 16, 32, 64, 128)
 PREFIX = "_sg_"
@@ -237,8 +238,6 @@ def _element(type_) -> str:
 
 def _own_nodes(statement: Tree):
     """Expression nodes of a statement, not of the statements nested in it."""
-    from verify.instrument.walk import STATEMENTS
-
     stack = [c for c in statement.children if isinstance(c, Tree)]
     while stack:
         node = stack.pop()

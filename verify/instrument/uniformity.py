@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from lark import Token, Tree
 
-from verify.instrument.types import Declarations, arguments, callee
+from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.walk import builtin_of, function_name, functions, is_entry_point, parameters
 
 #: Built-in inputs that differ between the invocations of a workgroup.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from verify.instrument.infer import Scope, abstract_default, type_of
-from verify.instrument.types import Declarations
+from verify.instrument.declarations import Declarations
 
 #: Nodes that are statements (the rest are expressions, clauses or declarations' parts).
 STATEMENTS = frozenset((
