@@ -97,7 +97,11 @@ def _out_of_bounds(records: np.ndarray, tables: _SiteTables) -> list[OutOfBounds
 
 
 class _Accesses:
-    """In-bounds accesses, one row per scalar-granule they touch, sorted as each rule needs."""
+    """In-bounds accesses, one row per scalar-granule they touch, sorted as each rule needs.
+
+    Rows are in log order, except the further granules of multi-granule accesses, which follow
+    all the others: order matters only between rows of one invocation (`order` says it), and
+    for choosing which of several racing accesses a finding quotes."""
 
     def __init__(self, records: np.ndarray, tables: _SiteTables):
         self.tables = tables
@@ -117,47 +121,43 @@ class _Accesses:
         self.unit = unit
         span = scalars // unit[variable]
         first = offset // unit[variable]
-        repeat = np.repeat(np.arange(len(records)), span)
-        within = np.arange(repeat.size) - np.repeat(np.cumsum(span) - span, span)
-        self.columns = {
-            "site": site[repeat], "lane": lane[repeat], "group": records[repeat, 1], "epoch": records[repeat, 2],
-            "space_epoch": records[repeat, 3], "variable": variable[repeat], "address": first[repeat] + within,
-            "order": order[repeat], "value": records[repeat, 5], "record_offset": offset[repeat],
-            "scalars": scalars[repeat],
-        }
-        site_r = self.columns["site"]
-        self.columns["reads"] = tables.reads[site_r]
-        self.columns["writes"] = tables.writes[site_r]
-        self.columns["atomic"] = tables.atomic[site_r]
-        self.columns["workgroup"] = tables.workgroup[site_r]
-        self.columns["value_logged"] = tables.value_logged[site_r]
+        base = {"site": site, "lane": lane, "group": records[:, 1], "epoch": records[:, 2],
+                "space_epoch": records[:, 3], "variable": variable, "address": first, "order": order,
+                "value": records[:, 5], "record_offset": offset, "scalars": scalars}
+        wide = np.flatnonzero(span > 1)
+        if wide.size:  # one more row per further granule of a multi-granule access, appended
+            extra = span[wide] - 1
+            repeat = np.repeat(wide, extra)
+            within = 1 + np.arange(repeat.size) - np.repeat(np.cumsum(extra) - extra, extra)
+            more = {k: v[repeat] for k, v in base.items()}
+            more["address"] = more["address"] + within
+            base = {k: np.concatenate([v, more[k]]) for k, v in base.items()}
+        per_site = {"reads": tables.reads, "writes": tables.writes, "atomic": tables.atomic,
+                    "workgroup": tables.workgroup, "value_logged": tables.value_logged}
+        self.columns = _SiteColumns(base, per_site)
 
     def findings(self) -> list:
-        return (self._races_in_epoch() + self._unsynchronised() + self._races_between_workgroups()
-                + self._uninitialised())
+        """Every rule, on one sort of the rows by (variable, address, workgroup, epoch, lane):
+        each rule's groups are runs of a prefix of that key (the space epoch grows with the
+        epoch, as every invocation of a workgroup passes the same barriers)."""
+        c = self._sorted(("variable", "address", "group", "epoch", "lane"))
+        if c["site"].size == 0:
+            return []
+        plain = ~c["atomic"]
+        return (self._pairs(c, _runs(c, ("variable", "address", "group", "epoch")), "lane", plain, "epoch")
+                + self._unsynchronised(c, plain)
+                + self._pairs(c, _runs(c, ("variable", "address")), "group", plain & ~c["workgroup"], "workgroups")
+                + self._uninitialised(c))
 
     # -- grouping ---------------------------------------------------------------------------
-    def _sorted(self, mask: np.ndarray, keys: tuple[str, ...], then: tuple[str, ...] = ()):
-        """Columns of the rows in `mask`, sorted by `keys`, then `then`, then log order; and
-        each row's group (by `keys`) and the start of each group."""
-        rows = np.flatnonzero(mask)
-        sort_by = keys + then
-        composite = _composite_key([self.columns[k][rows] for k in sort_by])
-        if composite is not None:  # one stable argsort; rows are already in log order
-            sort = rows[np.argsort(composite, kind="stable")]
+    def _sorted(self, keys: tuple[str, ...]):
+        """The columns, sorted by `keys` (ties in log order), gathered as they are asked for."""
+        composite = _composite_key([self.columns[k] for k in keys])
+        if composite is not None:  # one stable argsort: rows are already (nearly) in log order
+            sort = np.argsort(composite, kind="stable")
         else:
-            sort = rows[np.lexsort(tuple(self.columns[k][rows] for k in reversed(sort_by + ("order",))))]
-        columns = _LazyColumns(self.columns, sort)
-        n = len(sort)
-        change = np.zeros(n, dtype=bool)
-        if n:
-            change[0] = True
-            for k in keys:
-                column = columns[k]
-                change[1:] |= column[1:] != column[:-1]
-        starts = np.flatnonzero(change)
-        group = np.cumsum(change) - 1
-        return columns, starts, group
+            sort = np.lexsort(tuple(self.columns[k] for k in reversed(keys + ("order",))))
+        return _LazyColumns(self.columns, sort)
 
     @staticmethod
     def _first(where: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -167,37 +167,35 @@ class _Accesses:
         return np.minimum.reduceat(np.where(where, np.arange(where.size), _NONE), starts)
 
     # -- rules ------------------------------------------------------------------------------
-    def _pairs(self, c, starts, group, differ: str, ordering: str, candidate=None) -> list[Race]:
-        """Races of groups with a write and another row by a different `differ` (lane or group)
-        that satisfies `candidate` (default: any row)."""
-        if starts.size == 0:
-            return []
-        writes = c["writes"]
-        writer = self._first(writes, starts)
+    def _pairs(self, c, runs, differ: str, taking_part: np.ndarray, ordering: str) -> list[Race]:
+        """Races of groups where a row taking part writes and another, by a different `differ`
+        (lane or workgroup), takes part too."""
+        starts, group = runs
+        writer = self._first(taking_part & c["writes"], starts)
         has_writer = writer != _NONE
-        writer_id = np.where(has_writer, c[differ][np.minimum(writer, len(writes) - 1)], -1)
-        other_ok = (c[differ] != writer_id[group]) & has_writer[group]
-        if candidate is not None:
-            other_ok &= candidate
-        other = self._first(other_ok, starts)
-        return self._split(c, starts, writer, other, (other != _NONE) & has_writer, ordering)
+        writer_id = np.where(has_writer, c[differ][np.minimum(writer, group.size - 1)], -1)
+        other = self._first(taking_part & (c[differ] != writer_id[group]) & has_writer[group], starts)
+        return self._split(c, starts, taking_part, writer, other, (other != _NONE) & has_writer, ordering)
 
-    def _split(self, c, starts, first, second, racy: np.ndarray, ordering: str) -> list:
+    def _split(self, c, starts, taking_part, first, second, racy: np.ndarray, ordering: str) -> list:
         """Races of the `racy` groups, those where every access writes the same value as notes."""
-        same = self._same_value_writes(c, starts)
+        if not racy.any():
+            return []
+        same = self._same_value_writes(c, starts, taking_part)
         races = np.flatnonzero(racy & ~same)
         benign = np.flatnonzero(racy & same)
         return (self._aggregate(c, first[races], second[races], ordering)
                 + self._aggregate(c, first[benign], second[benign], ordering, RedundantWrites))
 
     @staticmethod
-    def _same_value_writes(c, starts) -> np.ndarray:
-        """Per group: every row is a write of a logged value, all of one shape and one value."""
-        if starts.size == 0:
-            return np.zeros(0, dtype=bool)
-        alike = np.logical_and.reduceat(c["writes"] & c["value_logged"], starts)
+    def _same_value_writes(c, starts, taking_part) -> np.ndarray:
+        """Per group: every row taking part writes a logged value, all of one shape and one value."""
+        alike = np.logical_and.reduceat(~taking_part | (c["writes"] & c["value_logged"]), starts)
         for column in ("value", "record_offset", "scalars"):
-            alike &= np.minimum.reduceat(c[column], starts) == np.maximum.reduceat(c[column], starts)
+            values = c[column]
+            low = np.minimum.reduceat(np.where(taking_part, values, _NONE), starts)
+            high = np.maximum.reduceat(np.where(taking_part, values, -1), starts)
+            alike &= low == high
         return alike
 
     def _aggregate(self, c, first: np.ndarray, second: np.ndarray, ordering: str, kind=Race) -> list:
@@ -218,66 +216,70 @@ class _Accesses:
                               int(n)))
         return races
 
-    def _races_in_epoch(self) -> list[Race]:
-        c, starts, group = self._sorted(~self.columns["atomic"], ("variable", "address", "group", "epoch"))
-        return self._pairs(c, starts, group, "lane", "epoch")
-
-    def _unsynchronised(self) -> list[Race]:
-        """A write, then another invocation's access in a later epoch of the same space epoch."""
-        c, starts, group = self._sorted(~self.columns["atomic"], ("variable", "address", "group", "space_epoch"),
-                                        ("epoch",))
-        if starts.size == 0:
+    def _unsynchronised(self, c, plain: np.ndarray) -> list[Race]:
+        """A write, then another invocation's access in a later epoch of the same space epoch.
+        Only accesses whose epoch runs ahead of their space epoch can be ordered so: a workgroup
+        variable in a kernel that only uses workgroupBarrier never is."""
+        taking_part = plain.copy()
+        lag = c["epoch"] - c["space_epoch"]
+        for space in (True, False):  # workgroup, storage
+            rows = taking_part & (c["workgroup"] == space)
+            if rows.any() and lag[rows].min() == lag[rows].max():
+                taking_part &= c["workgroup"] != space  # epoch and space epoch in step
+        if not taking_part.any():
             return []
-        writes, epoch, lane = c["writes"], c["epoch"], c["lane"]
+        starts, group = _runs(c, ("variable", "address", "group", "space_epoch"))
+        writes, epoch, lane = c["writes"] & taking_part, c["epoch"], c["lane"]
         first_write_epoch = np.minimum.reduceat(np.where(writes, epoch, _NONE), starts)[group]
         at_first = writes & (epoch == first_write_epoch)
         low = np.minimum.reduceat(np.where(at_first, lane, _NONE), starts)[group]
         high = np.maximum.reduceat(np.where(at_first, lane, -1), starts)[group]
-        later = (epoch > first_write_epoch) & ((low != high) | (lane != low))
+        later = taking_part & (epoch > first_write_epoch) & ((low != high) | (lane != low))
         writer = self._first(at_first, starts)
         other = self._first(later, starts)
-        return self._split(c, starts, writer, other, (other != _NONE) & (writer != _NONE), "memory")
+        return self._split(c, starts, taking_part, writer, other, (other != _NONE) & (writer != _NONE), "memory")
 
-    def _races_between_workgroups(self) -> list[Race]:
-        mask = ~self.columns["atomic"] & ~self.columns["workgroup"]
-        c, starts, group = self._sorted(mask, ("variable", "address"))
-        return self._pairs(c, starts, group, "group", "workgroups")
-
-    def _uninitialised(self) -> list[UninitializedRead]:
+    def _uninitialised(self, c) -> list[UninitializedRead]:
         """Reads of workgroup memory with no write before them: none in an earlier epoch of the
         workgroup, none by the same invocation earlier in the epoch, and (for plain reads) none
         by another invocation in the epoch either, which would be a race, reported as one.
         Atomic updates by other invocations in the same epoch are unordered with this one, so
         for an atomic read they do not count: one of them reads the memory first."""
-        keys = ("variable", "address", "group", "epoch", "lane")
-        c, starts, group = self._sorted(self.columns["workgroup"], keys)
-        if starts.size == 0:
-            return []
-        cell = _starts(c, keys[:3])  # (variable, address, group)
-        cell_epoch = _starts(c, keys[:4])
         writes, reads, epoch, lane, order = c["writes"], c["reads"], c["epoch"], c["lane"], c["order"]
-        first_epoch = _broadcast(np.minimum.reduceat(np.where(writes, epoch, _NONE), cell), cell, writes.size)
-        low = _broadcast(np.minimum.reduceat(np.where(writes, lane, _NONE), cell_epoch), cell_epoch, writes.size)
-        high = _broadcast(np.maximum.reduceat(np.where(writes, lane, -1), cell_epoch), cell_epoch, writes.size)
-        own_first = np.minimum.reduceat(np.where(writes, order, _NONE), starts)[group]
+        n = writes.size
+        cell, _ = _runs(c, ("variable", "address", "group"))
+        cell_epoch, _ = _runs(c, ("variable", "address", "group", "epoch"))
+        own_cell, own_group = _runs(c, ("variable", "address", "group", "epoch", "lane"))
+        first_epoch = _broadcast(np.minimum.reduceat(np.where(writes, epoch, _NONE), cell), cell, n)
+        low = _broadcast(np.minimum.reduceat(np.where(writes, lane, _NONE), cell_epoch), cell_epoch, n)
+        high = _broadcast(np.maximum.reduceat(np.where(writes, lane, -1), cell_epoch), cell_epoch, n)
+        own_first = np.minimum.reduceat(np.where(writes, order, _NONE), own_cell)[own_group]
         earlier = first_epoch < epoch
         own = own_first < order
         others = (low != _NONE) & ((low != high) | (low != lane))
-        uninitialised = reads & ~earlier & ~own & (c["atomic"] | ~others)
+        uninitialised = c["workgroup"] & reads & ~earlier & ~own & (c["atomic"] | ~others)
         rows = np.flatnonzero(uninitialised)
         if rows.size == 0:
             return []
         rows = rows[np.argsort(order[rows], kind="stable")]  # report each site's first read in log order
         sites, first, counts = np.unique(c["site"][rows], return_index=True, return_counts=True)
         findings = []
-        for i, n in zip(first, counts):
+        for i, count in zip(first, counts):
             row = rows[i]
             variable = int(c["variable"][row])
             unit = int(self.unit[variable])
             address = describe_address(self.tables.type_of(variable), int(c["address"][row]) * unit, unit)
             access = self.tables.access(c["site"][row], c["group"][row], lane[row], epoch[row])
-            findings.append(UninitializedRead(access, address, int(n)))
+            findings.append(UninitializedRead(access, address, int(count)))
         return findings
+
+
+def _runs(c, keys) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, run of each row) of the runs of rows equal in `keys`."""
+    starts = _starts(c, keys)
+    change = np.zeros(c[keys[0]].size, dtype=np.int64)
+    change[starts] = 1
+    return starts, np.cumsum(change) - 1
 
 
 def _starts(c, keys) -> np.ndarray:
@@ -294,6 +296,21 @@ def _starts(c, keys) -> np.ndarray:
 def _broadcast(per_run: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
     """A value per run (starting at `starts`) repeated over the run's rows."""
     return np.repeat(per_run, np.diff(np.append(starts, n)))
+
+
+class _SiteColumns(dict):
+    """Record columns, and per-site facts looked up for each row on first use."""
+
+    def __init__(self, base: dict, per_site: dict):
+        super().__init__(base)
+        self._per_site = per_site
+
+    def __missing__(self, key):
+        self[key] = value = self._per_site[key][self["site"]]
+        return value
+
+    def keys(self):
+        return list(super().keys()) + [k for k in self._per_site if not dict.__contains__(self, k)]
 
 
 class _LazyColumns(dict):
