@@ -24,8 +24,9 @@ from verify.instrument.shadow import HEADER_WORDS, RECORD_WORDS, analyze, log_wo
 from verify.instrument.subgroups import WIDTHS, emulate_subgroups
 
 #: Records a pipeline's log holds at first (1.5 MiB). A dispatch that logs more is run again
-#: with room for all of them (and a quarter more), up to the device's largest storage binding,
-#: and the pipeline keeps that room: the log is uploaded and read back whole every run.
+#: with room for all of them (and a quarter more), up to the device's largest storage binding;
+#: the pipeline's next run starts with room for what this one logged, as the log is uploaded
+#: and read back whole every run.
 DEFAULT_CAPACITY = 1 << 16
 _STORAGE_LIMIT = "max-storage-buffers-per-shader-stage"
 _BINDING_SIZE = "max-storage-buffer-binding-size"
@@ -115,7 +116,9 @@ class SanitizingDevice(_Wrapper):
             if attempted <= capacity or capacity >= self._max_capacity():
                 break
             capacity = min(attempted + attempted // 4, self._max_capacity())
-        self._capacities[id(pipeline)] = capacity
+        # The next run of this pipeline starts with room for this one's records and a quarter more:
+        # a case far smaller than the last does not pay for uploading and reading back a huge log.
+        self._capacities[id(pipeline)] = min(max(self.capacity, attempted + attempted // 4), self._max_capacity())
         analyze(words, sanitized, self._report)
         return run
 
