@@ -15,7 +15,8 @@ from verify.cases.attention import explicit_decode_case
 from verify.errors import SetupError
 from verify.gpu import Output
 from verify.gpu.device import _ZERO_INIT_PROBE
-from verify.instrument import OutOfBounds, Race, SanitizingDevice, UninitializedRead, sanitize
+from verify.instrument import (EmulatingDevice, OutOfBounds, Race, RedundantWrites, SanitizingDevice, UninitializedRead,
+                               sanitize)
 from verify.instrument.sanitize import AccessKind
 from verify.kernels.registry import get_kernel
 
@@ -207,3 +208,47 @@ def test_the_correct_decode_sharded_on_the_same_case_is_clean(sanitizing):
     kernel.launch(sanitizing, kernel.wgsl(config), config, explicit_decode_case(config, [300, 1]))
     report = sanitizing.take_report()
     assert report.clean and report.accesses > 0, report.messages()
+
+
+def test_tvms_decode_stores_each_output_from_every_slice_a_note_not_a_finding(sanitizing):
+    """Every slice (threadIdx.z) of a workgroup writes the same output: unordered, nothing lost."""
+    kernel = get_kernel("tvm.decode")
+    try:
+        config = kernel.config()
+        wgsl = kernel.wgsl(config)
+    except SetupError as exc:
+        pytest.skip(str(exc))
+    kernel.launch(sanitizing, wgsl, config, explicit_decode_case(config, [40]))
+    report = sanitizing.take_report()
+    assert report.clean, report.messages()
+    notes = {(n.variable, n.first.site.line) for n in report.notes if isinstance(n, RedundantWrites)}
+    assert any(variable == "output_ptr" for variable, _ in notes), report.notes
+
+
+def test_sanitize_runs_on_top_of_subgroup_emulation(device):
+    """The two wrappers compose: the kernel's own accesses are checked at an emulated width,
+    the emulation's exchange arrays are not (they are added after the sanitizer's rewrite)."""
+    kernel = get_kernel("dp4a.quantize")
+    config = kernel.config({"reduce": "subgroup", "dtype": "f32"})
+    both = SanitizingDevice(EmulatingDevice(device, 64))
+    case = next(iter(quantize_examples(kernel, config)))
+    plain = kernel.launch(EmulatingDevice(device, 64), kernel.wgsl(config), config, case)
+    checked = kernel.launch(both, kernel.wgsl(config), config, case)
+    report = both.take_report()
+    assert report.clean and report.accesses > 0, report.messages()
+    assert {s.variable for s in both.pipeline(kernel.wgsl(config)).sanitized.sites} == {"a", "codes", "scales",
+                                                                                        "subgroup_max"}
+    assert same_outputs(plain.outputs, checked.outputs)
+
+
+def quantize_examples(kernel, config, count: int = 1) -> list:
+    found = []
+
+    @settings(max_examples=count, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(kernel.cases(config, "quick"))
+    def collect(case):
+        found.append(case)
+
+    collect()
+    return found
