@@ -155,7 +155,7 @@ class _Instrumenter:
 
     def run(self) -> Sanitized:
         for function in functions(self.module):
-            self.function_text(function)
+            self._instrument(function)
         binding = 1 + max((b for b in self._group0_bindings()), default=-1)
         runtime = resources.files(__package__).joinpath("sanitize_log.wgsl").read_text()
         text = self.rewriter.text().rstrip("\n") + "\n" + Template(runtime).substitute(binding=binding)
@@ -183,7 +183,7 @@ class _Instrumenter:
                 yield int(numbers["binding"])
 
     # -- functions and statements -------------------------------------------------------------
-    def function_text(self, function: Tree) -> None:
+    def _instrument(self, function: Tree) -> None:
         scopes = statement_scopes(function, self.declarations)
         self.aliases: dict[str, Reference] = {}
         for node in function.iter_subtrees_topdown():

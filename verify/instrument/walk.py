@@ -1,8 +1,11 @@
-"""Walk a function's statements in order with the names in scope at each one.
+"""Functions of a module: their statements with the names in scope at each, and the built-in
+inputs of entry points.
 
 A rewrite asks, for an expression, what a name means there: a module-scope variable, or a local
 that shadows it, and of which type. `statement_scopes` answers it once per function: each
 statement gets the scope it runs in (its own declaration is visible only to later statements).
+Both rewrites also need an entry point's invocation ids: `add_entry_inputs` finds them among the
+parameters (or members of an input struct) and adds the missing ones.
 """
 
 from __future__ import annotations
