@@ -166,10 +166,10 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
 
     writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile, shard=shard,
                            planned=planned)
-    position = {(j.kernel, j.check, _config_key(j.config)): i for i, j in enumerate(jobs)}
+    position = {(j.kernel, j.check, _config_key(j.config), j.subgroup_width): i for i, j in enumerate(jobs)}
 
     def plan_order(record):
-        return position.get((record.kernel, record.check, _config_key(record.config)), -1)
+        return position.get((record.kernel, record.check, _config_key(record.config), record.subgroup_width), -1)
 
     display = Display(len(jobs))
     for record in prior or []:
@@ -279,7 +279,8 @@ def cmd_check(args) -> int:
     for name in args.kernel:
         jobs += check_jobs(name, overrides, profile=profile, examples=args.examples, seed=args.seed,
                            out_dir=Path(args.out), time_limit=args.time_limit, adapter=args.adapter, checks=checks,
-                           wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "")
+                           wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "",
+                           subgroup_width=args.subgroup_width)
     _check_adapter(args.adapter)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, workers=args.jobs)
@@ -438,6 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", type=_count, default=100, help="Hypothesis examples per check (default 100)")
     p.add_argument("--seed", type=int, default=0, help="Hypothesis seed; the same seed draws the same cases (default 0)")
     p.add_argument("--checks", help="comma-separated subset of the kernel's checks")
+    p.add_argument("--subgroup-width", type=int, metavar="W",
+                   help="run with subgroups of W lanes (4..128), emulated in workgroup memory: a kernel built on "
+                   "subgroups is checked at the widths real GPUs have, on any adapter")
     run_options(p, "reports/check")
     p.set_defaults(func=cmd_check)
 

@@ -50,6 +50,8 @@ class Job:
     adapter: str | None = None
     backend: str | None = None
     time_limit: float = 600.0
+    #: Run with subgroups of this many lanes, emulated in workgroup memory (None: native).
+    subgroup_width: int | None = None
 
     def payload(self) -> dict:
         return {"kind": "check", **asdict(self)}
@@ -59,7 +61,7 @@ class Job:
         return CheckResult(kernel=self.kernel, check=self.check, config=dict(self.config), verdict=verdict,
                            reason=reason, kernel_ref=self.kernel_ref, profile=self.profile, seed=self.seed,
                            examples=examples, duration_s=round(duration_s, 3),
-                           source=Source(self.source_kind, self.origin))
+                           source=Source(self.source_kind, self.origin), subgroup_width=self.subgroup_width)
 
 
 @dataclass

@@ -90,7 +90,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
             if len(state["samples"]) < MAX_SAMPLES:
                 state["samples"].append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
-                progress(state["generated"], options.examples)
+                progress(state["generated"], examples)
         worst = state["worst"]
         if worst is None or _rank(outcome) > _rank(worst):
             state["worst"] = outcome
@@ -100,8 +100,9 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
             raise _Violation(outcome)
 
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if options.shrink else [])
+    examples = min(options.examples, check.max_examples or options.examples)
     runner = settings(
-        max_examples=options.examples,
+        max_examples=examples,
         database=None,
         deadline=None,
         derandomize=False,
