@@ -129,7 +129,7 @@ def cmd_show(args) -> int:
 
 # -- check / gate --------------------------------------------------------------------------------
 def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | None, allow_skip: bool,
-             prior: list | None = None) -> int:
+             prior: list | None = None, workers: int = 1, shard: str = "", planned: int = 0) -> int:
     """Run `jobs`, writing results.json after every record, then the report and JUnit.
 
     The output folder is locked for the run (a second run into it stops before writing), and
@@ -141,7 +141,8 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
 
     junit_path = _junit_path(junit)
     with OutputLock(out_dir):
-        records, interrupted = _run(jobs, out_dir, command=command, profile=profile, prior=prior)
+        records, interrupted = _run(jobs, out_dir, command=command, profile=profile, prior=prior, workers=workers,
+                                    shard=shard, planned=planned)
     if junit_path is not None:
         from verify.results.junit import write_junit
 
@@ -162,13 +163,20 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
     return 0
 
 
-def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None) -> tuple[list, bool]:
+def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None, workers: int, shard: str,
+         planned: int) -> tuple[list, bool]:
     global _stopping
     from verify.display import Display, summary
     from verify.results.store import ResultsWriter
     from verify.session import run_jobs
 
-    writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile)
+    writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile, shard=shard,
+                           planned=planned)
+    position = {(j.kernel, j.check, _config_key(j.config), j.subgroup_width): i for i, j in enumerate(jobs)}
+
+    def plan_order(record):
+        return position.get((record.kernel, record.check, _config_key(record.config), record.subgroup_width), -1)
+
     display = Display(len(jobs))
     for record in prior or []:
         writer.add(record)
@@ -188,7 +196,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None)
     previous = {s: signal.signal(s, _terminate) for s in stops}  # a CI timeout stops the run like Ctrl-C
     try:
         run_jobs(jobs, on_record=on_record, on_progress=display.progress, on_start=display.start,
-                 log_path=out_dir / "worker.log")
+                 log_path=out_dir / "worker.log", workers=workers)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -196,7 +204,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None)
             signal.signal(s, signal.SIG_IGN)
         try:
             display.close()
-            writer.finish(interrupted=interrupted)
+            writer.finish(interrupted=interrupted, order=plan_order)
             _write_report(writer.document, out_dir)
         finally:
             for s, handler in previous.items():
@@ -204,6 +212,10 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None)
     print(summary(writer.records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
     print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
     return writer.records, interrupted
+
+
+def _config_key(config: dict) -> str:
+    return json.dumps(config, sort_keys=True, default=str)
 
 
 def _junit_path(junit: str | None) -> Path | None:
@@ -274,24 +286,29 @@ def cmd_check(args) -> int:
         jobs += check_jobs(name, overrides, profile=profile, examples=args.examples, seed=args.seed,
                            out_dir=Path(args.out), time_limit=args.time_limit, adapter=args.adapter, checks=checks,
                            wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "",
-                           backend=args.backend)
+                           subgroup_width=args.subgroup_width, backend=args.backend)
     _check_adapter(args.adapter, args.backend)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip)
+                    allow_skip=args.allow_skip, workers=args.jobs)
 
 
 def cmd_gate(args) -> int:
-    from verify.display import record_line
-    from verify.plan import gate_jobs
+    from verify.plan import gate_jobs, select_shard
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
     names = [n for n in args.kernels.split(",") if n] if args.kernels else None
     jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
                               time_limit=args.time_limit, adapter=args.adapter, backend=args.backend)
+    planned = len(jobs) + len(skipped)
+    shard = ""
+    if args.shard:
+        index, count = args.shard
+        jobs, skipped = select_shard(jobs, index, count), (skipped if index == 1 else [])
+        shard = f"{index}/{count}"
     _check_adapter(args.adapter, args.backend)
     return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, prior=skipped)
+                    allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned)
 
 
 def _check_adapter(name: str | None, backend: str | None) -> None:
@@ -320,9 +337,11 @@ def cmd_replay(args) -> int:
 
 def cmd_report(args) -> int:
     from verify.report import render_report
+    from verify.results.merge import run_problems
     from verify.results.store import load_results
 
     documents = [load_results(path) for path in args.results]
+    problems = run_problems(documents, allow_skip=args.allow_skip)
     output = Path(args.output)
     if output.is_dir():
         raise UsageError(f"-o {args.output}: is a folder; name the HTML file to write (e.g. {output / 'report.html'})")
@@ -331,7 +350,9 @@ def cmd_report(args) -> int:
     except OSError as exc:
         raise UsageError(f"-o {args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"report: {args.output}", file=sys.stderr)
-    return 0
+    for problem in problems:
+        print(f"verify: {problem}", file=sys.stderr)
+    return 1 if args.strict and problems else 0
 
 
 # -- parser ----------------------------------------------------------------------------------------
@@ -355,6 +376,17 @@ def _count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
     return value
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """K/N with 1 <= K <= N (argparse type)."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K/N such as 2/4, got {text!r}") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"expected 1 <= K <= N, got {text!r}")
+    return index, count
 
 
 class _Parser(argparse.ArgumentParser):
@@ -388,6 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--allow-skip", action="store_true",
                        help="exit 0 even if checks were skipped (e.g. the adapter lacks shader-f16); "
                        "by default a skip fails the run, since it verified nothing")
+        p.add_argument("--jobs", "-j", type=_count, default=os.cpu_count() or 1, metavar="N",
+                       help="checks run in N worker processes at once (default: the number of cores); the "
+                       "records are the same as a serial run's")
         adapter_option(p)
 
     p = sub.add_parser("list", help="every kernel with its source, reference, config keys and checks")
@@ -413,11 +448,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", type=_count, default=100, help="Hypothesis examples per check (default 100)")
     p.add_argument("--seed", type=int, default=0, help="Hypothesis seed; the same seed draws the same cases (default 0)")
     p.add_argument("--checks", help="comma-separated subset of the kernel's checks")
+    p.add_argument("--subgroup-width", type=int, metavar="W",
+                   help="run with subgroups of W lanes (4..128), emulated in workgroup memory: a kernel built on "
+                   "subgroups is checked at the widths real GPUs have, on any adapter")
     run_options(p, "reports/check")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("gate", help="every kernel's checks; the CI gate")
     p.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    p.add_argument("--shard", type=_shard, metavar="K/N",
+                   help="run only shard K of the gate split N ways (deterministic), e.g. one per CI machine; "
+                   "merge the shards' results.json with `verify report --strict`")
     p.add_argument("--kernels", help="comma-separated subset of kernels (names or import paths)")
     run_options(p, "reports")
     p.set_defaults(func=cmd_gate)
@@ -428,9 +469,14 @@ def build_parser() -> argparse.ArgumentParser:
     adapter_option(p)
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("report", help="render one HTML report from one or more results files")
+    p = sub.add_parser("report", help="render one HTML report from one or more results files (e.g. the shards "
+                       "of a gate)")
     p.add_argument("results", nargs="+", metavar="RESULTS.json")
     p.add_argument("-o", "--output", default="reports/report.html")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if any check failed or errored, was skipped (unless --allow-skip), a run did not "
+                   "finish, or a shard of a split gate is missing: the merge step of a sharded CI gate")
+    p.add_argument("--allow-skip", action="store_true", help="with --strict: skipped checks do not fail")
     p.set_defaults(func=cmd_report)
     return parser
 

@@ -18,6 +18,11 @@ from verify.profiles import Profile
 from verify.results.record import CheckResult, Source, Verdict
 from verify.session import Job
 
+#: Subgroup widths WebGPU allows (subgroupMinSize >= 4, subgroupMaxSize <= 128).
+SUBGROUP_WIDTHS = (4, 8, 16, 32, 64, 128)
+#: The checks a kernel runs again at each emulated subgroup width of the gate.
+WIDTH_CHECKS = ("reference",)
+
 
 def _source_kind(spec) -> str:
     return "package" if spec.origin != "built in" else ""
@@ -25,7 +30,8 @@ def _source_kind(spec) -> str:
 
 def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: int, seed: int, out_dir: Path | None,
                time_limit: float | None, adapter: str | None = None, backend: str | None = None,
-               checks: list[str] | None = None, wgsl: str | None = None, wgsl_origin: str = "") -> list[Job]:
+               checks: list[str] | None = None, wgsl: str | None = None, wgsl_origin: str = "",
+               subgroup_width: int | None = None) -> list[Job]:
     """The jobs of `verify check KERNEL`: each of the kernel's checks (or `checks`) on one config.
 
     `wgsl` replaces the kernel's own WGSL (a user's file under the kernel's contract): its
@@ -35,6 +41,9 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
     instance = get_kernel(kernel)
     if examples < 1:
         raise UsageError(f"--examples must be at least 1 (got {examples})")
+    if subgroup_width is not None and subgroup_width not in SUBGROUP_WIDTHS:
+        raise UsageError(f"--subgroup-width {subgroup_width}: expected one of {', '.join(map(str, SUBGROUP_WIDTHS))} "
+                         "(WebGPU's subgroups have 4 to 128 lanes, a power of two)")
     overrides = dict(overrides or {})
     if wgsl is not None:
         keys = {k.name for k in instance.config_keys}
@@ -52,7 +61,7 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
     origin = wgsl_origin if wgsl is not None else (spec.ref if kind == "package" else instance.source)
     return [Job(instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl, source_kind=kind,
                 origin=origin, out_dir=str(out_dir) if out_dir is not None else None, adapter=adapter, backend=backend,
-                time_limit=time_limit or profile.time_limit) for check in selected]
+                time_limit=time_limit or profile.time_limit, subgroup_width=subgroup_width) for check in selected]
 
 
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
@@ -77,7 +86,25 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
         for config in configs:
             jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
                                time_limit=time_limit, adapter=adapter, backend=backend)
+            # A kernel built on subgroups runs at the widths real GPUs have, emulated on any adapter.
+            if "subgroup" in instance.requirements(instance.config(config)):
+                for width in profile.subgroup_widths:
+                    jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed,
+                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter, backend=backend,
+                                       checks=list(WIDTH_CHECKS), subgroup_width=width)
     return jobs, skipped
+
+
+def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
+    """Shard `index` (1-based) of `count`: every count-th job, starting at the index-th.
+
+    Deterministic (the same plan gives the same shards on every machine) and balanced: a
+    kernel's configs and checks sit next to each other in the plan, so each shard gets a slice
+    of every kernel rather than whole expensive kernels.
+    """
+    if not 1 <= index <= count:
+        raise UsageError(f"shard {index}/{count}: expected 1 <= K <= N")
+    return jobs[index - 1 :: count]
 
 
 def _validate_user_wgsl(kernel, config: dict, text: str, origin: str) -> None:

@@ -61,6 +61,8 @@ class Profile:
     max_tokens: int
     quantize: QuantizeSizes
     matmul: MatmulSizes
+    #: Subgroup widths the gate runs every subgroup-using kernel at, emulated (docs/instrumentation.md).
+    subgroup_widths: tuple = ()
 
     def __str__(self) -> str:
         return self.name
@@ -70,9 +72,11 @@ PROFILES = {
     "quick": Profile("quick", 24, 300.0, "smoke test: few examples, short contexts",
                      DecodeSizes(2, 70), 4, QuantizeSizes(64, 1024, 2), MatmulSizes(70, 96, 512, 2, 1 << 20)),
     "ci": Profile("ci", 200, 900.0, "per-change gate: >= 200 examples per check, contexts up to ~1k",
-                  DecodeSizes(4, 520), 16, QuantizeSizes(300, 4096, 3), MatmulSizes(300, 288, 4096, 3, 1 << 23)),
+                  DecodeSizes(4, 520), 16, QuantizeSizes(300, 4096, 3), MatmulSizes(300, 288, 4096, 3, 1 << 23),
+                  (4, 16, 32, 64, 128)),
     "nightly": Profile("nightly", 1000, 3600.0, "long contexts (>= 4096), many examples",
-                       DecodeSizes(8, 8192), 64, QuantizeSizes(1024, 8192, 4), MatmulSizes(300, 1024, 4096, 3, 1 << 26)),
+                       DecodeSizes(8, 8192), 64, QuantizeSizes(1024, 8192, 4), MatmulSizes(300, 1024, 4096, 3, 1 << 26),
+                       (4, 8, 16, 32, 64, 128)),
 }
 
 

@@ -198,6 +198,8 @@ class GateCollector(pytest.Collector):
             yield GateItem.from_parent(self, name=f"{result.kernel}::setup", job=None, setup_skip=result)
         for job in jobs:
             config_text = ",".join(f"{k}={v}" for k, v in sorted(job.config.items()))
+            if job.subgroup_width:
+                config_text += f",subgroup_width={job.subgroup_width}"
             yield GateItem.from_parent(self, name=f"{job.kernel}::{job.check}[{config_text}]", job=job)
 
 

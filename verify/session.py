@@ -50,6 +50,8 @@ class Job:
     adapter: str | None = None
     backend: str | None = None
     time_limit: float = 600.0
+    #: Run with subgroups of this many lanes, emulated in workgroup memory (None: native).
+    subgroup_width: int | None = None
 
     def payload(self) -> dict:
         return {"kind": "check", **asdict(self)}
@@ -59,7 +61,7 @@ class Job:
         return CheckResult(kernel=self.kernel, check=self.check, config=dict(self.config), verdict=verdict,
                            reason=reason, kernel_ref=self.kernel_ref, profile=self.profile, seed=self.seed,
                            examples=examples, duration_s=round(duration_s, 3),
-                           source=Source(self.source_kind, self.origin))
+                           source=Source(self.source_kind, self.origin), subgroup_width=self.subgroup_width)
 
 
 @dataclass
@@ -234,10 +236,84 @@ class Session:
                 return Replayed(bool(event["passed"]), list(event["lines"]))
 
 
-def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, log_path: Path | None = None) -> None:
-    """Run `jobs` in a fresh Session (see Session.run)."""
-    with Session(log_path) as session:
-        session.run(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start)
+def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, log_path: Path | None = None,
+             workers: int = 1) -> None:
+    """Run `jobs` in `workers` worker processes (see Session.run), each job on one of them.
+
+    Every job is independent (its own seed, its own cases), so the records are the same
+    whichever worker runs a job and in whatever order the jobs finish; only the order in which
+    on_record sees them changes. The callbacks are called one at a time.
+    """
+    workers = max(1, min(int(workers), len(jobs) or 1))
+    if workers == 1:
+        with Session(log_path) as session:
+            session.run(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start)
+        return
+    _run_parallel(jobs, workers, on_record, on_progress, on_start, log_path)
+
+
+def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, log_path: Path | None) -> None:
+    import queue
+    import threading
+
+    pending: queue.Queue = queue.Queue()
+    for job in jobs:
+        pending.put(job)
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+    sessions = [Session(_numbered(log_path, i)) for i in range(workers)]
+    stop = threading.Event()
+
+    def serialised(callback):
+        if callback is None:
+            return None
+
+        def call(*args):
+            with lock:
+                if not stop.is_set():
+                    callback(*args)
+        return call
+
+    record, progress, started = serialised(on_record), serialised(on_progress), serialised(on_start)
+
+    def drain(session: Session) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    job = pending.get_nowait()
+                except queue.Empty:
+                    return
+                if started:
+                    started(job)
+                result = session._run_one(job, progress)
+                record(result)
+        except BaseException as exc:  # a usage error (or worse) stops every worker
+            failures.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=drain, args=(session,), daemon=True) for session in sessions]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.2)
+    except BaseException:
+        stop.set()
+        for session in sessions:
+            session.close(kill=True)
+        raise
+    finally:
+        for session in sessions:
+            session.close(kill=stop.is_set())
+    if failures:
+        raise failures[0]
+
+
+def _numbered(log_path: Path | None, index: int) -> Path | None:
+    if log_path is None or index == 0:
+        return log_path
+    return Path(log_path).with_name(f"{Path(log_path).stem}-{index + 1}{Path(log_path).suffix}")
 
 
 def _time_limit_reason(job: Job, started: float | None, done: int, last_progress: float | None) -> str:

@@ -74,11 +74,16 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
     wgsl = job.get("wgsl") or kernel.wgsl(config)
     check = get_check(job["check"])
     device = devices.get(job.get("adapter"), job.get("backend"), device_limits(kernel, check.name))
+    width = job.get("subgroup_width")
+    if width:
+        from verify.instrument import EmulatingDevice
+
+        device = EmulatingDevice(device, width)
     result = CheckResult(
         kernel=kernel.name, check=check.name, config=config, verdict=Verdict.PASS, kernel_ref=job["kernel_ref"],
         family=kernel.family, source=Source(job.get("source_kind") or kernel.source, job.get("origin") or "", sha256(wgsl)),
         profile=profile.name, seed=job["seed"], adapter=adapter_record(device), budget=kernel.budget_doc(),
-        verify_version=__version__)
+        verify_version=__version__, subgroup_width=width)
     missing = device.missing(kernel.requirements(config))
     if missing:
         return replace(result, verdict=Verdict.SKIP, reason=f"adapter lacks {', '.join(missing)}")
@@ -99,7 +104,7 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
         {"event": "progress", "done": done, "total": total}))
     checked = replace(run.result, kernel_ref=result.kernel_ref, family=result.family, source=result.source,
                       profile=result.profile, adapter=result.adapter, budget=result.budget,
-                      verify_version=__version__, notes=result.notes)
+                      verify_version=__version__, notes=result.notes, subgroup_width=width)
     if job.get("out_dir") and (run.shrunk is not None or run.worst is not None):
         checked = save_check_cases(checked, run.shrunk and run.shrunk.case, run.worst and run.worst.case,
                                    Path(job["out_dir"]), wgsl)
@@ -120,6 +125,10 @@ def replay(job: dict, devices: DeviceCache, emit) -> dict:
     check = get_check(meta.get("check", "reference"))
     _check_case_fits(kernel, config, case, job["case_path"])
     device = devices.get(job.get("adapter"), job.get("backend"), kernel.limits)
+    if meta.get("subgroup_width"):
+        from verify.instrument import EmulatingDevice
+
+        device = EmulatingDevice(device, int(meta["subgroup_width"]))
     missing = device.missing(kernel.requirements(config))
     if missing:
         raise UsageError(f"this adapter ({device.info.name}) lacks {', '.join(missing)}; cannot replay")

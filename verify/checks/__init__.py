@@ -18,7 +18,8 @@ from verify.errors import UsageError
 #: Entry-point group other packages register checks under.
 ENTRY_POINT_GROUP = "verify.checks"
 _CHECKS: dict[str, Check] = {c.name: c for c in (ReferenceCheck(), DeterminismCheck())}
-_FAMILY_MODULES = ("verify.checks.metamorphic", "verify.checks.differential", "verify.checks.dp4a")
+_FAMILY_MODULES = ("verify.checks.metamorphic", "verify.checks.differential", "verify.checks.dp4a",
+                   "verify.checks.sanitize")
 _loaded = False
 
 

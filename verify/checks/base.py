@@ -10,6 +10,9 @@ class Check:
     name: str = ""
     #: One line for `verify list` and the report.
     doc: str = ""
+    #: At most this many examples per config, whatever the run asks for (None: no cap), for a
+    #: check whose examples are costly and small cases suffice.
+    max_examples: int | None = None
 
     def applies(self, kernel) -> bool:
         return self.name in kernel.checks

@@ -17,13 +17,21 @@ class CheckContext:
     wgsl: str
     profile: Profile = field(default_factory=lambda: get_profile("ci"))
     timer: StageTimer = field(default_factory=StageTimer)
+    _cache: dict = field(default_factory=dict, repr=False)
 
-    def launch(self, case, kernel=None, wgsl=None):
-        """Run a kernel (this one by default) on a case, timing the stages."""
+    def launch(self, case, kernel=None, wgsl=None, device=None):
+        """Run a kernel (this one by default) on a case, timing the stages; `device` replaces
+        the check's device (e.g. an instrumented wrapper of it)."""
         kernel = kernel or self.kernel
-        launched = kernel.launch(self.device, wgsl or self.wgsl, self.config, case)
+        launched = kernel.launch(device or self.device, wgsl or self.wgsl, self.config, case)
         self.timer.add_launch(launched.timing)
         return launched
+
+    def cached(self, key: str, make):
+        """A value made once per check (a wrapped device, a compiled partner kernel)."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     def judge(self, case, launched, kernel=None) -> Outcome:
         """Compare a launch's outputs with the kernel's reference and budget."""

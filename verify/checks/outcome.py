@@ -26,9 +26,11 @@ class Outcome:
 
 
 class StageTimer:
-    """Seconds spent per stage (reference, upload, dispatch, readback, compare) over a check."""
+    """Seconds spent per stage over a check: the float64 reference and budget, upload, dispatch,
+    readback, compare, and generation (Hypothesis drawing cases, targeting and shrinking: the
+    time outside the examples)."""
 
-    STAGES = ("reference", "upload", "dispatch", "readback", "compare")
+    STAGES = ("reference", "upload", "dispatch", "readback", "compare", "generation")
 
     def __init__(self):
         self.seconds = dict.fromkeys(self.STAGES, 0.0)

@@ -68,9 +68,16 @@ class CheckRun:
 def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> CheckRun:
     """Run `check` over `options.examples` drawn cases: its result, with the cases to keep."""
     started = time.perf_counter()
-    state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": []}
+    state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0}
 
     def body(case):
+        entered = time.perf_counter()
+        try:
+            _body(case)
+        finally:
+            state["in_body"] += time.perf_counter() - entered
+
+    def _body(case):
         state["calls"] += 1
         shrinking = state["first_failure"] is not None
         try:
@@ -83,7 +90,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
             if len(state["samples"]) < MAX_SAMPLES:
                 state["samples"].append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
-                progress(state["generated"], options.examples)
+                progress(state["generated"], examples)
         worst = state["worst"]
         if worst is None or _rank(outcome) > _rank(worst):
             state["worst"] = outcome
@@ -93,8 +100,9 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
             raise _Violation(outcome)
 
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if options.shrink else [])
+    examples = min(options.examples, check.max_examples or options.examples)
     runner = settings(
-        max_examples=options.examples,
+        max_examples=examples,
         database=None,
         deadline=None,
         derandomize=False,
@@ -123,6 +131,9 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
         trace = traceback.format_exc()
 
     axes = ctx.kernel.output_axes
+    # Everything outside the examples themselves: Hypothesis drawing (and building) cases,
+    # targeting and shrinking.
+    ctx.timer.seconds["generation"] = max(0.0, time.perf_counter() - started - state["in_body"])
     timing = ctx.timer.as_record()
     result = CheckResult(
         kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=verdict, reason=reason,

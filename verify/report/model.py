@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from verify.results.record import AdapterRecord, CheckResult, Verdict, number
+from verify.results.merge import shard_problems
 from verify.results.store import ResultsDocument
 
 #: The order of sections, counts and legends, and of a matrix cell's verdict: what a kernel
@@ -203,6 +204,8 @@ class Report:
     records: list
     counts: Counter
     matrix: list  # [(kernel, [Cell | None per adapter])]
+    #: Missing shards of a split gate (verify.results.merge.shard_problems).
+    shard_problems: list = field(default_factory=list)
 
     def section(self, *verdicts: str) -> list:
         return [r for r in self.records if r.verdict in verdicts]
@@ -244,6 +247,7 @@ def _run_summary(index: int, document: ResultsDocument, adapters: list) -> dict:
         "interrupted": document.interrupted,
         "records": len(document.records),
         "adapters": adapters,
+        "shard": document.shard,
     }
 
 
@@ -284,4 +288,4 @@ def build_report(documents: list[ResultsDocument]) -> Report:
     for view in views:
         view.adapter.counts[view.verdict] += 1
     matrix = [(k, [cells[(k, a.key)] for a in adapters]) for k in kernels]
-    return Report(runs, adapters, views, Counter(v.verdict for v in views), matrix)
+    return Report(runs, adapters, views, Counter(v.verdict for v in views), matrix, shard_problems(documents))

@@ -50,10 +50,12 @@ def save_check_cases(result, shrunk: Case | None, worst: Case | None, directory:
         "check": result.check,
         "seed": result.seed,
         "profile": result.profile,
+        "subgroup_width": result.subgroup_width,
         "adapter": to_json_value(result.adapter),
         "source": to_json_value(result.source),
     }
-    stem = f"{_safe(result.kernel)}-{result.check}-{_config_tag(result.config)}"
+    width = f"-w{result.subgroup_width}" if result.subgroup_width else ""
+    stem = f"{_safe(result.kernel)}-{result.check}-{_config_tag(result.config)}{width}"
     updates = {}
     for role, case in (("shrunk", shrunk), ("worst", worst)):
         summary = getattr(result, role)

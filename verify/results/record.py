@@ -152,6 +152,8 @@ class CheckResult:
     finding_reproduced: bool | None = None
     traceback: str | None = None
     verify_version: str = ""
+    #: Subgroups were emulated at this width (None: the adapter's own subgroups, if any).
+    subgroup_width: int | None = None
     #: Facts worth knowing that do not change the verdict, e.g. a WebGPU default limit the
     #: kernel exceeds (it runs here, but a browser granting only the defaults refuses it).
     notes: list[str] = field(default_factory=list)
@@ -164,7 +166,9 @@ class CheckResult:
 
     @property
     def config_text(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in sorted(self.config.items()))
+        """The config, and the emulated subgroup width when there is one."""
+        text = " ".join(f"{k}={v}" for k, v in sorted(self.config.items()))
+        return f"{text} subgroup_width={self.subgroup_width}" if self.subgroup_width else text
 
     @property
     def title(self) -> str:
@@ -321,7 +325,7 @@ _EXPECTED = {
     "kernel": str, "check": str, "config": dict, "reason": str, "kernel_ref": str, "family": str, "profile": str,
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
-    "verify_version": str, "notes": list,
+    "verify_version": str, "notes": list, "subgroup_width": (int, type(None)),
 }
 
 

@@ -32,6 +32,10 @@ class ResultsDocument:
     complete: bool = False
     interrupted: bool = False
     verify_version: str = __version__
+    #: "K/N" when this run is shard K of a gate split N ways (`verify gate --shard K/N`).
+    shard: str = ""
+    #: Checks in the whole plan (all shards), so a merge can tell whether every one ran.
+    planned: int = 0
     records: list[CheckResult] = field(default_factory=list)
     #: Where the document was read from ("" for one being written).
     path: str = ""
@@ -39,17 +43,17 @@ class ResultsDocument:
     def to_dict(self) -> dict:
         data = {"schema": SCHEMA}
         for name in ("command", "argv", "profile", "host", "started", "finished", "complete", "interrupted",
-                     "verify_version"):
+                     "verify_version", "shard", "planned"):
             data[name] = to_json_value(getattr(self, name))
         data["records"] = [r.to_dict() for r in self.records]
         return data
 
 
 class ResultsWriter:
-    def __init__(self, path: Path, *, command: str, argv: list, profile: str):
+    def __init__(self, path: Path, *, command: str, argv: list, profile: str, shard: str = "", planned: int = 0):
         self.path = Path(path)
         self.document = ResultsDocument(command=command, argv=list(argv), profile=profile, host=platform.node(),
-                                        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                                        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), shard=shard, planned=planned)
         self.flush()
 
     @property
@@ -60,7 +64,11 @@ class ResultsWriter:
         self.records.append(record)
         self.flush()
 
-    def finish(self, *, interrupted: bool = False) -> None:
+    def finish(self, *, interrupted: bool = False, order=None) -> None:
+        """Mark the run finished; `order` (a key function) puts the records in plan order, which
+        parallel workers do not finish in."""
+        if order is not None:
+            self.document.records.sort(key=order)
         self.document.complete = not interrupted
         self.document.interrupted = interrupted
         self.document.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -98,7 +106,8 @@ def parse_results(data, where: str = "results") -> ResultsDocument:
         raise UsageError(f"{path}: 'records' is missing or not a list")
     document = ResultsDocument(path=str(path))
     for name, kind in (("command", str), ("argv", list), ("profile", str), ("host", str), ("started", str),
-                       ("finished", str), ("complete", bool), ("interrupted", bool), ("verify_version", str)):
+                       ("finished", str), ("complete", bool), ("interrupted", bool), ("verify_version", str),
+                       ("shard", str), ("planned", int)):
         if name in data and data[name] is not None:
             if not isinstance(data[name], kind):
                 raise UsageError(f"{path}: {name!r} should be a {kind.__name__}, not {type(data[name]).__name__}")

@@ -39,7 +39,7 @@ class DecodeKernel(Kernel):
     family = "attention"
     reference = "references.decode.decode_attention"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW)
-    checks = ("reference", "determinism", "page_permutation", "split_merge")
+    checks = ("reference", "determinism", "page_permutation", "split_merge", "sanitize")
     budget_function = staticmethod(decode_budget)
     output_axes = {"output": ("head", "dim"), "lse": ("sequence", "head")}
 

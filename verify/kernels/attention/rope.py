@@ -41,7 +41,7 @@ class Rope(Kernel):
     summary = "q, k <- NeoX rotary embedding at each token's position, in place; f32 math"
     reference = "references.rope.rotate_neox"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE)
-    checks = ("reference", "determinism")
+    checks = ("reference", "determinism", "sanitize")
     budget_function = staticmethod(rope_budget)
     output_axes = {"q": ("head", "dim"), "k": ("head", "dim")}
 

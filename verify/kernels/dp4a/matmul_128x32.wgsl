@@ -7,6 +7,8 @@
 // 16 columns in ascending c. As in the PR, a row's activation scale is loaded only at the
 // first chunk of its 128-value block and reused by the block's other three chunks (128 scale
 // loads per 128 x 128 step instead of 512); both barriers stay, so the reuse needs no more.
+// Rows past M and columns past N are zeroed, not loaded, so the lanes that compute them (and
+// never store) read only memory written in this dispatch.
 
 const TILE_M: u32 = 128u;
 const TILE_N: u32 = 32u;
@@ -35,6 +37,11 @@ fn matmul(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_ind
       if (half == 0u && chunk % CHUNKS_PER_A_BLOCK == 0u) {
         tile_scale_a[r] = a_scale(a_row, chunk);
       }
+    } else {
+      tile_a[half][r] = vec4<u32>(0u);
+      if (half == 0u) {
+        tile_scale_a[r] = T(0);
+      }
     }
     if (lane < 2u * TILE_N) {
       let n = first_col + r;
@@ -43,6 +50,12 @@ fn matmul(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_ind
         if (half == 0u) {
           tile_scale_b[r] = b_scale(n, chunk);
           tile_offset_b[r] = weight_offset(n, chunk);
+        }
+      } else {
+        tile_b[half][r] = vec4<u32>(0u);
+        if (half == 0u) {
+          tile_scale_b[r] = T(0);
+          tile_offset_b[r] = 0;
         }
       }
     }

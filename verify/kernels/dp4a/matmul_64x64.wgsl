@@ -4,8 +4,9 @@
 // A 256-lane workgroup owns a 64 x 64 output tile of one batch. Per 32-value K chunk, lanes
 // 0-127 load A (row lane/2, half lane%2) and the row's scale, lanes 128-255 load and centre
 // B likewise; after a barrier each lane computes one A row against 16 columns, adding p_c to
-// its 16 accumulators in ascending c. Rows past M and columns past N are never loaded (their
-// workgroup memory stays zero) and never stored; N % 16 == 0 makes a 16-column group either
+// its 16 accumulators in ascending c. Rows past M and columns past N are zeroed, not loaded
+// (the lanes that compute them read only memory written in this dispatch: not every driver
+// zero-initialises workgroup memory), and never stored; N % 16 == 0 makes a 16-column group either
 // wholly inside N or wholly outside.
 
 const TILE_M: u32 = 64u;
@@ -36,6 +37,11 @@ fn matmul(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_ind
         if (half == 0u) {
           tile_scale_a[r] = a_scale(a_row, chunk);
         }
+      } else {
+        tile_a[half][r] = vec4<u32>(0u);
+        if (half == 0u) {
+          tile_scale_a[r] = T(0);
+        }
       }
     } else {
       let r = (lane - 2u * TILE_M) / 2u;
@@ -45,6 +51,12 @@ fn matmul(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_ind
         if (half == 0u) {
           tile_scale_b[r] = b_scale(n, chunk);
           tile_offset_b[r] = weight_offset(n, chunk);
+        }
+      } else {
+        tile_b[half][r] = vec4<u32>(0u);
+        if (half == 0u) {
+          tile_scale_b[r] = T(0);
+          tile_offset_b[r] = 0;
         }
       }
     }

@@ -1,0 +1,102 @@
+"""The gate's speed, per kernel and per stage, from real gate runs (not from timed tests).
+
+Runs `verify gate --profile PROFILE` once per `--jobs` value, side by side on the same machine,
+and writes JSON: wall time per run (and its ratio to the first), and per kernel (from the first
+run's records) the examples, examples per second of check time, and milliseconds per case of
+each stage: reference (float64 reference and budget), upload, dispatch, readback, compare, and
+generation (Hypothesis drawing cases, targeting, shrinking). Measure on a quiet machine.
+
+    python benchmarks/bench_gate.py --profile ci --jobs 1,2 --out benchmarks/results/gate_ci.json
+    python benchmarks/bench_gate.py --profile quick --kernels merge_state,rope
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+STAGES = ("reference", "upload", "dispatch", "readback", "compare", "generation")
+
+
+def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path) -> dict:
+    command = [sys.executable, "-m", "verify", "gate", "--profile", profile, "--jobs", str(jobs), "--seed", str(seed),
+               "--out", str(out), "--allow-skip"]
+    if kernels:
+        command += ["--kernels", kernels]
+    start = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if result.returncode not in (0, 1):
+        sys.exit(f"bench_gate: the gate could not run (exit {result.returncode}):\n{result.stderr[-2000:]}")
+    document = json.loads((out / "results.json").read_text())
+    verdicts = defaultdict(int)
+    for record in document["records"]:
+        verdicts[record["verdict"]] += 1
+    return {"jobs": jobs, "wall_s": round(wall, 2), "exit": result.returncode, "checks": len(document["records"]),
+            "verdicts": dict(verdicts), "records": document["records"]}
+
+
+def per_kernel(records: list[dict]) -> dict:
+    kernels: dict = defaultdict(lambda: {"checks": 0, "examples": 0, "check_s": 0.0, "cases": 0,
+                                         "stage_s": dict.fromkeys(STAGES, 0.0)})
+    for record in records:
+        entry = kernels[record["kernel"]]
+        entry["checks"] += 1
+        entry["examples"] += int(record.get("examples") or 0)
+        entry["check_s"] += float(record.get("duration_s") or 0.0)
+        timing = record.get("timing") or {}
+        entry["cases"] += int(timing.get("cases") or 0)
+        for stage, seconds in (timing.get("total_s") or {}).items():
+            if stage in entry["stage_s"]:
+                entry["stage_s"][stage] += float(seconds)
+    summary = {}
+    for kernel, entry in sorted(kernels.items(), key=lambda kv: -kv[1]["check_s"]):
+        cases = max(entry["cases"], 1)
+        summary[kernel] = {
+            "checks": entry["checks"], "examples": entry["examples"], "check_s": round(entry["check_s"], 2),
+            "examples_per_s": round(entry["examples"] / entry["check_s"], 2) if entry["check_s"] else None,
+            "ms_per_case": {stage: round(seconds / cases * 1e3, 3) for stage, seconds in entry["stage_s"].items()},
+        }
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="ci")
+    parser.add_argument("--jobs", default=f"1,{os.cpu_count() or 1}", help="comma-separated worker counts to compare")
+    parser.add_argument("--kernels", help="comma-separated subset of kernels")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="write the JSON here (default: print it)")
+    args = parser.parse_args()
+    runs = []
+    with tempfile.TemporaryDirectory() as folder:
+        for jobs in dict.fromkeys(int(j) for j in args.jobs.split(",")):
+            print(f"bench_gate: verify gate --profile {args.profile} --jobs {jobs} ...", file=sys.stderr, flush=True)
+            runs.append(run_gate(args.profile, jobs, args.kernels, args.seed, Path(folder) / f"jobs{jobs}"))
+            print(f"bench_gate:   {runs[-1]['wall_s']} s, {runs[-1]['verdicts']}", file=sys.stderr, flush=True)
+    base = runs[0]["wall_s"]
+    report = {
+        "command": " ".join(sys.argv),
+        "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+        "profile": args.profile, "seed": args.seed,
+        "runs": [{k: v for k, v in run.items() if k != "records"} | {"speed_up": round(base / run["wall_s"], 2)}
+                 for run in runs],
+        "kernels": per_kernel(runs[0]["records"]),
+    }
+    text = json.dumps(report, indent=1)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

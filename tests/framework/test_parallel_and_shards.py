@@ -1,0 +1,80 @@
+"""`--jobs N` gives the records of a serial run; `--shard K/N` splits the gate deterministically and
+`verify report --strict` merges the shards, failing on a missing one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify.plan import gate_jobs, select_shard
+from verify.profiles import get_profile
+
+KERNELS = "merge_state,rope,dp4a.quantize"
+
+
+def verify(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "verify", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def comparable(path: Path) -> list[tuple]:
+    """What a record says about the kernel (not when or how fast it ran)."""
+    records = json.loads(path.read_text())["records"]
+    return [(r["kernel"], r["check"], json.dumps(r["config"], sort_keys=True), r["verdict"], r["examples"], r["runs"],
+             (r["worst"] or {}).get("score"), (r["worst"] or {}).get("case")) for r in records]
+
+
+@pytest.mark.webgpu
+def test_parallel_workers_give_the_records_of_a_serial_run_in_plan_order(tmp_path):
+    serial = verify("gate", "--profile", "quick", "--kernels", KERNELS, "--out", str(tmp_path / "serial"), "-j", "1")
+    parallel = verify("gate", "--profile", "quick", "--kernels", KERNELS, "--out", str(tmp_path / "parallel"), "-j", "3")
+    assert serial.returncode == parallel.returncode == 0, parallel.stderr
+    assert comparable(tmp_path / "serial" / "results.json") == comparable(tmp_path / "parallel" / "results.json")
+    assert (tmp_path / "parallel" / "worker-2.log").exists()
+
+
+def test_shards_partition_the_plan_and_are_the_same_everywhere():
+    jobs, _ = gate_jobs(None, profile=get_profile("ci"), seed=0, out_dir=None, time_limit=None)
+    key = lambda job: (job.kernel, job.check, json.dumps(job.config, sort_keys=True))  # noqa: E731
+    shards = [[key(j) for j in select_shard(jobs, k, 4)] for k in range(1, 5)]
+    assert sorted(k for shard in shards for k in shard) == sorted(key(j) for j in jobs)
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    again, _ = gate_jobs(None, profile=get_profile("ci"), seed=0, out_dir=None, time_limit=None)
+    assert [key(j) for j in select_shard(again, 2, 4)] == shards[1]
+    kernels_per_shard = [{k[0] for k in shard} for shard in shards]
+    assert all(len(kernels) > 1 for kernels in kernels_per_shard)
+
+
+@pytest.mark.webgpu
+def test_merging_shards_flags_a_missing_one_and_strict_fails_on_it(tmp_path):
+    outs = []
+    for k in (1, 2, 3):
+        out = tmp_path / f"shard{k}"
+        result = verify("gate", "--profile", "quick", "--kernels", KERNELS, "--shard", f"{k}/3", "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        document = json.loads((out / "results.json").read_text())
+        assert document["shard"] == f"{k}/3" and document["planned"] > len(document["records"])
+        outs.append(out / "results.json")
+    full = verify("report", *map(str, outs), "-o", str(tmp_path / "all.html"), "--strict")
+    assert full.returncode == 0, full.stderr
+    partial = verify("report", str(outs[0]), str(outs[2]), "-o", str(tmp_path / "some.html"), "--strict")
+    assert partial.returncode == 1 and "shard 2/3 of the gate split 3 ways is missing" in partial.stderr
+    assert "shard 2/3 of the gate split 3 ways is missing" in (tmp_path / "some.html").read_text()
+    lenient = verify("report", str(outs[0]), str(outs[2]), "-o", str(tmp_path / "some.html"))
+    assert lenient.returncode == 0
+
+
+def test_strict_fails_on_a_failing_record(tmp_path):
+    from tests.report.synthetic import FAILING
+
+    result = verify("report", str(FAILING), "-o", str(tmp_path / "r.html"), "--strict")
+    assert result.returncode == 1 and "failed or errored" in result.stderr
+
+
+@pytest.mark.parametrize("shard", ["0/3", "4/3", "two/3", "1"])
+def test_a_bad_shard_is_a_usage_error(shard):
+    result = verify("gate", "--shard", shard)
+    assert result.returncode == 2 and "K/N" in result.stderr or "1 <= K <= N" in result.stderr

@@ -1,0 +1,42 @@
+"""The kernel's own memory accesses, logged and analysed: races, out-of-bounds accesses and reads
+of uninitialised workgroup memory, whatever the adapter's schedule (docs/instrumentation.md).
+
+The output-based checks see a race only where the adapter happens to interleave the racing
+invocations, and an out-of-bounds write only where it lands in the guard bytes; this check sees
+every access of the dispatch. A sanitized case costs hundreds of times a plain one (every access
+is logged), so it draws the smallest cases of the kernel's strategy (the quick profile's sizes)
+and at most MAX_EXAMPLES of them: a race or a stray index shows on small cases as on big ones.
+"""
+
+from __future__ import annotations
+
+from verify.checks import register
+from verify.checks.base import Check
+from verify.checks.outcome import Outcome
+from verify.profiles import get_profile
+
+#: Examples of a sanitize check per config, whatever the run asks for.
+MAX_EXAMPLES = 6
+
+
+class SanitizeCheck(Check):
+    name = "sanitize"
+    doc = ("every workgroup and storage access logged by the kernel itself: no data race, no out-of-bounds "
+           "access (even one the driver drops), no read of unwritten workgroup memory")
+    max_examples = MAX_EXAMPLES
+
+    def strategy(self, ctx):
+        return ctx.kernel.cases(ctx.config, get_profile("quick"))
+
+    def run_example(self, ctx, case):
+        from verify.instrument import SanitizingDevice
+
+        device = ctx.cached("sanitizing device", lambda: SanitizingDevice(ctx.device))
+        ctx.launch(case, device=device)
+        report = device.take_report()
+        reasons = report.messages()
+        features = dict(ctx.kernel.features(case), accesses=report.accesses)
+        return Outcome(report.clean, 0.0 if report.clean else float("inf"), [], reasons, features, case)
+
+
+register(SanitizeCheck())

@@ -1,0 +1,181 @@
+"""Device wrappers that run any kernel, through its own contract's launch, instrumented.
+
+A kernel's `launch(device, wgsl, config, case)` calls `device.pipeline(wgsl)` and
+`device.run(pipeline, resources, grid)` with resources named after the WGSL's bindings. The
+wrappers compile a rewritten module instead, but hand the contract a pipeline whose interface is
+the original's, so the contract binds exactly what it always binds; `run` adds what the rewrite
+needs (the sanitizer's log) and takes it back out of the results. Everything else (features,
+limits, adapter facts) is the wrapped device's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from verify.errors import SetupError
+from verify.gpu.buffers import GUARD_BYTES, InOut, Output
+from verify.gpu.device import Pipeline, RunResult
+from verify.gpu.wgsl import Interface, parse_interface, sha256
+from verify.instrument.findings import SanitizerReport
+from verify.instrument.sanitize import Sanitized, sanitize
+from verify.instrument.shadow import HEADER_WORDS, RECORD_WORDS, analyze, log_words
+from verify.instrument.subgroups import WIDTHS, emulate_subgroups
+
+#: Records a pipeline's log holds at first (1.5 MiB). A dispatch that logs more is run again
+#: with room for all of them (and a quarter more), up to the device's largest storage binding;
+#: the pipeline's next run starts with room for what this one logged, as the log is uploaded
+#: and read back whole every run.
+DEFAULT_CAPACITY = 1 << 16
+_STORAGE_LIMIT = "max-storage-buffers-per-shader-stage"
+_BINDING_SIZE = "max-storage-buffer-binding-size"
+#: WebGPU's default maxStorageBufferBindingSize, where the device does not say.
+_DEFAULT_BINDING_SIZE = 128 << 20
+
+
+@dataclass
+class InstrumentedPipeline:
+    """What the contract sees (the original module's `wgsl`, `sha256` and `interface`) and the
+    compiled rewrite it actually runs (`instrumented`)."""
+
+    wgsl: str
+    interface: Interface
+    instrumented: Pipeline
+    sanitized: Sanitized | None = None
+
+    @property
+    def sha256(self) -> str:
+        return sha256(self.wgsl)
+
+    @property
+    def entry_point(self) -> str:
+        return self.instrumented.entry_point
+
+
+class _Wrapper:
+    """Delegates every attribute it does not define to the wrapped device."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+    @property
+    def wrapped(self):
+        return self._device
+
+
+class SanitizingDevice(_Wrapper):
+    """A device on which every kernel runs sanitized (verify.instrument.sanitize).
+
+    Use it in place of a Device: `kernel.launch(SanitizingDevice(device), wgsl, config, case)`,
+    then `take_report()` for the findings of the dispatches since the last call. Outputs are the
+    kernel's own (its accesses are performed as written, except those out of bounds).
+    """
+
+    def __init__(self, device, capacity: int = DEFAULT_CAPACITY):
+        super().__init__(device)
+        self.capacity = capacity
+        self._capacities: dict[int, int] = {}  # id(pipeline) -> records its log has room for
+        self._sanitized: dict[tuple, InstrumentedPipeline] = {}
+        self._report = SanitizerReport()
+
+    def pipeline(self, wgsl: str, entry_point: str | None = None) -> InstrumentedPipeline:
+        key = (wgsl, entry_point)
+        if key not in self._sanitized:
+            interface = parse_interface(wgsl)
+            sanitized = sanitize(wgsl)
+            self._check_limits(interface)
+            instrumented = self._device.pipeline(sanitized.wgsl, entry_point)
+            self._sanitized[key] = InstrumentedPipeline(wgsl, interface, instrumented, sanitized)
+        return self._sanitized[key]
+
+    def _check_limits(self, interface: Interface) -> None:
+        storage = sum(1 for b in interface.bindings if b.address_space == "storage")
+        limit = self._device.limits.get(_STORAGE_LIMIT, 8)
+        if storage + 1 > limit:
+            raise SetupError(f"sanitize needs one more storage buffer than the kernel's {storage}, but this device "
+                             f"allows {limit} per shader stage ({_STORAGE_LIMIT})")
+
+    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+        if not isinstance(pipeline, InstrumentedPipeline):
+            return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)
+        sanitized = pipeline.sanitized
+        added = {}
+        if sanitized.runtime_arrays:
+            added[sanitized.lengths_name] = sanitized.lengths({name: _nbytes(v) for name, v in resources.items()})
+        capacity = self._capacities.get(id(pipeline), self.capacity)
+        while True:
+            added[sanitized.log_name] = InOut(np.zeros(log_words(capacity), dtype=np.uint32))
+            run = self._device.run(pipeline.instrumented, {**resources, **added}, workgroups, timestamps=timestamps)
+            words = run.outputs.pop(sanitized.log_name)
+            run.guard_intact.pop(sanitized.log_name, None)
+            attempted = int(words[0])
+            if attempted <= capacity or capacity >= self._max_capacity():
+                break
+            capacity = min(attempted + attempted // 4, self._max_capacity())
+        # The next run of this pipeline starts with room for this one's records and a quarter more:
+        # a case far smaller than the last does not pay for uploading and reading back a huge log.
+        self._capacities[id(pipeline)] = min(max(self.capacity, attempted + attempted // 4), self._max_capacity())
+        analyze(words, sanitized, self._report)
+        return run
+
+    def _max_capacity(self) -> int:
+        size = self._device.limits.get(_BINDING_SIZE, _DEFAULT_BINDING_SIZE)
+        return (size - GUARD_BYTES - 4 * HEADER_WORDS) // (4 * RECORD_WORDS)
+
+    def take_report(self) -> SanitizerReport:
+        """The findings since the last call (or since the device was wrapped), and a fresh start."""
+        report, self._report = self._report, SanitizerReport()
+        return report
+
+
+def _nbytes(resource) -> int:
+    """Bytes of the data a contract binds (what the kernel may read; not the padding or guard)."""
+    if isinstance(resource, Output):
+        return resource.nbytes
+    if isinstance(resource, InOut):
+        return resource.array.nbytes
+    if isinstance(resource, (bytes, bytearray)):
+        return len(resource)
+    return np.asarray(resource).nbytes
+
+
+class EmulatingDevice(_Wrapper):
+    """A device whose subgroups are `width` lanes wide, whatever the adapter's
+    (verify.instrument.subgroups): every kernel's WGSL is compiled with its subgroup built-ins
+    emulated. It reports `subgroup_size` = width and has the "subgroup" feature, as kernels that
+    use subgroups ask for it (the adapter itself need not have it)."""
+
+    def __init__(self, device, width: int):
+        if width not in WIDTHS:
+            raise ValueError(f"width={width}: WebGPU subgroups have 4 to 128 lanes, a power of two ({WIDTHS})")
+        super().__init__(device)
+        self.width = width
+        self._emulated: dict[tuple, InstrumentedPipeline] = {}
+
+    @property
+    def features(self) -> frozenset:
+        return frozenset(self._device.features) | {"subgroup"}
+
+    @property
+    def subgroup_size(self) -> int:
+        return self.width
+
+    def missing(self, features) -> list[str]:
+        return sorted(set(features) - self.features)
+
+    def pipeline(self, wgsl: str, entry_point: str | None = None) -> InstrumentedPipeline:
+        key = (wgsl, entry_point)
+        if key not in self._emulated:
+            emulated = emulate_subgroups(wgsl, self.width)
+            instrumented = self._device.pipeline(emulated, entry_point)
+            self._emulated[key] = InstrumentedPipeline(wgsl, parse_interface(wgsl), instrumented)
+        return self._emulated[key]
+
+    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+        if isinstance(pipeline, InstrumentedPipeline) and pipeline.sanitized is None:
+            pipeline = pipeline.instrumented
+        return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)

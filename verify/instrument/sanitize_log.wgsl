@@ -1,0 +1,52 @@
+
+// ---- appended by verify.instrument.sanitize: the shadow log of memory accesses ----
+// Every access of workgroup or storage memory calls _san_note with its site (a number the host
+// maps back to the source line) and where it fell; each call appends one record of 6 words:
+//   in bounds:      site | lane << 20,           workgroup, epoch,  space epoch, scalar offset, value
+//   out of bounds:  site | lane << 20 | 1 << 31, workgroup, length, dimension,   index,         0
+// lane is local_invocation_index, workgroup the linear workgroup id, epoch the number of
+// control barriers the invocation has passed, space epoch the number of barriers that order the
+// accessed address space (workgroupBarrier: workgroup memory; storageBarrier: storage memory).
+// value: the bits of the value a write stores (a hash of them for vectors), so invocations that
+// write the same value unordered can be told from a race that loses data.
+// A full log sets `overflow`: the host then knows the log is truncated, never takes it as whole.
+
+struct _SanLog {
+  count: atomic<u32>,
+  overflow: atomic<u32>,
+  records: array<u32>,
+}
+
+@group(0) @binding($binding) var<storage, read_write> _san_log: _SanLog;
+
+var<private> _san_lane: u32;
+var<private> _san_group: u32;
+var<private> _san_epoch: u32;
+var<private> _san_workgroup_epoch: u32;
+var<private> _san_storage_epoch: u32;
+
+fn _san_record(head: u32, group: u32, a: u32, b: u32, c: u32, d: u32) {
+  let slot = atomicAdd(&_san_log.count, 1u);
+  if (slot < arrayLength(&_san_log.records) / 6u) {
+    let at = slot * 6u;
+    _san_log.records[at] = head;
+    _san_log.records[at + 1u] = group;
+    _san_log.records[at + 2u] = a;
+    _san_log.records[at + 3u] = b;
+    _san_log.records[at + 4u] = c;
+    _san_log.records[at + 5u] = d;
+  } else {
+    atomicStore(&_san_log.overflow, 1u);
+  }
+}
+
+// bad: 0 when every index is in bounds, else the 1-based dimension of the first that is not,
+// with that index and its length.
+fn _san_note(site: u32, offset: u32, bad: u32, index: u32, length: u32, space_epoch: u32, value: u32) {
+  let head = site | (_san_lane << 20u);
+  if (bad == 0u) {
+    _san_record(head, _san_group, _san_epoch, space_epoch, offset, value);
+  } else {
+    _san_record(head | 0x80000000u, _san_group, length, bad, index, 0u);
+  }
+}

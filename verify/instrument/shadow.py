@@ -1,0 +1,341 @@
+"""Read back the shadow log of a sanitized dispatch and find races, out-of-bounds and
+uninitialised accesses in it (numpy, vectorised: a dispatch logs millions of accesses).
+
+The log is what happened, not a schedule: two accesses race when the rules of WGSL's memory model
+leave them unordered, whatever order this adapter ran them in. So the verdict is the same on an
+adapter that runs a workgroup's subgroups one after another (lavapipe) and on one that runs them
+in lockstep (a GPU). The rules, per address (a scalar of a variable; vectors and structs span
+several):
+  - race in an epoch: two invocations of one workgroup, at least one writing, no control barrier
+    between them (same epoch = same count of barriers passed);
+  - unsynchronised: a write, then an access by another invocation of the workgroup in a later
+    epoch, with no barrier for that address space between (storage memory needs storageBarrier,
+    workgroup memory workgroupBarrier; a write-after-read needs only the control barrier);
+  - race between workgroups: storage written by one workgroup and touched by another;
+  - uninitialised: a read of workgroup memory that no write of the same workgroup precedes (an
+    earlier epoch, or the same invocation earlier in the same epoch).
+Atomic built-ins never race; an atomic update counts as a read and a write for initialisation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.instrument.findings import (Access, LogTruncated, OutOfBounds, Race, RedundantWrites, SanitizerReport,
+                                        UninitializedRead, describe_address)
+from verify.instrument.sanitize import MAX_SITES, Sanitized
+
+RECORD_WORDS = 6
+HEADER_WORDS = 2
+LANE_SHIFT = 20
+LANE_MASK = 0x3FF
+OUT_OF_BOUNDS = 1 << 31
+_NONE = np.iinfo(np.int64).max
+
+
+def log_words(capacity: int) -> int:
+    """u32 words of a log with room for `capacity` records."""
+    return HEADER_WORDS + RECORD_WORDS * capacity
+
+
+def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | None = None) -> SanitizerReport:
+    """Add the findings of one dispatch's log (`words`, the u32 log buffer) to `report`."""
+    report = report if report is not None else SanitizerReport()
+    words = np.asarray(words, dtype=np.uint32).ravel()
+    attempted, overflow = int(words[0]), bool(words[1])
+    capacity = (words.size - HEADER_WORDS) // RECORD_WORDS
+    count = min(attempted, capacity)
+    records = words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS).astype(np.int64)
+    report.dispatches += 1
+    report.accesses += attempted
+    if overflow or attempted > capacity:
+        report.findings.append(LogTruncated(capacity, attempted))
+    tables = _SiteTables(sanitized)
+    oob = (records[:, 0] & OUT_OF_BOUNDS) != 0
+    report.findings.extend(_out_of_bounds(records[oob], tables))
+    accesses = _Accesses(records[~oob], tables)
+    for finding in accesses.findings():
+        (report.notes if isinstance(finding, RedundantWrites) else report.findings).append(finding)
+    return report
+
+
+class _SiteTables:
+    """Per-site facts as arrays indexed by site id."""
+
+    def __init__(self, sanitized: Sanitized):
+        self.sanitized = sanitized
+        self.sites = sanitized.sites
+        names = sorted({s.variable for s in self.sites})
+        self.variable_names = names
+        index = {name: i for i, name in enumerate(names)}
+        self.variable = np.array([index[s.variable] for s in self.sites], dtype=np.int64)
+        self.reads = np.array([s.kind.reads for s in self.sites], dtype=bool)
+        self.writes = np.array([s.kind.writes for s in self.sites], dtype=bool)
+        self.atomic = np.array([s.kind.atomic for s in self.sites], dtype=bool)
+        self.scalars = np.array([s.scalars for s in self.sites], dtype=np.int64)
+        self.workgroup = np.array([s.space == "workgroup" for s in self.sites], dtype=bool)
+        self.value_logged = np.array([s.value_logged for s in self.sites], dtype=bool)
+
+    def access(self, site: int, group: int, lane: int, epoch: int | None = None) -> Access:
+        return Access(self.sites[int(site)], int(group), int(lane), None if epoch is None else int(epoch))
+
+    def type_of(self, variable: int):
+        return self.sanitized.variables[self.variable_names[variable]].type
+
+
+def _out_of_bounds(records: np.ndarray, tables: _SiteTables) -> list[OutOfBounds]:
+    if records.size == 0:
+        return []
+    site = records[:, 0] & (MAX_SITES - 1)
+    sites, first, counts = np.unique(site, return_index=True, return_counts=True)
+    findings = []
+    for s, i, n in zip(sites, first, counts):
+        head, group, length, dimension, index = records[i][:5]
+        lane = (head >> LANE_SHIFT) & LANE_MASK
+        findings.append(OutOfBounds(tables.access(s, group, lane), int(dimension), int(index), int(length), int(n)))
+    return findings
+
+
+class _Accesses:
+    """In-bounds accesses, one row per scalar-granule they touch, sorted as each rule needs.
+
+    Rows are in log order, except the further granules of multi-granule accesses, which follow
+    all the others: order matters only between rows of one invocation (`order` says it), and
+    for choosing which of several racing accesses a finding quotes."""
+
+    def __init__(self, records: np.ndarray, tables: _SiteTables):
+        self.tables = tables
+        site = records[:, 0] & (MAX_SITES - 1)
+        lane = (records[:, 0] >> LANE_SHIFT) & LANE_MASK
+        order = np.arange(len(records), dtype=np.int64)
+        variable = tables.variable[site] if len(site) else np.zeros(0, np.int64)
+        offset, scalars = records[:, 4], tables.scalars[site] if len(site) else np.zeros(0, np.int64)
+        # A variable accessed only in whole aligned elements of s scalars is tracked per element:
+        # the same verdicts, s times fewer rows.
+        unit = np.ones(len(tables.variable_names), dtype=np.int64)
+        for v in np.unique(variable):
+            rows = variable == v
+            sizes = np.unique(scalars[rows])
+            if sizes.size == 1 and np.all(offset[rows] % sizes[0] == 0):
+                unit[v] = sizes[0]
+        self.unit = unit
+        span = scalars // unit[variable]
+        first = offset // unit[variable]
+        base = {"site": site, "lane": lane, "group": records[:, 1], "epoch": records[:, 2],
+                "space_epoch": records[:, 3], "variable": variable, "address": first, "order": order,
+                "value": records[:, 5], "record_offset": offset, "scalars": scalars}
+        wide = np.flatnonzero(span > 1)
+        if wide.size:  # one more row per further granule of a multi-granule access, appended
+            extra = span[wide] - 1
+            repeat = np.repeat(wide, extra)
+            within = 1 + np.arange(repeat.size) - np.repeat(np.cumsum(extra) - extra, extra)
+            more = {k: v[repeat] for k, v in base.items()}
+            more["address"] = more["address"] + within
+            base = {k: np.concatenate([v, more[k]]) for k, v in base.items()}
+        per_site = {"reads": tables.reads, "writes": tables.writes, "atomic": tables.atomic,
+                    "workgroup": tables.workgroup, "value_logged": tables.value_logged}
+        self.columns = _SiteColumns(base, per_site)
+
+    def findings(self) -> list:
+        """Every rule, on one sort of the rows by (variable, address, workgroup, epoch, lane):
+        each rule's groups are runs of a prefix of that key (the space epoch grows with the
+        epoch, as every invocation of a workgroup passes the same barriers)."""
+        c = self._sorted(("variable", "address", "group", "epoch", "lane"))
+        if c["site"].size == 0:
+            return []
+        plain = ~c["atomic"]
+        return (self._pairs(c, _runs(c, ("variable", "address", "group", "epoch")), "lane", plain, "epoch")
+                + self._unsynchronised(c, plain)
+                + self._pairs(c, _runs(c, ("variable", "address")), "group", plain & ~c["workgroup"], "workgroups")
+                + self._uninitialised(c))
+
+    # -- grouping ---------------------------------------------------------------------------
+    def _sorted(self, keys: tuple[str, ...]):
+        """The columns, sorted by `keys` (ties in log order), gathered as they are asked for."""
+        composite = _composite_key([self.columns[k] for k in keys])
+        if composite is not None:  # one stable argsort: rows are already (nearly) in log order
+            sort = np.argsort(composite, kind="stable")
+        else:
+            sort = np.lexsort(tuple(self.columns[k] for k in reversed(keys + ("order",))))
+        return _LazyColumns(self.columns, sort)
+
+    @staticmethod
+    def _first(where: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Per group, the index of its first row where `where` holds (_NONE if none)."""
+        if starts.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.minimum.reduceat(np.where(where, np.arange(where.size), _NONE), starts)
+
+    # -- rules ------------------------------------------------------------------------------
+    def _pairs(self, c, runs, differ: str, taking_part: np.ndarray, ordering: str) -> list[Race]:
+        """Races of groups where a row taking part writes and another, by a different `differ`
+        (lane or workgroup), takes part too."""
+        starts, group = runs
+        writer = self._first(taking_part & c["writes"], starts)
+        has_writer = writer != _NONE
+        writer_id = np.where(has_writer, c[differ][np.minimum(writer, group.size - 1)], -1)
+        other = self._first(taking_part & (c[differ] != writer_id[group]) & has_writer[group], starts)
+        return self._split(c, starts, taking_part, writer, other, (other != _NONE) & has_writer, ordering)
+
+    def _split(self, c, starts, taking_part, first, second, racy: np.ndarray, ordering: str) -> list:
+        """Races of the `racy` groups, those where every access writes the same value as notes."""
+        if not racy.any():
+            return []
+        same = self._same_value_writes(c, starts, taking_part)
+        races = np.flatnonzero(racy & ~same)
+        benign = np.flatnonzero(racy & same)
+        return (self._aggregate(c, first[races], second[races], ordering)
+                + self._aggregate(c, first[benign], second[benign], ordering, RedundantWrites))
+
+    @staticmethod
+    def _same_value_writes(c, starts, taking_part) -> np.ndarray:
+        """Per group: every row taking part writes a logged value, all of one shape and one value."""
+        alike = np.logical_and.reduceat(~taking_part | (c["writes"] & c["value_logged"]), starts)
+        for column in ("value", "record_offset", "scalars"):
+            values = c[column]
+            low = np.minimum.reduceat(np.where(taking_part, values, _NONE), starts)
+            high = np.maximum.reduceat(np.where(taking_part, values, -1), starts)
+            alike &= low == high
+        return alike
+
+    def _aggregate(self, c, first: np.ndarray, second: np.ndarray, ordering: str, kind=Race) -> list:
+        if first.size == 0:
+            return []
+        pairs = np.stack([c["site"][first], c["site"][second]], axis=1)
+        kinds, index, counts = np.unique(pairs, axis=0, return_index=True, return_counts=True)
+        races = []
+        for (_, _), i, n in zip(kinds, index, counts):
+            a, b = first[i], second[i]
+            variable = int(c["variable"][a])
+            unit = int(self.unit[variable])
+            address = describe_address(self.tables.type_of(variable), int(c["address"][a]) * unit, unit)
+            site = self.tables.sites[int(c["site"][a])]
+            races.append(kind(site.space, site.variable, address, ordering,
+                              self.tables.access(c["site"][a], c["group"][a], c["lane"][a], c["epoch"][a]),
+                              self.tables.access(c["site"][b], c["group"][b], c["lane"][b], c["epoch"][b]),
+                              int(n)))
+        return races
+
+    def _unsynchronised(self, c, plain: np.ndarray) -> list[Race]:
+        """A write, then another invocation's access in a later epoch of the same space epoch.
+        Only accesses whose epoch runs ahead of their space epoch can be ordered so: a workgroup
+        variable in a kernel that only uses workgroupBarrier never is."""
+        taking_part = plain.copy()
+        lag = c["epoch"] - c["space_epoch"]
+        for space in (True, False):  # workgroup, storage
+            rows = taking_part & (c["workgroup"] == space)
+            if rows.any() and lag[rows].min() == lag[rows].max():
+                taking_part &= c["workgroup"] != space  # epoch and space epoch in step
+        if not taking_part.any():
+            return []
+        starts, group = _runs(c, ("variable", "address", "group", "space_epoch"))
+        writes, epoch, lane = c["writes"] & taking_part, c["epoch"], c["lane"]
+        first_write_epoch = np.minimum.reduceat(np.where(writes, epoch, _NONE), starts)[group]
+        at_first = writes & (epoch == first_write_epoch)
+        low = np.minimum.reduceat(np.where(at_first, lane, _NONE), starts)[group]
+        high = np.maximum.reduceat(np.where(at_first, lane, -1), starts)[group]
+        later = taking_part & (epoch > first_write_epoch) & ((low != high) | (lane != low))
+        writer = self._first(at_first, starts)
+        other = self._first(later, starts)
+        return self._split(c, starts, taking_part, writer, other, (other != _NONE) & (writer != _NONE), "memory")
+
+    def _uninitialised(self, c) -> list[UninitializedRead]:
+        """Reads of workgroup memory with no write before them: none in an earlier epoch of the
+        workgroup, none by the same invocation earlier in the epoch, and (for plain reads) none
+        by another invocation in the epoch either, which would be a race, reported as one.
+        Atomic updates by other invocations in the same epoch are unordered with this one, so
+        for an atomic read they do not count: one of them reads the memory first."""
+        writes, reads, epoch, lane, order = c["writes"], c["reads"], c["epoch"], c["lane"], c["order"]
+        n = writes.size
+        cell, _ = _runs(c, ("variable", "address", "group"))
+        cell_epoch, _ = _runs(c, ("variable", "address", "group", "epoch"))
+        own_cell, own_group = _runs(c, ("variable", "address", "group", "epoch", "lane"))
+        first_epoch = _broadcast(np.minimum.reduceat(np.where(writes, epoch, _NONE), cell), cell, n)
+        low = _broadcast(np.minimum.reduceat(np.where(writes, lane, _NONE), cell_epoch), cell_epoch, n)
+        high = _broadcast(np.maximum.reduceat(np.where(writes, lane, -1), cell_epoch), cell_epoch, n)
+        own_first = np.minimum.reduceat(np.where(writes, order, _NONE), own_cell)[own_group]
+        earlier = first_epoch < epoch
+        own = own_first < order
+        others = (low != _NONE) & ((low != high) | (low != lane))
+        uninitialised = c["workgroup"] & reads & ~earlier & ~own & (c["atomic"] | ~others)
+        rows = np.flatnonzero(uninitialised)
+        if rows.size == 0:
+            return []
+        rows = rows[np.argsort(order[rows], kind="stable")]  # report each site's first read in log order
+        sites, first, counts = np.unique(c["site"][rows], return_index=True, return_counts=True)
+        findings = []
+        for i, count in zip(first, counts):
+            row = rows[i]
+            variable = int(c["variable"][row])
+            unit = int(self.unit[variable])
+            address = describe_address(self.tables.type_of(variable), int(c["address"][row]) * unit, unit)
+            access = self.tables.access(c["site"][row], c["group"][row], lane[row], epoch[row])
+            findings.append(UninitializedRead(access, address, int(count)))
+        return findings
+
+
+def _runs(c, keys) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, run of each row) of the runs of rows equal in `keys`."""
+    starts = _starts(c, keys)
+    change = np.zeros(c[keys[0]].size, dtype=np.int64)
+    change[starts] = 1
+    return starts, np.cumsum(change) - 1
+
+
+def _starts(c, keys) -> np.ndarray:
+    """Starts of the runs of rows equal in `keys` (rows sorted by at least those keys)."""
+    n = c[keys[0]].size
+    change = np.zeros(n, dtype=bool)
+    if n:
+        change[0] = True
+        for k in keys:
+            change[1:] |= c[k][1:] != c[k][:-1]
+    return np.flatnonzero(change)
+
+
+def _broadcast(per_run: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """A value per run (starting at `starts`) repeated over the run's rows."""
+    return np.repeat(per_run, np.diff(np.append(starts, n)))
+
+
+class _SiteColumns(dict):
+    """Record columns, and per-site facts looked up for each row on first use."""
+
+    def __init__(self, base: dict, per_site: dict):
+        super().__init__(base)
+        self._per_site = per_site
+
+    def __missing__(self, key):
+        self[key] = value = self._per_site[key][self["site"]]
+        return value
+
+    def keys(self):
+        return list(super().keys()) + [k for k in self._per_site if not dict.__contains__(self, k)]
+
+
+class _LazyColumns(dict):
+    """Columns gathered in sorted order on first use (each rule reads only a few of them)."""
+
+    def __init__(self, columns: dict, order: np.ndarray):
+        super().__init__()
+        self._columns, self._order = columns, order
+
+    def __missing__(self, key):
+        self[key] = value = self._columns[key][self._order]
+        return value
+
+
+def _composite_key(columns: list[np.ndarray]) -> np.ndarray | None:
+    """One int64 ordering rows as the columns do lexicographically (None if it would overflow)."""
+    if not columns or columns[0].size == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    span = 1
+    for column in columns:
+        low, high = int(column.min()), int(column.max())
+        size = high - low + 1
+        span *= size
+        if span >= 1 << 62:
+            return None
+        key = key * size + (column - low)
+    return key
