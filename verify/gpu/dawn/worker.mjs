@@ -27,6 +27,8 @@ const USAGE = {
   'uniform': GPUBufferUsage.UNIFORM,
 };
 const NO_ADAPTER = '\u0001'; // matches no adapter's name: Dawn then lists every adapter it found
+// Extra dawn.node flags, ';'-separated (e.g. 'enable-dawn-features=dump_shaders'), for diagnosis only.
+const FLAGS = (process.env.VERIFY_DAWN_FLAGS || '').split(';').filter(Boolean);
 
 let device = null;
 let instance = null; // the GPU object (a Dawn instance) the device came from: it must outlive the device
@@ -36,7 +38,7 @@ const pipelines = new Map();
 /** The adapters Dawn accepts under this process's Vulkan drivers, as [{backend, name}]. */
 async function adapterNames() {
   try {
-    await create([`adapter=${NO_ADAPTER}`]).requestAdapter();
+    await create([...FLAGS, `adapter=${NO_ADAPTER}`]).requestAdapter();
     return []; // resolved (with null): Dawn found no adapter at all
   } catch (error) {
     const found = [];
@@ -68,7 +70,7 @@ function describe(adapter, named) {
 async function listAdapters() {
   const out = [];
   for (const named of await adapterNames()) {
-    const gpu = create([`adapter=${named.name}`]);
+    const gpu = create([...FLAGS, `adapter=${named.name}`]);
     const adapter = await gpu.requestAdapter();
     if (adapter) out.push({ gpu, adapter, info: describe(adapter, named) });
   }
