@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.budgets.attention import rope_budget
+from verify.budgets.rope import rope_budget
 from verify.cases import Case
-from verify.cases.attention import ROPE_MAX_POSITION, rope_cases
+from verify.cases.rope import ROPE_MAX_POSITION, rope_cases
 from verify.kernels.attention.rope import Rope, rows_per_group
 
 KERNEL = Rope()
