@@ -7,6 +7,7 @@ shrinks to a minimal case. The record keeps both: the *shrunk* case (easy to rea
 
 from __future__ import annotations
 
+import hashlib
 import time
 import traceback
 from dataclasses import dataclass
@@ -158,4 +159,7 @@ def _save_cases(record: dict, ctx: CheckContext, options: RunOptions, shrunk, wo
 
 
 def _config_tag(config: dict) -> str:
-    return "_".join(f"{k}{v}" for k, v in sorted(config.items())).replace(".", "p")[:80]
+    """The config in a file name; a long one is cut and ends in a digest of the whole, so two
+    configs that differ only past the cut (e.g. in rope_factor) keep apart."""
+    tag = "_".join(f"{k}{v}" for k, v in sorted(config.items())).replace(".", "p")
+    return tag if len(tag) <= 80 else f"{tag[:63]}-{hashlib.sha256(tag.encode()).hexdigest()[:16]}"
