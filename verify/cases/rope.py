@@ -5,7 +5,8 @@ the context a model is run with: 32k unscaled, 128k with Llama 3 scaling (Llama 
 max_position_embeddings is 131072). Llama 3's scaling splits the frequencies into bands at the
 wavelengths original/high and original/low; besides Llama 3's own base (5e5, which puts dims in
 all three bands for head_dim 64 and 128), bases are drawn that put one pair's wavelength on a
-band edge, to f32 rounding, so a kernel may see it on either side.
+band edge, to f32 rounding (a kernel may see it on either side) or one ulp of the base to
+either side of it.
 """
 
 from __future__ import annotations
@@ -45,23 +46,29 @@ def band_edges(llama3) -> dict[str, float]:
     return {"high": original / llama3.high_freq_factor, "low": original / llama3.low_freq_factor}
 
 
-def edge_theta(head_dim: int, pair: int, wavelength: float) -> float:
-    """The base, rounded to f32 (what the kernel reads), that puts pair `pair`'s wavelength
-    2 pi theta^(2 pair / D) on `wavelength`."""
-    theta = (wavelength / (2 * math.pi)) ** (head_dim / (2 * pair))
-    return float(np.float32(theta))
+def edge_theta(head_dim: int, pair: int, wavelength: float, ulps: int = 0) -> float:
+    """The base, as the f32 the kernel reads, that puts pair `pair`'s wavelength 2 pi theta^(2 pair / D)
+    on `wavelength`, moved by `ulps` f32 ulps: one ulp of theta moves the wavelength by about
+    e ln(theta) ~ 6 f32 ulps, so -1 and +1 put it on either side of the edge, 0 on it to rounding."""
+    if pair not in edge_pairs(head_dim, wavelength):
+        raise ValueError(f"pair {pair} of head_dim {head_dim} needs a base outside {EDGE_THETA_RANGE} "
+                         f"for wavelength {wavelength}")
+    value = np.float32((wavelength / (2 * math.pi)) ** (head_dim / (2 * pair)))
+    return float(value + np.float32(ulps) * np.spacing(value))
 
 
 def edge_pairs(head_dim: int, wavelength: float) -> list[int]:
-    """Pairs whose band-edge base lies in EDGE_THETA_RANGE."""
-    low, high = EDGE_THETA_RANGE
-    return [i for i in range(1, head_dim // 2) if low <= edge_theta(head_dim, i, wavelength) <= high]
+    """Pairs whose band-edge base lies in EDGE_THETA_RANGE (models' bases: 1e3 .. 1e7)."""
+    low, high = (math.log(bound) for bound in EDGE_THETA_RANGE)
+    log_ratio = math.log(wavelength / (2 * math.pi))
+    return [i for i in range(1, head_dim // 2) if low <= head_dim / (2 * i) * log_ratio <= high]
 
 
 @st.composite
 def rope_bases(draw, head_dim: int, llama3=None):
     """(rope_theta, band_edge): a model's base, or with Llama 3 scaling one that puts a pair on a
-    band edge; band_edge names it ("high 23", "low 35") or is "" for a model's base."""
+    band edge, at or one f32 ulp to either side; band_edge names it ("high 23 -1", "low 35 0")
+    or is "" for a model's base."""
     if llama3 is None:
         return draw(st.sampled_from(ROPE_THETAS)), ""
     edge = draw(st.sampled_from(["", "high", "low"]))
@@ -72,7 +79,8 @@ def rope_bases(draw, head_dim: int, llama3=None):
     if not pairs:
         return LLAMA3_THETA, ""
     pair = draw(st.sampled_from(pairs))
-    return edge_theta(head_dim, pair, wavelength), f"{edge} {pair}"
+    ulps = draw(st.sampled_from([0, -1, 1]))
+    return edge_theta(head_dim, pair, wavelength, ulps), f"{edge} {pair} {ulps}"
 
 
 def rope_positions(llama3=None):
