@@ -29,13 +29,20 @@ SHARES = st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0])
 
 
 class Moves:
-    """Hands out the error of each operation in turn, as share * bound."""
+    """Hands out the error of each operation in turn, as share * bound. A rounded operation whose
+    exact result is representable returns it exactly (x * 1, x * 0, x + 0, 1 - 1): no error."""
 
     def __init__(self, shares):
         self.shares = list(shares)
 
     def __call__(self, value, bound):
         return value * (1.0 + self.shares.pop() * bound)
+
+    def mul(self, a, b):
+        return a * b if a in (0.0, 1.0) or b in (0.0, 1.0) else self(a * b, R)
+
+    def add(self, a, b):
+        return a + b if a == 0.0 or b == 0.0 else self(a + b, R)
 
 
 def wavelength_form(f, freq_rel, llama3, move):
@@ -46,7 +53,7 @@ def wavelength_form(f, freq_rel, llama3, move):
     wavelength = move(move(2 * math.pi, C) / f, DIV)
     high_edge, low_edge = move(original / hi, C), move(original / lo, C)
     weight = move(move(move(move(original, C) / wavelength, DIV) - move(lo, C), R) / move(hi - lo, C), DIV)
-    blended = move(move(move(move(1.0 - weight, R) * f, R) / move(factor, C), DIV) + move(weight * f, R), R)
+    blended = move.add(move(move.mul(move.add(1.0, -weight), f) / move(factor, C), DIV), move.mul(weight, f))
     if wavelength < high_edge:
         return f
     if wavelength > low_edge:
@@ -62,8 +69,8 @@ def clamp_form(f, freq_rel, llama3, move):
     alpha, beta = original / (2 * math.pi) / (hi - lo), lo / (hi - lo)
     f = move(f, freq_rel)
     s = min(max(move(move(move(alpha, C) * f, R) - move(beta, C), R), 0.0), 1.0)
-    rest = move(move(move(1.0 - s, R) * f, R) * move(1.0 / factor, C), R)
-    return move(move(s * f, R) + rest, R)
+    rest = move.mul(move.mul(move.add(1.0, -s), f), move(1.0 / factor, C))
+    return move.add(move.mul(s, f), rest)
 
 
 #: Operations each form draws an error for (an upper count; unused ones are left over).
@@ -92,13 +99,14 @@ def test_llama3_frequency_bound_covers_either_branch_at_the_edges(llama3, form, 
 
 @pytest.mark.parametrize("llama3", SCALINGS)
 def test_llama3_bound_reduces_to_the_unscaled_one_far_from_the_band(llama3):
-    """Far outside the interpolated band the scaled frequency is f or f/factor: its error is f's
-    plus the blend's own few roundings, not the band's amplified one."""
-    f = np.array([1.0, 1e-6])
-    rel = llama3_frequency_rel(f, 1e-5, llama3)
-    assert np.all(rel <= (1e-5 + 4 * R + DIV + C) * 1.001)
+    """Far above the interpolated band the scaled frequency is f itself, far below f/factor in
+    one operation: their error is f's (plus that operation), not the band's amplified one."""
+    freq_rel = 1e-5
+    high, low = llama3_frequency_rel(np.array([1.0, 1e-6]), freq_rel, llama3)
+    assert high == freq_rel * (1 + freq_rel)
+    assert low <= (freq_rel + DIV + C) * 1.001
     band = 2 * math.pi * (llama3.low_freq_factor + 0.01) / llama3.original_max_position_embeddings
-    assert llama3_frequency_rel(band, 1e-5, llama3) > 2 * rel.max()
+    assert llama3_frequency_rel(band, freq_rel, llama3) > 2 * low
 
 
 def test_llama3_amplifies_frequency_error_most_at_the_low_edge():

@@ -79,7 +79,9 @@ def llama3_frequency_rel(freq, freq_rel, llama3) -> np.ndarray:
     small error of s is a large one of f/F), f's own error passes through, and the blend's
     products, its subtraction 1 - s, the division by F (or product by 1/F, a constant) and the
     sum add 4r + division_rel + c:
-      rel(f') = freq_rel + R ds + 4r + division_rel + c.
+      rel(f') = freq_rel + R ds + 4r + division_rel + c      (s_u within ds of [0, 1]).
+    Beyond ds above the band both forms return f itself (fma(1, f, 0) is exact): freq_rel; beyond
+    ds below it, f/F or f (1/F) in one operation: freq_rel + division_rel + c.
     Through alpha f, f's error reaches f' amplified by 1 + R (s + beta), up to 1 + beta(F - 1)
     at the low edge (11.3 for Llama 3.2's F = 32).
     """
@@ -90,10 +92,11 @@ def llama3_frequency_rel(freq, freq_rel, llama3) -> np.ndarray:
     beta = lo / (hi - lo)
     s_u = alpha * freq - beta
     ds = alpha * freq * (freq_rel + 2 * c + 2 * div + r) + beta * c + np.abs(s_u) * (r + c + div)
-    near_band = (s_u >= -ds) & (s_u <= 1 + ds)
     s = np.clip(s_u, 0.0, 1.0)
     weight = abs(factor - 1) / (1 + s * (factor - 1))
-    return _second_order(freq_rel + np.where(near_band, weight * ds, 0.0) + 4 * r + div + c)
+    band = weight * ds + 4 * r + div + c
+    own = np.where(s_u > 1 + ds, 0.0, np.where(s_u < -ds, div + c, band))
+    return _second_order(freq_rel + own)
 
 
 def rope_angle_rel(head_dim: int, rope_theta: float, llama3=None, pairing: str = "neox") -> np.ndarray:
