@@ -255,8 +255,9 @@ class TvmDecodeSlidingWindow(TvmDecode):
                "(_attention_decode(sliding_window=True))")
     config_keys = tuple(ConfigKey("sliding_window", 1, (1,), "length_info is [3, B]: last_page_len, window offset, "
                                   "sink size") if key.name == "sliding_window" else key for key in TvmDecode.config_keys)
-    gate_shapes = (dict(head_dim=128, qo_heads=24, kv_heads=8, dtype="f16", **LLAMA_3_2),
-                   dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"))
+    #: Llama-3.2-1B with its rope scaling, and MHA (G = 1: two rows per lane) at D = 128 in f32.
+    gate_shapes = (dict(head_dim=64, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_2),
+                   dict(head_dim=128, qo_heads=8, kv_heads=8, dtype="f32"))
 
 
 # -- merge ------------------------------------------------------------------------------------------
