@@ -58,8 +58,8 @@ class DecodeKernel(Kernel):
         return dtype_features(config)
 
     def gate_configs(self, profile):
-        """Llama-3.2-3B with its rope scaling (24/8 heads: a GQA group of 3), MHA-like G = 1 in f32,
-        D = 256 with a sliding window, and D = 96."""
+        """Llama-3.2-3B with its rope scaling (24/8 heads: a GQA group of 3), one kv head for 8
+        query heads in f32, D = 256 with a sliding window, and D = 96."""
         shapes = [
             dict(head_dim=128, qo_heads=24, kv_heads=8, dtype="f16", sliding_window=0, **LLAMA_3_2),
             dict(head_dim=64, qo_heads=8, kv_heads=1, dtype="f32", sliding_window=0),
