@@ -5,6 +5,7 @@ kernels state to the gate as known findings with the same evidence."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -23,6 +24,9 @@ from verify.cli import main as verify_main
 from verify.errors import SetupError, UsageError
 from verify.gpu import InOut
 from verify.gpu.wgsl import parse_interface
+from verify.budgets.rope import LITERAL_DIGITS
+from verify.budgets.wgsl_accuracy import literal_rel
+from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant
 from verify.kernels.registry import get_kernel
 from verify.sources import tvm_build
 from verify.sources.tvm_kernels import (EMPTY_LSE_BAND, EMPTY_MAX, bind, below_floor, decode_schedule, merge_schedule,
@@ -142,6 +146,40 @@ def test_a_config_tvm_cannot_build_is_a_usage_error_with_its_message(tmp_path):
     assert "\n" not in str(error.value) and "max num threads exceeded: 512*1*1>256" in str(error.value)
 
 
+def test_rope_scaling_is_part_of_the_build_and_its_cache_file():
+    """Each rope scaling is its own TVM build (its own WGSL file); unscaled builds keep TVM's
+    default `rope_scaling={}`, so their cached files stay valid."""
+    shape = dict(kv_heads=8, qo_heads=32, head_dim=128, dtype="f16", sliding_window=False, page_size=16)
+    default = tvm_build.decode_build(**shape)
+    scalings = [RopeVariant.from_config(c).tvm_rope_scaling() for c in (LLAMA_3_1, LLAMA_3_2)]
+    builds = [tvm_build.decode_build(**shape, rope_scaling=scaling) for scaling in scalings]
+    assert "rope_scaling={}" in default.describe() and default == tvm_build.decode_build(**shape, rope_scaling={})
+    assert scalings[0] == {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                           "original_max_position_embeddings": 8192}
+    assert "'rope_type': 'llama3', 'factor': 32.0" in builds[1].describe()
+    assert len({default.filename, builds[0].filename, builds[1].filename}) == 3
+
+
+@needs_tvm
+@pytest.mark.parametrize("scaling", [LLAMA_3_1, LLAMA_3_2])
+def test_tvm_llama3_constants_are_within_the_literal_error_the_budget_allows(scaling):
+    """TVM prints Llama 3's constants (alpha = original/(2 pi (high - low)), beta = low/(high - low),
+    1/factor) with 7 significant digits; the budget allows literal_rel(LITERAL_DIGITS) for each."""
+    kernel = get_kernel("tvm.decode")
+    config = kernel.config(scaling)
+    wgsl = kernel.wgsl(config)
+    llama3 = RopeVariant.from_config(config).llama3
+    lo, hi = llama3.low_freq_factor, llama3.high_freq_factor
+    constants = {"alpha": llama3.original_max_position_embeddings / (2 * np.pi) / (hi - lo), "beta": lo / (hi - lo),
+                 "1/factor": 1 / llama3.factor}
+    literals = {float(x) for x in re.findall(r"vec4<f32>\(([-0-9.e+]+)f, ", wgsl)}
+    for name, exact in constants.items():
+        printed = min(literals, key=lambda x: abs(x - exact))
+        stored = float(np.float32(printed))
+        assert abs(stored - exact) <= literal_rel(LITERAL_DIGITS) * exact, (name, printed, exact)
+        assert abs(printed - exact) > 0 or name == "1/factor"
+
+
 # -- bindings, uniform and launch (docs/tvm.md §7) -----------------------------------------------
 DECODE_BINDINGS = ["Q_ptr", "k_rope_pos_offset_ptr", "length_info_ptr", "lse_ptr", "output_ptr",
                    "page_table_indptr_ptr", "page_table_values_ptr", "pages_ptr", "q_rope_position_ptr", "podArgs"]
@@ -205,9 +243,14 @@ def test_web_runtime_grid_halves_x_past_65535_into_z():
 @needs_tvm
 @pytest.mark.parametrize("name,config,checks", [
     ("tvm.decode", {}, ("reference", "page_permutation", "split_merge", "differential")),
+    ("tvm.decode", dict(LLAMA_3_1, head_dim=128, qo_heads=32, kv_heads=8), ("reference", "split_merge", "differential")),
+    ("tvm.decode", dict(LLAMA_3_2, head_dim=64, qo_heads=32, kv_heads=8), ("reference", "differential")),
     ("tvm.decode_sliding_window", {"kv_heads": 4}, ("reference", "differential")),
+    ("tvm.decode_sliding_window", dict(LLAMA_3_2, qo_heads=24, kv_heads=8), ("reference",)),
     ("tvm.merge_state", {"heads": 8, "head_dim": 64, "dtype": "f32"}, ("determinism",))])
 def test_tvm_kernel_passes(device, name, config, checks):
+    """TVM's kernels pass our checks; with Llama 3 scaling (rope_freq_llama3 compiled in), every
+    case rotates q and k at positions up to 128k and at bases that put pairs on the band edges."""
     for check in checks:
         record = check_record(device, name, check, examples=8, config=config)
         assert record["verdict"] == "pass", f"{check}: {record['reason']}"

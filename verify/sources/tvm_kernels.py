@@ -40,6 +40,7 @@ from verify.gpu.uniforms import pack_struct
 from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, MAX_HEADS, PAGE_SIZE, QO_HEADS, STORAGE
 from verify.kernels.attention.decode_common import DecodeKernel
 from verify.kernels.attention.merge_state import MergeState
+from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, SCALING_KEYS, RopeVariant
 from verify.kernels.contract import ConfigKey, Expected, Launched
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
@@ -161,18 +162,19 @@ class TvmDecode(DecodeKernel):
     source = "tvm"
     summary = "Apache TVM 0.27's generated paged decode (_attention_decode, tvm.build for webgpu)"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE,
-                   ConfigKey("sliding_window", 0, (0,), "TVM's sliding-window decode is tvm.decode_sliding_window"))
+                   ConfigKey("sliding_window", 0, (0,), "TVM's sliding-window decode is tvm.decode_sliding_window"),
+                   *SCALING_KEYS)
     checks = DecodeKernel.checks + ("differential", "below_floor")
     differential_partner = "decode.tiled"
-    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16"),
+    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_1),
                    dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"),
                    dict(head_dim=256, qo_heads=32, kv_heads=8, dtype="f16"),
                    dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16"))
 
     def gate_configs(self, profile):
-        """Llama-3-8B-like, MHA in f32 (G = 1: two rows per lane), Gemma-like D = 256, and
-        G = 32 (gdz = 4 head slices). Building them here makes a machine without apache-tvm or
-        its cached WGSL skip the kernel (SetupError) instead of failing the gate."""
+        """Llama-3.1-8B with its rope scaling, MHA in f32 (G = 1: two rows per lane), Gemma-like
+        D = 256, and G = 32 (gdz = 4 head slices). Building them here makes a machine without
+        apache-tvm or its cached WGSL skip the kernel (SetupError) instead of failing the gate."""
         configs = [self.config(shape) for shape in self.gate_shapes]
         for config in configs:
             self.wgsl(config)
@@ -184,7 +186,8 @@ class TvmDecode(DecodeKernel):
     def wgsl(self, config):
         build = decode_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"], head_dim=config["head_dim"],
                              dtype=config["dtype"], sliding_window=bool(config["sliding_window"]),
-                             page_size=config["page_size"])
+                             page_size=config["page_size"],
+                             rope_scaling=RopeVariant.from_config(config).tvm_rope_scaling())
         return _header(self.name, config) + load(build)
 
     def cases(self, config, profile):
@@ -251,10 +254,11 @@ class TvmDecodeSlidingWindow(TvmDecode):
     name = "tvm.decode_sliding_window"
     summary = ("Apache TVM 0.27's generated paged decode with attention sinks and a sliding window "
                "(_attention_decode(sliding_window=True))")
-    config_keys = TvmDecode.config_keys[:-1] + (
-        ConfigKey("sliding_window", 1, (1,), "length_info is [3, B]: last_page_len, window offset, sink size"),)
-    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=4, dtype="f16"),
-                   dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"))
+    config_keys = tuple(ConfigKey("sliding_window", 1, (1,), "length_info is [3, B]: last_page_len, window offset, "
+                                  "sink size") if key.name == "sliding_window" else key for key in TvmDecode.config_keys)
+    #: Llama-3.2-1B with its rope scaling, and MHA (G = 1: two rows per lane) at D = 128 in f32.
+    gate_shapes = (dict(head_dim=64, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_2),
+                   dict(head_dim=128, qo_heads=8, kv_heads=8, dtype="f32"))
 
 
 # -- merge ------------------------------------------------------------------------------------------
