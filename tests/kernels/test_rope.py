@@ -33,8 +33,8 @@ def _config(head_dim=128, dtype="f32", qo_heads=4, kv_heads=2, pairing="neox", s
                           "rope_pairing": pairing, **(scaling or {})})
 
 
-def _run(device, config, case):
-    launched = KERNEL.launch(device, KERNEL.wgsl(config), config, case)
+def _run(webgpu_device, config, case):
+    launched = KERNEL.launch(webgpu_device, KERNEL.wgsl(config), config, case)
     assert all(launched.guard_intact.values()), launched.guard_intact
     return launched.outputs
 
@@ -120,10 +120,10 @@ def test_one_ulp_of_an_edge_base_puts_the_pair_on_either_side_of_the_edge(head_d
             assert offsets[0] < 0 < offsets[2] and abs(offsets[1]) < 2**-20, (side, pair, offsets)
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @settings(max_examples=16, database=None)
 @given(data=st.data(), config=_configs())
-def test_position_zero_is_the_identity(device, data, config):
+def test_position_zero_is_the_identity(webgpu_device, data, config):
     """At position 0 every angle is 0, cos 0 = 1 and sin 0 = 0, so q and k come back bit for bit
     (up to the sign of zero: cos(0)·(-0) + sin(0)·x is +0 in IEEE arithmetic).
 
@@ -133,16 +133,16 @@ def test_position_zero_is_the_identity(device, data, config):
     """
     case = data.draw(_cases(config, "quick"))
     case = case.replace({"positions": np.zeros_like(case["positions"])})
-    outputs = _run(device, config, case)
+    outputs = _run(webgpu_device, config, case)
     for name in ("q", "k"):
         unsigned_zero = lambda x: x + x.dtype.type(0)  # -0 + 0 = +0; every other value unchanged
         np.testing.assert_array_equal(_bits(unsigned_zero(outputs[name])), _bits(unsigned_zero(case[name])))
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @settings(max_examples=24, database=None)
 @given(data=st.data(), config=_configs())
-def test_rotation_keeps_each_pair_length(device, data, config):
+def test_rotation_keeps_each_pair_length(webgpu_device, data, config):
     """|(y_d, y_pair(d))| = |(x_d, x_pair(d))| within the pair's budget, for either pairing.
 
     An exact rotation keeps the length, and by the triangle inequality the kernel's pair differs
@@ -152,7 +152,7 @@ def test_rotation_keeps_each_pair_length(device, data, config):
     whatever the position.
     """
     case = data.draw(_cases(config, "quick"))
-    outputs = _run(device, config, case)
+    outputs = _run(webgpu_device, config, case)
     partner = partner_dims(config["head_dim"], config["rope_pairing"])
     for name in ("q", "k"):
         x = case[name].astype(np.float64)
@@ -164,11 +164,11 @@ def test_rotation_keeps_each_pair_length(device, data, config):
         assert np.all(np.abs(after - before) <= allowed), np.max(np.abs(after - before) / allowed)
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
 @pytest.mark.parametrize("pairing,scaling", [("neox", None), ("gptj", LLAMA_3_2)])
-def test_k_rotates_exactly_like_q(device, head_dim, dtype, pairing, scaling):
+def test_k_rotates_exactly_like_q(webgpu_device, head_dim, dtype, pairing, scaling):
     """A key head holding the same vector as a query head of its token comes out bit-identical:
     q and k take the same rotation (same position, frequencies and arithmetic), as q.k
     depending only on the position difference requires."""
@@ -180,14 +180,14 @@ def test_k_rotates_exactly_like_q(device, head_dim, dtype, pairing, scaling):
     k = q[:, [3, 0]].copy()
     positions = np.array([0, 1, 2, 255, 4096, 17, 32767, 32766, 1000], np.int32)
     case = Case({"q": q, "k": k, "positions": positions}, {"rope_theta": 5e5, "rope_scale": 8.0})
-    outputs = _run(device, config, case)
+    outputs = _run(webgpu_device, config, case)
     np.testing.assert_array_equal(_bits(outputs["k"]), _bits(outputs["q"][:, [3, 0]]))
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("head_dim,qo_heads,kv_heads,tokens", [
     (64, 5, 2, 7), (96, 7, 2, 13), (128, 3, 2, 5), (256, 1, 2, 3), (64, 1, 1, 1)])
-def test_dispatch_covers_every_token_and_head(device, head_dim, qo_heads, kv_heads, tokens):
+def test_dispatch_covers_every_token_and_head(webgpu_device, head_dim, qo_heads, kv_heads, tokens):
     """Odd head and token counts leave the last workgroup part empty: every (token, head) row is
     still rotated, within budget, and nothing is written past the end.
 
@@ -202,17 +202,17 @@ def test_dispatch_covers_every_token_and_head(device, head_dim, qo_heads, kv_hea
     k = rng.standard_normal((tokens, kv_heads, head_dim)).astype(np.float32)
     positions = rng.integers(1, ROPE_MAX_POSITION, tokens).astype(np.int32)
     case = Case({"q": q, "k": k, "positions": positions}, {"rope_theta": 1e4, "rope_scale": 1.0})
-    outputs = _run(device, config, case)
+    outputs = _run(webgpu_device, config, case)
     for expected in KERNEL.expected(config, case):
         out = outputs[expected.name]
         assert np.all(np.abs(out - expected.reference) <= expected.budget)
         assert np.all(out[..., 0] != case[expected.name][..., 0]), f"{expected.name}: a row was not rotated"
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
 @pytest.mark.parametrize("scaling", VARIANTS)
-def test_gptj_kernel_is_the_neox_kernel_on_interleaved_dims(device, head_dim, scaling):
+def test_gptj_kernel_is_the_neox_kernel_on_interleaved_dims(webgpu_device, head_dim, scaling):
     """GPT-J pairs (2i, 2i+1) with NeoX's (i, i + D/2) and the same frequency and arithmetic, so
     the GPT-J kernel on interleaved dims gives the NeoX kernel's output interleaved, bit for bit."""
     neox, gptj = (_config(head_dim=head_dim, dtype="f16", pairing=p, scaling=scaling) for p in ("neox", "gptj"))
@@ -223,8 +223,8 @@ def test_gptj_kernel_is_the_neox_kernel_on_interleaved_dims(device, head_dim, sc
     interleave = np.stack([np.arange(half), np.arange(half) + half], axis=-1).reshape(-1)
     positions = np.array([1, 4095, 32767, 100000, 131072], np.int32)
     params = {"rope_theta": 5e5, "rope_scale": 1.0}
-    by_neox = _run(device, neox, Case({"q": q, "k": k, "positions": positions}, params))
-    by_gptj = _run(device, gptj, Case({"q": q[..., interleave], "k": k[..., interleave], "positions": positions}, params))
+    by_neox = _run(webgpu_device, neox, Case({"q": q, "k": k, "positions": positions}, params))
+    by_gptj = _run(webgpu_device, gptj, Case({"q": q[..., interleave], "k": k[..., interleave], "positions": positions}, params))
     for name in ("q", "k"):
         np.testing.assert_array_equal(_bits(by_gptj[name]), _bits(by_neox[name][..., interleave]))
 
@@ -237,9 +237,9 @@ def _nudged(wgsl: str, constant: str, ulps: int) -> str:
     return wgsl.replace(line, f"const {constant}: f32 = {float(moved)!r};")
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("head_dim,scaling", [(64, LLAMA_3_2), (128, LLAMA_3_1)])
-def test_either_branch_at_a_band_edge_is_within_budget(device, head_dim, scaling):
+def test_either_branch_at_a_band_edge_is_within_budget(webgpu_device, head_dim, scaling):
     """Frequencies put on a band edge pass whichever side the kernel's f32 arithmetic puts them:
     kernels whose edge constants are moved 4 ulps either way (within the 7-digit literal error
     the budget allows) take different branches there, so their outputs differ, and every one is
@@ -259,7 +259,7 @@ def test_either_branch_at_a_band_edge_is_within_budget(device, head_dim, scaling
             case = Case({"q": q, "k": k, "positions": positions}, {"rope_theta": theta, "rope_scale": 1.0})
             expected = KERNEL.expected(config, case)
             for ulps in (-4, 0, 4):
-                launched = KERNEL.launch(device, _nudged(wgsl, constant, ulps), config, case)
+                launched = KERNEL.launch(webgpu_device, _nudged(wgsl, constant, ulps), config, case)
                 for e in expected:
                     metrics = compare(launched.outputs[e.name], e)
                     assert metrics.passed, f"{side} edge, pair {pair}, {ulps:+d} ulps: {metrics.message()}"

@@ -58,16 +58,16 @@ def hide_tvm(monkeypatch):
     monkeypatch.setitem(sys.modules, "tvm", None)
 
 
-def check_record(device, name: str, check: str, examples: int, config=None, wgsl=None) -> dict:
+def check_record(webgpu_device, name: str, check: str, examples: int, config=None, wgsl=None) -> dict:
     kernel = get_kernel(name)
     config = kernel.config(config or {})
-    ctx = CheckContext(kernel, config, device, wgsl or kernel.wgsl(config), "quick")
+    ctx = CheckContext(kernel, config, webgpu_device, wgsl or kernel.wgsl(config), "quick")
     return run_check(get_check(check), ctx, RunOptions(examples, seed=0, shrink=False)).result.to_dict()
 
 
-def judged(device, kernel, config, case) -> tuple[dict, dict]:
+def judged(webgpu_device, kernel, config, case) -> tuple[dict, dict]:
     """Metrics by output name, and the outputs."""
-    launched = kernel.launch(device, kernel.wgsl(config), config, case)
+    launched = kernel.launch(webgpu_device, kernel.wgsl(config), config, case)
     return {e.name: compare(launched.outputs[e.name], e) for e in kernel.expected(config, case)}, launched.outputs
 
 
@@ -239,7 +239,7 @@ def test_web_runtime_grid_halves_x_past_65535_into_z():
 
 
 # -- TVM's kernels under our checks ---------------------------------------------------------------
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.parametrize("name,config,checks", [
     ("tvm.decode", {}, ("reference", "page_permutation", "split_merge", "differential")),
@@ -248,21 +248,21 @@ def test_web_runtime_grid_halves_x_past_65535_into_z():
     ("tvm.decode_sliding_window", {"kv_heads": 4}, ("reference", "differential")),
     ("tvm.decode_sliding_window", dict(LLAMA_3_2, qo_heads=24, kv_heads=8), ("reference",)),
     ("tvm.merge_state", {"heads": 8, "head_dim": 64, "dtype": "f32"}, ("determinism",))])
-def test_tvm_kernel_passes(device, name, config, checks):
+def test_tvm_kernel_passes(webgpu_device, name, config, checks):
     """TVM's kernels pass our checks; with Llama 3 scaling (rope_freq_llama3 compiled in), every
     case rotates q and k at positions up to 128k and at bases that put pairs on the band edges."""
     for check in checks:
-        record = check_record(device, name, check, examples=8, config=config)
+        record = check_record(webgpu_device, name, check, examples=8, config=config)
         assert record["verdict"] == "pass", f"{check}: {record['reason']}"
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
-def test_empty_context_is_output_zero_and_tvm_sentinel_lse(device):
+def test_empty_context_is_output_zero_and_tvm_sentinel_lse(webgpu_device):
     """-5e4 + log2(1 + bdz): the initial state merged with the bdz slices' initial states."""
     kernel = get_kernel("tvm.decode")
     config = kernel.config({"head_dim": 128, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})
-    metrics, outputs = judged(device, kernel, config, decode_case(config, [0, 5, 0]))
+    metrics, outputs = judged(webgpu_device, kernel, config, decode_case(config, [0, 5, 0]))
     assert all(m.passed for m in metrics.values()), [m.message() for m in metrics.values()]
     assert not outputs["output"][[0, 2]].any()
     _, _, bdz, _ = decode_schedule(128, 4)
@@ -271,16 +271,16 @@ def test_empty_context_is_output_zero_and_tvm_sentinel_lse(device):
     assert EMPTY_LSE_BAND[0] <= outputs["lse"][[0, 2]].min() and outputs["lse"][[0, 2]].max() <= EMPTY_LSE_BAND[1]
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
-def test_one_storage_barrier_fixes_tvms_merge(device):
+def test_one_storage_barrier_fixes_tvms_merge(webgpu_device):
     """The race below, confirmed: a barrier between the lanes' reads of S and the write of S."""
     kernel = get_kernel("tvm.merge_state")
     source = kernel.wgsl(kernel.config())
     store = "  S_ptr[(((i32(blockIdx.y) * 8i) + (v__1 * podArgs.H)) + i32(threadIdx.y))] = (log2("
     assert source.count(store) == 1
     fixed = source.replace(store, "  storageBarrier();\n" + store)
-    record = check_record(device, "tvm.merge_state", "reference", 20, wgsl=fixed)
+    record = check_record(webgpu_device, "tvm.merge_state", "reference", 20, wgsl=fixed)
     assert record["verdict"] == "pass", record["reason"]
 
 
@@ -308,7 +308,7 @@ def test_known_findings_are_the_documented_failures(name):
         assert cited and all(callable(globals().get(test)) for test in cited), cited
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
     "race in _merge_state_inplace: each of a row's head_dim/4 lanes reads S[n,h] and writes it with no barrier "
@@ -316,12 +316,12 @@ def test_known_findings_are_the_documented_failures(name):
     "(an H200's subgroups of 32 hid it in 100 examples of 5 configs). "
     "Shrunk case tokens=1 heads=32 lse_kind=close values=normal: v got 0.585 expected -0.00137 +- 2.55e-06 "
     "(err/budget 2.3e5), dims 0-31 right, 32-127 wrong; s merged 4 times (got 1.80, expected 0.484)"))
-def test_tvm_merge_state_matches_the_reference(device):
-    record = check_record(device, "tvm.merge_state", "reference", 4)
+def test_tvm_merge_state_matches_the_reference(webgpu_device):
+    record = check_record(webgpu_device, "tvm.merge_state", "reference", 4)
     assert record["verdict"] == "pass", record["reason"]
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
     "TVM's -inf is -5e4: with every base-2 logit below it, the running max stays at -5e4, every weight "
@@ -329,73 +329,73 @@ def test_tvm_merge_state_matches_the_reference(device):
     "stand-in states) where the reference is -62298.9 +- 0.985 (err/budget 1.25e4), output 0 for a weighted "
     "mean of V (check below_floor; unfiltered, the ci profile's reference check drew such cases from values=large "
     "with 1 token: lse got -49996.68, expected -2926290.79 +- 62.6)"))
-def test_tvm_decode_attends_logits_below_its_floor(device):
+def test_tvm_decode_attends_logits_below_its_floor(webgpu_device):
     kernel = get_kernel("tvm.decode")
     config = kernel.config({"head_dim": 128, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})
     case = below_floor(config, decode_case(config, [7]), depth=600.0)
     assert not kernel.within_floor(config, case)
-    metrics, _ = judged(device, kernel, config, case)
+    metrics, _ = judged(webgpu_device, kernel, config, case)
     assert metrics["lse"].passed, metrics["lse"].message()
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
     "_attention_decode sets gdz = group // bdy: with head_dim 128 and a GQA group of 9, bdy halves to 4 and "
     "gdz = 2 slices cover 8 heads; head 8 of every group is never written (output and lse stay NaN poison: "
     "heads 8, 17, 26, 35 of qo_heads=36, kv_heads=4)"))
-def test_tvm_decode_writes_every_head_of_a_group_of_nine(device):
+def test_tvm_decode_writes_every_head_of_a_group_of_nine(webgpu_device):
     kernel = get_kernel("tvm.decode")
     config = kernel.config({"head_dim": 128, "qo_heads": 36, "kv_heads": 4, "dtype": "f16"})
-    metrics, _ = judged(device, kernel, config, decode_case(config, [20]))
+    metrics, _ = judged(webgpu_device, kernel, config, decode_case(config, [20]))
     assert all(m.passed for m in metrics.values()), [m.message() for m in metrics.values()]
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
     "_merge_state_inplace sets gdy = num_heads // bdy: with head_dim 128 and 9 heads, bdy halves to 4 and gdy = 2 "
     "head groups cover 8 heads; head 8 is never merged (its s and v come back as they were)"))
-def test_tvm_merge_state_merges_every_head_of_nine(device):
+def test_tvm_merge_state_merges_every_head_of_nine(webgpu_device):
     kernel = get_kernel("tvm.merge_state")
     config = kernel.config({"heads": 9, "head_dim": 128, "dtype": "f32"})
     assert merge_schedule(9, 128) == (32, 4, 2)
     rng = np.random.default_rng(0)
     v, v_other = (rng.standard_normal((2, 9, 128)).astype(np.float32) for _ in range(2))
     s, s_other = (rng.standard_normal((2, 9)).astype(np.float32) for _ in range(2))
-    outputs = kernel.launch(device, kernel.wgsl(config), config,
+    outputs = kernel.launch(webgpu_device, kernel.wgsl(config), config,
                             Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other})).outputs
     assert [h for h in range(9) if np.array_equal(outputs["s"][:, h], s[:, h])] == []
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
     "our kernels write an empty state's lse as -inf; TVM's merge takes M = max(s, s') = -inf where both sides are "
     "-inf, and exp2(-inf - M) = exp2(NaN): s and v come back NaN (one -inf side alone is fine: weight 0)"))
-def test_tvm_merge_state_merges_two_infinite_empty_states(device):
+def test_tvm_merge_state_merges_two_infinite_empty_states(webgpu_device):
     kernel = get_kernel("tvm.merge_state")
     config = kernel.config({"heads": 1, "head_dim": 64, "dtype": "f32"})
     s = np.array([[-np.inf], [-np.inf], [1.0]], np.float32)
     s_other = np.array([[-np.inf], [2.0], [-np.inf]], np.float32)
     v = np.where(np.isinf(s)[..., None], 0.0, np.ones((3, 1, 64))).astype(np.float32)
     v_other = np.where(np.isinf(s_other)[..., None], 0.0, np.full((3, 1, 64), 2.0)).astype(np.float32)
-    outputs = kernel.launch(device, kernel.wgsl(config), config,
+    outputs = kernel.launch(webgpu_device, kernel.wgsl(config), config,
                             Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other})).outputs
     assert list(outputs["s"][1:, 0]) == [2.0, 1.0]
     assert not np.isnan(outputs["s"]).any() and not np.isnan(outputs["v"]).any()
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
     "TVM's WGSL returns early only where blockIdx.z * gridDim.x + blockIdx.x > packGridDimX (not >=); when the "
     "web runtime halves an odd x (here N = 65537 -> 32769 x 2) one workgroup too many runs and merges row N, "
     "one past the end (a row N placed there changes)"))
-def test_packed_grid_runs_no_workgroup_past_x(device):
+def test_packed_grid_runs_no_workgroup_past_x(webgpu_device):
     kernel = get_kernel("tvm.merge_state")
     config = kernel.config({"heads": 1, "head_dim": 64, "dtype": "f32"})
-    pipeline = device.pipeline(kernel.wgsl(config))
+    pipeline = webgpu_device.pipeline(kernel.wgsl(config))
     tokens = 65537
     rng = np.random.default_rng(0)
     v, v_other = (rng.standard_normal((tokens + 1, 1, 64)).astype(np.float32) for _ in range(2))
@@ -403,5 +403,5 @@ def test_packed_grid_runs_no_workgroup_past_x(device):
     grid, pack_x = web_runtime_grid(tokens, 1)
     resources = bind(pipeline.interface, {"S_other": s_other, "V_other": v_other}, {"S": InOut(s), "V": InOut(v)},
                      {"N": tokens, "H": 1, "D": 64, "packGridDimX": pack_x})
-    outputs = device.run(pipeline, resources, grid).outputs
+    outputs = webgpu_device.run(pipeline, resources, grid).outputs
     assert outputs["S_ptr"][tokens] == s[tokens] and np.array_equal(outputs["V_ptr"][tokens], v[tokens])
