@@ -13,6 +13,7 @@ from verify.kernels.attention.common import DTYPE, HEAD_DIM, dtype_enables, dtyp
 from verify.kernels.contract import Expected, Kernel, Launched
 from verify.kernels.specialize import body, specialize
 from verify.profiles import get_profile
+from verify.cases.values import with_grid_limit, wrapped_grid
 
 #: Invocations per workgroup the layout aims for (WebGPU's portable limit is 256).
 TARGET_INVOCATIONS = 64
@@ -48,14 +49,18 @@ class MergeState(Kernel):
         )
 
     def cases(self, config, profile):
-        return merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens)
+        return with_grid_limit(merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens))
+
+    def launch_paths(self, config, case):
+        groups = -(-case["s"].size // rows_per_group(config["head_dim"]))
+        return ("grid wrapped into y",) if groups > (case.params.get("grid_limit") or MAX_GROUPS_X) else ("flat grid",)
 
     def launch(self, device, wgsl, config, case):
         pipeline = device.pipeline(wgsl)
         tokens, heads, _ = case["v"].shape
         rows = tokens * heads
         groups = -(-rows // rows_per_group(config["head_dim"]))
-        grid = (min(groups, MAX_GROUPS_X), -(-groups // MAX_GROUPS_X))
+        grid = wrapped_grid(groups, case.params.get("grid_limit") or MAX_GROUPS_X)
         uniform = pack_struct(pipeline.interface.structs["MergeParams"], {"rows": rows})
         run = device.run(pipeline, {
             "v": InOut(case["v"]), "s": InOut(case["s"]),

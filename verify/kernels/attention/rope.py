@@ -24,6 +24,7 @@ from verify.kernels.attention.rope_variant import (LLAMA_3_1, LLAMA_3_2, ROPE_PA
                                                    trim_config, validate_variant)
 from verify.kernels.contract import Expected, Kernel, Launched
 from verify.kernels.specialize import body, specialize
+from verify.cases.values import with_grid_limit, wrapped_grid
 
 #: Invocations per workgroup the layout aims for (WebGPU's portable limit is 256).
 TARGET_INVOCATIONS = 128
@@ -82,14 +83,19 @@ class Rope(Kernel):
         )
 
     def cases(self, config, profile):
-        return rope_cases(config, profile, llama3=RopeVariant.from_config(config).llama3)
+        return with_grid_limit(rope_cases(config, profile, llama3=RopeVariant.from_config(config).llama3))
+
+    def launch_paths(self, config, case):
+        rows = case["positions"].shape[0] * (config["qo_heads"] + config["kv_heads"])
+        groups = -(-rows // rows_per_group(config["head_dim"]))
+        return ("grid wrapped into y",) if groups > (case.params.get("grid_limit") or MAX_GROUPS_X) else ("flat grid",)
 
     def launch(self, device, wgsl, config, case):
         pipeline = device.pipeline(wgsl)
         tokens = case["positions"].shape[0]
         rows = tokens * (config["qo_heads"] + config["kv_heads"])
         groups = -(-rows // rows_per_group(config["head_dim"]))
-        grid = (min(groups, MAX_GROUPS_X), -(-groups // MAX_GROUPS_X))
+        grid = wrapped_grid(groups, case.params.get("grid_limit") or MAX_GROUPS_X)
         uniform = pack_struct(pipeline.interface.structs["RopeParams"], {
             "tokens": tokens, "rope_scale": case.params["rope_scale"], "rope_theta": case.params["rope_theta"],
         })
