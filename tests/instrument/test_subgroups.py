@@ -174,7 +174,7 @@ def reference_verdict(webgpu_device, wgsl: str, dtype: str, width: int) -> dict:
     kernel = get_kernel("dp4a.quantize")
     config = kernel.config({"reduce": "subgroup", "dtype": dtype})
     ctx = CheckContext(kernel, config, EmulatingDevice(webgpu_device, width), wgsl, "quick")
-    return run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False))
+    return run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False)).result.to_dict()
 
 
 @pytest.mark.webgpu
@@ -197,7 +197,7 @@ def test_the_block_crossing_mutant_passes_natively_on_an_adapter_with_narrow_sub
     kernel = get_kernel("dp4a.quantize")
     config = kernel.config({"reduce": "subgroup", "dtype": "f32"})
     ctx = CheckContext(kernel, config, webgpu_device, butterfly_mutant("butterfly_crosses_blocks", "f32"), "quick")
-    assert run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False))["verdict"] == "pass"
+    assert run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False)).result.verdict.value == "pass"
 
 
 @pytest.mark.webgpu
