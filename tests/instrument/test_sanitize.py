@@ -173,7 +173,7 @@ def test_kernel_is_clean_under_sanitize_and_computes_the_same_outputs(webgpu_dev
     except SetupError as exc:
         pytest.skip(str(exc))
     if kernel.requirements(config) - webgpu_device.features:
-        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(config) - device.features)}")
+        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(config) - webgpu_device.features)}")
 
     @settings(max_examples=3, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(kernel.cases(config, "quick"))

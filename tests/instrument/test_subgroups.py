@@ -147,7 +147,7 @@ def test_quantize_native_variant_emulated_equals_its_hand_emulated_mode_bit_for_
     native = kernel.config({"reduce": "subgroup", "dtype": dtype})
     hand = kernel.config({"reduce": "emulated", "width": width, "dtype": dtype})
     if kernel.requirements(hand) - webgpu_device.features:
-        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(hand) - device.features)}")
+        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(hand) - webgpu_device.features)}")
     emulating = EmulatingDevice(webgpu_device, width)
 
     @settings(max_examples=5, database=None, deadline=None, suppress_health_check=list(HealthCheck))

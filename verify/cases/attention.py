@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from verify.cases.case import Case
-from verify.profiles import Profile, get_profile
 from verify.cases.rope import max_position, rope_bases
 from verify.cases.values import make_values, seeds, value_kinds
+from verify.profiles import Profile, get_profile
 
 #: How two states' LSEs relate: close (weights comparable), far (one dominates, up to 2^-200),
 #: offset (both large in magnitude, as after long contexts), empty (-inf on one or both sides).

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.merge import shard_problems
+from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.store import ResultsDocument
 
 #: The order of sections, counts and legends, and of a matrix cell's verdict: what a kernel

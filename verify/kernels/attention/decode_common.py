@@ -24,14 +24,22 @@ import numpy as np
 from references.decode import decode_attention
 from verify.budgets.attention import decode_budget
 from verify.cases.attention import decode_cases
+from verify.errors import UsageError
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE, dtype_enables, \
-    dtype_features
+from verify.kernels.attention.common import (
+    DTYPE,
+    HEAD_DIM,
+    KV_HEADS,
+    PAGE_SIZE,
+    QO_HEADS,
+    STORAGE,
+    dtype_enables,
+    dtype_features,
+)
 from verify.kernels.attention.rope_variant import LLAMA_3_2, SCALING_KEYS, RopeVariant, trim_config, validate_variant
 from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
 from verify.kernels.specialize import specialize
-from verify.errors import UsageError
 
 SLIDING_WINDOW = ConfigKey("sliding_window", 0, (0, 1), "1: length_info is [3, B] with window offset and sinks")
 

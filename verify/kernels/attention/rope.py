@@ -16,15 +16,22 @@ import numpy as np
 
 from verify.budgets.rope import rope_budget
 from verify.cases.rope import rope_cases
+from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
 from verify.gpu import InOut
 from verify.gpu.uniforms import pack_struct
 from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, QO_HEADS, dtype_enables, dtype_features
-from verify.kernels.attention.rope_variant import (LLAMA_3_1, LLAMA_3_2, ROPE_PAIRING, SCALING_KEYS, RopeVariant,
-                                                   trim_config, validate_variant)
+from verify.kernels.attention.rope_variant import (
+    LLAMA_3_1,
+    LLAMA_3_2,
+    ROPE_PAIRING,
+    SCALING_KEYS,
+    RopeVariant,
+    trim_config,
+    validate_variant,
+)
 from verify.kernels.contract import Expected, Kernel, Launched
 from verify.kernels.specialize import body, specialize
-from verify.cases.values import with_grid_limit, wrapped_grid
 
 #: Invocations per workgroup the layout aims for (WebGPU's portable limit is 256).
 TARGET_INVOCATIONS = 128
