@@ -1,4 +1,5 @@
-"""Hypothesis profiles, and the `gpu` marker for tests that need a WebGPU adapter.
+"""Hypothesis profiles of the test suite. (The `webgpu` marker and the `webgpu_device` fixture
+come from verify's own pytest plugin, as they do for any project using verify.)
 
 Profiles: `ci` (derandomized, no deadline, print_blob, no example database) loads when the CI
 environment variable is set; `dev` otherwise (random, no deadline: shader compiles make the
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -18,15 +18,3 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs a WebGPU adapter (wgpu with Vulkan/Metal/D3D12)")
-
-
-@pytest.fixture(scope="session")
-def device():
-    """One device for the session's in-process GPU tests."""
-    from verify.gpu import Device
-
-    return Device()

@@ -182,6 +182,13 @@ class Session:
             worker.send(payload)
         return worker
 
+    def _died(self) -> str:
+        """Why the worker's job ended without a record (the worker is gone; the next job starts another)."""
+        code = self._worker.proc.wait()
+        self.close()
+        return f"the process running the kernel died (exit code {code}): a crash or a lost device" + \
+            _log_hint(self.log_path)
+
     def _run_one(self, job: Job, on_progress) -> CheckResult:
         worker = self._send(job.payload())
         sent = time.monotonic()
@@ -192,10 +199,7 @@ class Session:
             try:
                 event = worker.next_event(deadline)
             except EOFError:
-                code = self._worker.proc.wait()
-                self.close()
-                return job.unfinished(Verdict.FAIL, f"the process running the kernel died (exit code {code}): a crash "
-                                      "or a lost device" + _log_hint(self.log_path), time.monotonic() - sent, done)
+                return job.unfinished(Verdict.FAIL, self._died(), time.monotonic() - sent, done)
             if event is None:
                 self.close(kill=True)
                 return job.unfinished(Verdict.FAIL, _time_limit_reason(job, started, done, last_progress),
@@ -220,10 +224,7 @@ class Session:
             try:
                 event = worker.next_event(deadline)
             except EOFError:
-                code = self._worker.proc.wait()
-                self.close()
-                return Replayed(False, [f"the process running the kernel died (exit code {code}): a crash or a "
-                                        "lost device" + _log_hint(self.log_path)])
+                return Replayed(False, [self._died()])
             if event is None:
                 self.close(kill=True)
                 return Replayed(False, [f"did not finish within the {job.time_limit:g} s time limit "

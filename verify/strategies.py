@@ -176,8 +176,12 @@ def paged_kv_caches(head_dim: int, kv_heads: int = 1, dtype="f16", *, page_size:
 # -- whole cases of the built-in kernels -----------------------------------------------------------
 def decode_cases(config: dict, profile: str | Profile = "ci"):
     """Cases of the decode contract (decode.tiled, decode.sharded, tvm.decode): q, pages, page
-    table, length_info, rope offsets; `config` as `verify list` shows for those kernels."""
-    return _attention.decode_cases(config, get_profile(profile))
+    table, length_info, rope offsets; `config` as `verify list` shows for those kernels (missing
+    keys take their defaults; rope_scaling=llama3 draws positions up to 128k)."""
+    from verify.kernels.attention.decode_tiled import DecodeTiled
+
+    kernel = DecodeTiled()
+    return kernel.cases(kernel.config(config), get_profile(profile))
 
 
 def merge_cases(head_dim: int, dtype="f16", *, max_tokens: int = 16, heads: int | None = None, kinds=LSE_KINDS):
@@ -189,8 +193,12 @@ def merge_cases(head_dim: int, dtype="f16", *, max_tokens: int = 16, heads: int 
 
 
 def rope_cases(config: dict, profile: str | Profile = "ci"):
-    """Cases of the rope contract: q, k and a position per token."""
-    return _attention.rope_cases(config, get_profile(profile))
+    """Cases of the rope contract: q, k and a position per token (`config` as `verify list`
+    shows for rope; rope_scaling=llama3 draws positions up to 128k and band-edge bases)."""
+    from verify.kernels.attention.rope import Rope
+
+    kernel = Rope()
+    return kernel.cases(kernel.config(config), get_profile(profile))
 
 
 def quantize_cases(dtype="f16", profile: str | Profile = "ci"):

@@ -66,7 +66,6 @@ def test_the_gate_under_pytest_xdist_reaches_the_verdicts_of_verify_gate(tmp_pat
                           kernels, "-n", "2", "-p", "no:cacheprovider", "--junitxml", str(junit), "-q"],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
-    outcome = {"pass": "passed", "known": "xfailed"}
     seen = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         kernel = case.get("classname").removeprefix("verify-gate.")

@@ -19,7 +19,7 @@ from verify.results.store import load_results
 
 pytestmark = pytest.mark.webgpu
 
-GATE = ["gate", "--profile", "quick", "--kernels", "merge_state,rope,dp4a.quantize"]
+GATE = ["gate", "--profile", "quick", "--kernels", "merge_state,rope,dp4a.quantize", "--jobs", "2"]
 #: Seeds of the kill points; each draws how many records to wait for (0: during start-up) and a
 #: delay after the last of them, so kills land in start-up, mid-check and between checks.
 SEEDS = (1, 2, 3)
@@ -75,7 +75,7 @@ def test_killing_verify_keeps_every_printed_record_and_leaves_no_worker(tmp_path
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_killing_the_worker_costs_at_most_the_check_it_ran(tmp_path, seed):
+def test_killing_the_workers_costs_at_most_the_checks_they_ran(tmp_path, seed):
     run = Run(tmp_path / "o")
     run.run_until(seed, need_worker=True)
     victims = children(run.proc.pid)
@@ -91,7 +91,7 @@ def test_killing_the_worker_costs_at_most_the_check_it_ran(tmp_path, seed):
     document = load_results(tmp_path / "o" / "results.json")
     assert document.complete
     died = [r for r in document.records if "the process running the kernel died" in r.reason]
-    assert len(died) <= 1 and code == (1 if died else 0)
+    assert len(died) <= len(victims) and code == (1 if died else 0)
     others = [r for r in document.records if r not in died]
     assert all(r.verdict.value == "pass" for r in others)
     expected = subprocess.run([sys.executable, "-c", (

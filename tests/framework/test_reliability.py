@@ -98,6 +98,22 @@ def test_a_kernel_over_a_webgpu_default_limit_carries_a_note_not_a_failure():
 
 
 @pytest.mark.webgpu
+def test_a_write_far_past_the_end_that_the_driver_drops_still_fails(tmp_path):
+    """The guard bytes after a buffer catch a write just past its end; one a million elements past
+    it is dropped by the driver and changes no output, and only the sanitize check, which reads
+    the kernel's own access log, sees it."""
+    text = shown(tmp_path).replace("    s[row] = m + log2(d);", "    s[row] = m + log2(d);\n    s[row + 1000000u] = 0.0;")
+    assert "1000000u" in text
+    (tmp_path / "k.wgsl").write_text(text)
+    result = verify("check", "merge_state", "--wgsl", str(tmp_path / "k.wgsl"), "--examples", "10", "--out", str(tmp_path / "o"))
+    assert result.returncode == 1
+    verdicts = {r["check"]: r for r in records(tmp_path / "o")}
+    assert verdicts["reference"]["verdict"] == "pass"  # the outputs are right: the write went nowhere
+    assert verdicts["sanitize"]["verdict"] == "fail"
+    assert "out-of-bounds write of storage buffer s: index 1000000" in verdicts["sanitize"]["reason"]
+
+
+@pytest.mark.webgpu
 @pytest.mark.parametrize("command", [["check", "merge_state", "--examples", "3"],
                                      ["gate", "--profile", "quick", "--kernels", "merge_state,rope"]])
 def test_a_run_with_skipped_checks_fails_unless_skips_are_allowed(tmp_path, command):

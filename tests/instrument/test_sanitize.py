@@ -20,17 +20,17 @@ from verify.instrument import (EmulatingDevice, OutOfBounds, Race, RedundantWrit
 from verify.instrument.sanitize import AccessKind
 from verify.kernels.registry import get_kernel
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.webgpu
 WGSL = Path(__file__).resolve().parent / "wgsl"
 GROUPS = 2
 
 
 @pytest.fixture(scope="module")
-def sanitizing(device):
-    return SanitizingDevice(device)
+def sanitizing(webgpu_device):
+    return SanitizingDevice(webgpu_device)
 
 
-def run_fixture(device, sanitizing, source: str):
+def run_fixture(webgpu_device, sanitizing, source: str):
     """Run a test module (f32 `input`, f32 outputs) plainly and sanitized: (plain, sanitized, report)."""
     pipeline = sanitizing.pipeline(source)
     resources = {}
@@ -39,7 +39,7 @@ def run_fixture(device, sanitizing, source: str):
             resources[binding.name] = np.arange(64 * GROUPS, dtype=np.float32)
         else:
             resources[binding.name] = Output(np.float32, (64 * GROUPS * 4,))
-    plain = device.run(device.pipeline(source), resources, GROUPS)
+    plain = webgpu_device.run(webgpu_device.pipeline(source), resources, GROUPS)
     checked = sanitizing.run(pipeline, resources, GROUPS)
     return plain, checked, sanitizing.take_report()
 
@@ -49,16 +49,16 @@ def same_outputs(a: dict, b: dict) -> bool:
 
 
 # -- small modules, one pattern each -------------------------------------------------------------
-def test_legitimate_sharing_is_clean(device, sanitizing):
+def test_legitimate_sharing_is_clean(webgpu_device, sanitizing):
     """Broadcast by lane 0 after a barrier, parity double buffering, an invocation reading its own
     write, components of one vector written by different lanes, atomics, pointers, user functions."""
-    plain, checked, report = run_fixture(device, sanitizing, (WGSL / "clean_patterns.wgsl").read_text())
+    plain, checked, report = run_fixture(webgpu_device, sanitizing, (WGSL / "clean_patterns.wgsl").read_text())
     assert report.clean, report.messages()
     assert report.accesses > 0 and same_outputs(plain.outputs, checked.outputs)
 
 
-def test_a_neighbour_read_without_a_barrier_is_a_race_naming_both_lines(device, sanitizing):
-    _, _, report = run_fixture(device, sanitizing, (WGSL / "race_in_epoch.wgsl").read_text())
+def test_a_neighbour_read_without_a_barrier_is_a_race_naming_both_lines(webgpu_device, sanitizing):
+    _, _, report = run_fixture(webgpu_device, sanitizing, (WGSL / "race_in_epoch.wgsl").read_text())
     [race] = report.findings
     assert isinstance(race, Race) and race.ordering == "epoch" and race.variable == "tile"
     assert {race.first.site.line, race.second.site.line} == {10, 11}
@@ -68,21 +68,21 @@ def test_a_neighbour_read_without_a_barrier_is_a_race_naming_both_lines(device, 
     assert 'line 11 "let right = tile[(lane + 1u) % 64u];"' in race.message()
 
 
-def test_a_storage_write_read_across_only_a_workgroup_barrier_is_unsynchronised(device, sanitizing):
-    _, _, report = run_fixture(device, sanitizing, (WGSL / "storage_needs_storage_barrier.wgsl").read_text())
+def test_a_storage_write_read_across_only_a_workgroup_barrier_is_unsynchronised(webgpu_device, sanitizing):
+    _, _, report = run_fixture(webgpu_device, sanitizing, (WGSL / "storage_needs_storage_barrier.wgsl").read_text())
     [race] = report.findings
     assert isinstance(race, Race) and race.ordering == "memory" and race.variable == "out"
     assert (race.first.epoch, race.second.epoch) == (0, 1) and "storageBarrier" in race.message()
 
 
-def test_workgroups_updating_one_storage_address_race(device, sanitizing):
-    _, _, report = run_fixture(device, sanitizing, (WGSL / "race_between_workgroups.wgsl").read_text())
+def test_workgroups_updating_one_storage_address_race(webgpu_device, sanitizing):
+    _, _, report = run_fixture(webgpu_device, sanitizing, (WGSL / "race_between_workgroups.wgsl").read_text())
     [race] = report.findings
     assert isinstance(race, Race) and race.ordering == "workgroups" and race.first.group != race.second.group
 
 
-def test_a_write_a_million_elements_past_the_end_is_reported_and_not_performed(device, sanitizing):
-    plain, checked, report = run_fixture(device, sanitizing, (WGSL / "far_out_of_bounds_write.wgsl").read_text())
+def test_a_write_a_million_elements_past_the_end_is_reported_and_not_performed(webgpu_device, sanitizing):
+    plain, checked, report = run_fixture(webgpu_device, sanitizing, (WGSL / "far_out_of_bounds_write.wgsl").read_text())
     [finding] = report.findings
     length = 64 * GROUPS * 4
     assert isinstance(finding, OutOfBounds) and finding.access.site.kind == AccessKind.WRITE
@@ -93,7 +93,7 @@ def test_a_write_a_million_elements_past_the_end_is_reported_and_not_performed(d
     assert same_outputs(plain.outputs, checked.outputs)
 
 
-def test_the_zero_initialisation_probe_reads_workgroup_memory_it_never_wrote(device, sanitizing):
+def test_the_zero_initialisation_probe_reads_workgroup_memory_it_never_wrote(webgpu_device, sanitizing):
     pipeline = sanitizing.pipeline(_ZERO_INIT_PROBE)
     sanitizing.run(pipeline, {"seen": Output(np.uint32, (4 * 64,))}, 4)
     [finding] = sanitizing.take_report().findings
@@ -117,7 +117,7 @@ def test_every_access_site_of_a_module_is_found_with_its_kind():
     assert all(rewritten[s.line - 1].strip() for s in sanitized.sites)
 
 
-def test_a_device_without_a_free_storage_binding_is_told_which_limit(device):
+def test_a_device_without_a_free_storage_binding_is_told_which_limit(webgpu_device):
     class Limited:
         def __init__(self, wrapped):
             self.wrapped = wrapped
@@ -127,11 +127,11 @@ def test_a_device_without_a_free_storage_binding_is_told_which_limit(device):
             return getattr(self.wrapped, name)
 
     with pytest.raises(SetupError, match="max-storage-buffers-per-shader-stage"):
-        SanitizingDevice(Limited(device)).pipeline((WGSL / "race_in_epoch.wgsl").read_text())
+        SanitizingDevice(Limited(webgpu_device)).pipeline((WGSL / "race_in_epoch.wgsl").read_text())
 
 
 # -- the toolkit's kernels -----------------------------------------------------------------------
-def test_tvms_merge_state_races_on_s_naming_the_read_and_the_write(device, sanitizing):
+def test_tvms_merge_state_races_on_s_naming_the_read_and_the_write(webgpu_device, sanitizing):
     kernel = get_kernel("tvm.merge_state")
     try:
         config = kernel.config()
@@ -165,20 +165,20 @@ CLEAN = [
 
 
 @pytest.mark.parametrize("name,overrides", CLEAN, ids=[f"{n}{o or ''}" for n, o in CLEAN])
-def test_kernel_is_clean_under_sanitize_and_computes_the_same_outputs(device, sanitizing, name, overrides):
+def test_kernel_is_clean_under_sanitize_and_computes_the_same_outputs(webgpu_device, sanitizing, name, overrides):
     kernel = get_kernel(name)
     try:
         config = kernel.config(overrides)
         wgsl = kernel.wgsl(config)
     except SetupError as exc:
         pytest.skip(str(exc))
-    if kernel.requirements(config) - device.features:
-        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(config) - device.features)}")
+    if kernel.requirements(config) - webgpu_device.features:
+        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(config) - webgpu_device.features)}")
 
     @settings(max_examples=3, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(kernel.cases(config, "quick"))
     def clean(case):
-        plain = kernel.launch(device, wgsl, config, case)
+        plain = kernel.launch(webgpu_device, wgsl, config, case)
         checked = kernel.launch(sanitizing, wgsl, config, case)
         report = sanitizing.take_report()
         assert report.clean, report.messages()
@@ -225,14 +225,14 @@ def test_tvms_decode_stores_each_output_from_every_slice_a_note_not_a_finding(sa
     assert any(variable == "output_ptr" for variable, _ in notes), report.notes
 
 
-def test_sanitize_runs_on_top_of_subgroup_emulation(device):
+def test_sanitize_runs_on_top_of_subgroup_emulation(webgpu_device):
     """The two wrappers compose: the kernel's own accesses are checked at an emulated width,
     the emulation's exchange arrays are not (they are added after the sanitizer's rewrite)."""
     kernel = get_kernel("dp4a.quantize")
     config = kernel.config({"reduce": "subgroup", "dtype": "f32"})
-    both = SanitizingDevice(EmulatingDevice(device, 64))
+    both = SanitizingDevice(EmulatingDevice(webgpu_device, 64))
     case = next(iter(quantize_examples(kernel, config)))
-    plain = kernel.launch(EmulatingDevice(device, 64), kernel.wgsl(config), config, case)
+    plain = kernel.launch(EmulatingDevice(webgpu_device, 64), kernel.wgsl(config), config, case)
     checked = kernel.launch(both, kernel.wgsl(config), config, case)
     report = both.take_report()
     assert report.clean and report.accesses > 0, report.messages()

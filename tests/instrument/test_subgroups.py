@@ -69,38 +69,38 @@ def expected_builtins(values: np.ndarray, width: int) -> tuple[np.ndarray, np.nd
     return out, defined
 
 
-def run_builtins(device, wgsl: str) -> np.ndarray:
+def run_builtins(webgpu_device, wgsl: str) -> np.ndarray:
     values = builtin_values()
-    pipeline = device.pipeline(wgsl)
-    run = device.run(pipeline, {"values": values, "out": Output(np.uint32, (values.size * SLOTS,))}, GROUPS)
+    pipeline = webgpu_device.pipeline(wgsl)
+    run = webgpu_device.run(pipeline, {"values": values, "out": Output(np.uint32, (values.size * SLOTS,))}, GROUPS)
     return run.outputs["out"].reshape(values.size, SLOTS)
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_builtin_emulated_at_each_width_computes_its_definition(device, width):
-    got = run_builtins(EmulatingDevice(device, width), BUILTINS)
+def test_every_builtin_emulated_at_each_width_computes_its_definition(webgpu_device, width):
+    got = run_builtins(EmulatingDevice(webgpu_device, width), BUILTINS)
     want, defined = expected_builtins(builtin_values(), width)
     bad = np.argwhere(defined & (got != want))
     assert bad.size == 0, f"{len(bad)} results differ, first (invocation, slot) {tuple(bad[0])}: " \
                           f"{got[tuple(bad[0])]} != {want[tuple(bad[0])]}"
 
 
-@pytest.mark.gpu
-def test_emulation_at_the_adapters_own_width_agrees_with_its_native_subgroups(device):
-    if "subgroup" not in device.features:
+@pytest.mark.webgpu
+def test_emulation_at_the_adapters_own_width_agrees_with_its_native_subgroups(webgpu_device):
+    if "subgroup" not in webgpu_device.features:
         pytest.skip("the adapter has no subgroups")
-    width = device.subgroup_size
+    width = webgpu_device.subgroup_size
     # Naga has no subgroupElect; natively, the lane with id 0 stands in for it (all lanes are active).
-    native = run_builtins(device, BUILTINS.replace("subgroupElect()", "(inputs.id == 0u)"))
-    emulated = run_builtins(EmulatingDevice(device, width), BUILTINS)
+    native = run_builtins(webgpu_device, BUILTINS.replace("subgroupElect()", "(inputs.id == 0u)"))
+    emulated = run_builtins(EmulatingDevice(webgpu_device, width), BUILTINS)
     want, defined = expected_builtins(builtin_values(), width)
     assert np.array_equal(native[defined], want[defined])  # the reference is right about this adapter
     assert np.array_equal(emulated[defined], native[defined])
 
 
-@pytest.mark.gpu
-def test_the_emulated_module_compiles_on_a_device_without_the_subgroup_feature(device):
+@pytest.mark.webgpu
+def test_the_emulated_module_compiles_on_a_device_without_the_subgroup_feature(webgpu_device):
     adapter, _ = choose_adapter(None)
     plain = adapter.request_device_sync(required_features=[])
     import wgpu
@@ -139,22 +139,22 @@ def test_widths_are_webgpus():
 
 
 # -- dp4a.quantize -------------------------------------------------------------------------------
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
-def test_quantize_native_variant_emulated_equals_its_hand_emulated_mode_bit_for_bit(device, dtype, width):
+def test_quantize_native_variant_emulated_equals_its_hand_emulated_mode_bit_for_bit(webgpu_device, dtype, width):
     kernel = get_kernel("dp4a.quantize")
     native = kernel.config({"reduce": "subgroup", "dtype": dtype})
     hand = kernel.config({"reduce": "emulated", "width": width, "dtype": dtype})
-    if kernel.requirements(hand) - device.features:
-        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(hand) - device.features)}")
-    emulating = EmulatingDevice(device, width)
+    if kernel.requirements(hand) - webgpu_device.features:
+        pytest.skip(f"the adapter lacks {sorted(kernel.requirements(hand) - webgpu_device.features)}")
+    emulating = EmulatingDevice(webgpu_device, width)
 
     @settings(max_examples=5, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(kernel.cases(native, "quick"))
     def same(case):
         emulated = kernel.launch(emulating, kernel.wgsl(native), native, case)
-        by_hand = kernel.launch(device, kernel.wgsl(hand), hand, case)
+        by_hand = kernel.launch(webgpu_device, kernel.wgsl(hand), hand, case)
         for name in ("codes", "scales"):
             assert np.array_equal(emulated.outputs[name].view(np.uint8), by_hand.outputs[name].view(np.uint8)), name
 
@@ -170,39 +170,39 @@ def butterfly_mutant(name: str, dtype: str) -> str:
     return source.replace(spec["find"], spec["replace"])
 
 
-def reference_verdict(device, wgsl: str, dtype: str, width: int) -> dict:
+def reference_verdict(webgpu_device, wgsl: str, dtype: str, width: int) -> dict:
     kernel = get_kernel("dp4a.quantize")
     config = kernel.config({"reduce": "subgroup", "dtype": dtype})
-    ctx = CheckContext(kernel, config, EmulatingDevice(device, width), wgsl, "quick")
-    return run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False))
+    ctx = CheckContext(kernel, config, EmulatingDevice(webgpu_device, width), wgsl, "quick")
+    return run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False)).result.to_dict()
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("width", [64, 128])
 @pytest.mark.parametrize("mutant", ["butterfly_crosses_blocks", "butterfly_reaches_distance_32"])
-def test_a_butterfly_that_crosses_blocks_is_caught_when_emulated_wide(device, mutant, width):
+def test_a_butterfly_that_crosses_blocks_is_caught_when_emulated_wide(webgpu_device, mutant, width):
     dtype = "f32"
-    if "shader-f16" in device.features:
+    if "shader-f16" in webgpu_device.features:
         dtype = "f16" if mutant == "butterfly_crosses_blocks" else "f32"
-    record = reference_verdict(device, butterfly_mutant(mutant, dtype), dtype, width)
+    record = reference_verdict(webgpu_device, butterfly_mutant(mutant, dtype), dtype, width)
     assert record["verdict"] == "fail" and "over budget" in record["reason"], record
 
 
-@pytest.mark.gpu
-def test_the_block_crossing_mutant_passes_natively_on_an_adapter_with_narrow_subgroups(device):
+@pytest.mark.webgpu
+def test_the_block_crossing_mutant_passes_natively_on_an_adapter_with_narrow_subgroups(webgpu_device):
     """Why the emulation exists: with subgroups of 8 the mutant's butterfly never reaches a
     neighbouring block, so the adapter's own run cannot tell it from the correct kernel."""
-    if "subgroup" not in device.features or device.subgroup_size > 16:
+    if "subgroup" not in webgpu_device.features or webgpu_device.subgroup_size > 16:
         pytest.skip("needs an adapter with subgroups of 16 lanes or fewer")
     kernel = get_kernel("dp4a.quantize")
     config = kernel.config({"reduce": "subgroup", "dtype": "f32"})
-    ctx = CheckContext(kernel, config, device, butterfly_mutant("butterfly_crosses_blocks", "f32"), "quick")
-    assert run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False))["verdict"] == "pass"
+    ctx = CheckContext(kernel, config, webgpu_device, butterfly_mutant("butterfly_crosses_blocks", "f32"), "quick")
+    assert run_check(get_check("reference"), ctx, RunOptions(30, seed=0, shrink=False)).result.verdict.value == "pass"
 
 
-@pytest.mark.gpu
+@pytest.mark.webgpu
 @pytest.mark.parametrize("width", [64, 128])
-def test_the_correct_butterfly_passes_when_emulated_wide(device, width):
+def test_the_correct_butterfly_passes_when_emulated_wide(webgpu_device, width):
     kernel = get_kernel("dp4a.quantize")
     wgsl = kernel.wgsl(kernel.config({"reduce": "subgroup", "dtype": "f32"}))
-    assert reference_verdict(device, wgsl, "f32", width)["verdict"] == "pass"
+    assert reference_verdict(webgpu_device, wgsl, "f32", width)["verdict"] == "pass"

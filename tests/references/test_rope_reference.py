@@ -168,3 +168,45 @@ def test_llama3_keeps_high_frequencies_divides_low_ones_and_blends_between():
 def test_bad_inputs_raise_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+#: Llama 3.1 (factor 8) and Llama 3.2 1B/3B (factor 32) `rope_scaling` blocks.
+MODEL_SCALINGS = [rope.Llama3Scaling(8.0, 1.0, 4.0, 8192), rope.Llama3Scaling(32.0, 1.0, 4.0, 8192)]
+
+
+def _edge_theta(head_dim, pair, wavelength):
+    """A base putting pair `pair`'s wavelength 2 pi theta^(2 pair/D) on `wavelength` (float64)."""
+    return (wavelength / (2 * np.pi)) ** (head_dim / (2 * pair))
+
+
+@settings(max_examples=12, deadline=None)
+@given(head_dim=st.sampled_from([64, 128]), llama3=st.sampled_from(MODEL_SCALINGS),
+       pairing=st.sampled_from(["neox", "gptj"]), edge=st.sampled_from([None, 2048.0, 8192.0]), data=st.data())
+def test_llama3_rotation_at_model_shapes_matches_mpmath_up_to_128k(head_dim, llama3, pairing, edge, data):
+    """The float64 rotation with the models' scaling agrees with mpmath at positions up to 131072,
+    for Llama 3's base and for bases that put a pair's wavelength on a band edge (where the
+    float64 frequency may fall on either side of the clamp: the map is continuous, so the bound
+    holds on both)."""
+    theta = 5e5
+    if edge is not None:
+        pair = data.draw(st.integers(head_dim // 5, head_dim // 2 - 1))
+        theta = _edge_theta(head_dim, pair, edge)
+    config = dict(head_dim=head_dim, rope_theta=theta, rope_scale=1.0, llama3=llama3, pairing=pairing)
+    x = data.draw(arrays(np.float64, (2, head_dim), elements=st.floats(-4.0, 4.0)))
+    positions = np.array([data.draw(st.integers(0, 131072)), 131072])
+    exact = ROTATE[pairing][1](x, positions, theta, 1.0, llama3).astype(np.float64)
+    assert_within(rotate(x, positions, config), exact, bound(x, positions, config) + U64 * np.abs(exact), "rotated")
+
+
+@pytest.mark.parametrize("llama3", MODEL_SCALINGS)
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_llama3_model_frequencies_span_all_three_bands(head_dim, llama3):
+    """At Llama 3's base 5e5 a model's head has kept, interpolated and stretched frequencies, so
+    cases at that base exercise every branch of the scaling."""
+    f = rope.rope_frequencies(head_dim, 5e5)
+    scaled = rope.rope_frequencies(head_dim, 5e5, llama3)
+    wavelength = 2 * np.pi / f
+    kept = wavelength < 8192 / 4
+    stretched = wavelength > 8192
+    assert kept.any() and stretched.any() and (~kept & ~stretched).any()
+    assert np.array_equal(scaled[kept], f[kept]) and np.allclose(scaled[stretched], f[stretched] / llama3.factor)

@@ -1,4 +1,4 @@
-"""Error budgets of attention kernels: rotary embedding, state merge, paged decode.
+"""Error budgets of attention kernels: state merge, paged decode (rotary embedding: verify.budgets.rope).
 
 Every budget is an a-priori worst-case bound (Higham 2002 §3) that holds for any summation
 order, since WebGPU backends may reassociate. Inputs are the exact stored values, so the
@@ -15,8 +15,9 @@ import math
 
 import numpy as np
 
+from verify.budgets.rope import rope_angle_rel, rope_error
 from verify.budgets.roundoff import faithful_rounding_bound, gamma, smallest_normal, ulp, unit_roundoff
-from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel, trig_abs
+from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel
 
 LN2 = math.log(2.0)
 #: Accumulation and built-ins run in f32 in every attention kernel we check.
@@ -27,52 +28,6 @@ FTZ_ABS = smallest_normal(ACC)
 
 def _second_order(total):
     return total * (1.0 + total)
-
-
-# -- rotary embedding ------------------------------------------------------------------------
-def rope_angle_rel(head_dim: int, rope_theta: float) -> np.ndarray:
-    """Relative error of the angle t_d = pos*scale*theta^(-e_d), computed in f32, per dim.
-
-    The exponent e = ((2d) mod D)/D is an f32 division (division_rel, even where the quotient is
-    exact: the spec allows 2.5 ULP). theta^(-e) is WGSL pow, i.e. exp2(-e*log2(theta)) (spec:
-    inherited): log2(theta) errs by log2_abs, the product by r, so y = e*log2(theta) errs by
-    |y|(division_rel + r) + e*log2_abs, which exp2 turns into ln2 times that, relative; exp2
-    adds exp2_rel. Then the angle takes a multiply and a division (or a second multiply), each
-    r or division_rel.
-    """
-    r = rounding_rel(ACC)
-    d = np.arange(head_dim)
-    exponent = (2 * d % head_dim) / head_dim
-    log_theta = math.log2(rope_theta)
-    y = exponent * log_theta
-    y_error = np.abs(y) * (division_rel(ACC) + r) + exponent * log2_abs(rope_theta, ACC)
-    pow_rel = exp2_rel(y, ACC) + LN2 * y_error
-    return pow_rel + division_rel(ACC) + 2 * r
-
-
-def rope_error(x, angles, angle_rel) -> np.ndarray:
-    """Bound on |f32 rope(x)[d] - rope(x)[d]| for NeoX pairing (d with d +- D/2).
-
-    out[d] = cos(t) x[d] -+ sin(t) x[pair]: cos and sin err by trig_abs plus the angle error
-    |t|*angle_rel (both are 1-Lipschitz), and the two products and the sum add 2r relative and
-    up to three flushed subnormals.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    half = x.shape[-1] // 2
-    pair = np.concatenate([x[..., half:], x[..., :half]], axis=-1)
-    magnitude = np.abs(x) + np.abs(pair)
-    return (trig_abs(ACC) + np.abs(angles) * angle_rel + 2 * rounding_rel(ACC)) * magnitude + 3 * FTZ_ABS
-
-
-def rope_budget(x, positions, rope_theta: float, rope_scale: float, out_dtype: str):
-    """Budget of a standalone rope kernel writing rope(x) in `out_dtype`."""
-    from references.rope import rope_frequencies, rotate_neox
-
-    x = np.asarray(x, dtype=np.float64)
-    head_dim = x.shape[-1]
-    angles = np.asarray(positions, dtype=np.float64)[..., None] * rope_scale * rope_frequencies(head_dim, rope_theta)
-    exact = rotate_neox(x, positions, rope_theta=rope_theta, rope_scale=rope_scale)
-    return exact, rope_error(x, angles, rope_angle_rel(head_dim, rope_theta)) + faithful_rounding_bound(exact, out_dtype)
 
 
 # -- merge of two (o, lse) states --------------------------------------------------------------
@@ -121,10 +76,13 @@ def _rotated_input_error(rotated, angles, angle_rel, qkv_dtype):
 
 
 def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int = 0, rope_theta: float = 1e4,
-                  rope_scale: float = 1.0, q_positions=None, k_positions=None):
+                  rope_scale: float = 1.0, q_positions=None, k_positions=None, llama3=None):
     """Budgets (for o [B,Hq,D], for lse2 [B,Hq]) of a paged decode kernel, f32 math.
 
-    With rotary_mode 1, q_positions [B] and k_positions [B, Lmax] give each rotated row's position.
+    With rotary_mode 1, q_positions [B] and k_positions [B, Lmax] give each rotated row's position,
+    and llama3 (references.rope.Llama3Scaling or None) the frequency scaling compiled into the kernel;
+    the rotated inputs err by verify.budgets.rope's bound (NeoX pairing, Llama 3's scaled frequency
+    with either branch legal at a band edge, an angle error growing with the position).
 
     `result` is references.decode.DecodeResult. Per (b, h), with n attended rows, exact base-2
     logits s_j, x_j = s_j - max s, p_j the softmax weights (docs/budgets.md §6.3):
@@ -159,10 +117,10 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
     abs_dot = np.abs(qg) @ np.abs(k).transpose(0, 1, 3, 2)  # [B, Hkv, G, L]
     delta = (gamma(head_dim + 3, r) + u) * c * abs_dot
     if rotary_mode == 1:
-        angle_rel = rope_angle_rel(head_dim, rope_theta)
+        angle_rel = rope_angle_rel(head_dim, rope_theta, llama3)
         from references.rope import rope_frequencies
 
-        freq = rope_frequencies(head_dim, rope_theta) * rope_scale
+        freq = rope_frequencies(head_dim, rope_theta, llama3) * rope_scale
         e_q = _rotated_input_error(q, q_positions[:, None, None] * freq, angle_rel, qkv_dtype)
         e_k = _rotated_input_error(k, k_positions[:, None, :, None] * freq, angle_rel, qkv_dtype)
         e_qg = e_q.reshape(batch, kv_heads, group, head_dim)

@@ -14,7 +14,8 @@ import numpy as np
 
 from references.decode import DecodeResult
 from references.softmax import merge_outputs, softmax_state, state_to_output
-from verify.budgets.attention import decode_budget, merge_budget, rope_budget
+from verify.budgets.attention import decode_budget, merge_budget
+from verify.budgets.rope import rope_budget
 from verify.budgets.roundoff import dtype_name
 from verify.kernels.contract import Expected
 
@@ -80,9 +81,11 @@ def merge_expected(v, s, v_other, s_other, *, dtype="f16") -> tuple[Expected, Ex
 
 
 def rope_expected(x, positions, *, rope_theta: float = 1e4, rope_scale: float = 1.0, dtype="f16",
-                  name: str = "x") -> Expected:
-    """Expected of NeoX rotary embedding of x [T, H, D] at positions [T], computed in f32 and
-    stored in `dtype` (frequencies theta^(-2d/D), angle position·rope_scale·frequency).
-    Budget: verify.budgets.attention.rope_budget."""
-    exact, budget = rope_budget(np.asarray(x, np.float64), np.asarray(positions), rope_theta, rope_scale, _dtype(dtype))
+                  name: str = "x", llama3=None, pairing: str = "neox") -> Expected:
+    """Expected of rotary embedding of x [T, H, D] at positions [T], computed in f32 and stored in
+    `dtype`: frequencies theta^(-2d/D) (scaled as Llama 3 does with `llama3`, a
+    references.rope.Llama3Scaling), angle position·rope_scale·frequency, pairs d +- D/2 (NeoX) or
+    (2i, 2i+1) (`pairing="gptj"`). Budget: verify.budgets.rope.rope_budget."""
+    exact, budget = rope_budget(np.asarray(x, np.float64), np.asarray(positions), rope_theta, rope_scale, _dtype(dtype),
+                                llama3=llama3, pairing=pairing)
     return Expected.around(name, exact, budget, _dtype(dtype))

@@ -58,3 +58,15 @@ def trig_abs(dtype="f32") -> float:
 def inverse_sqrt_rel(dtype="f32") -> float:
     """Relative error bound of WGSL inverseSqrt(x), x > 0."""
     return INVERSE_SQRT_ULPS * 2.0 * unit_roundoff(dtype)
+
+
+def literal_rel(significant_digits: int | None = None, dtype="f32") -> float:
+    """Relative error of a floating-point literal as the shader holds it.
+
+    The literal's value is converted to `dtype` (either neighbour: 2u); a code generator that
+    prints it with p significant decimal digits first moves it by up to half a unit in the
+    p-th digit, 0.5·10^(1-p) relative (the mantissa is at least 1). None: printed exactly
+    (a Python float's repr round-trips).
+    """
+    printed = 0.0 if significant_digits is None else 0.5 * 10.0 ** (1 - significant_digits)
+    return printed + rounding_rel(dtype) * (1.0 + printed)

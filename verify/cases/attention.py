@@ -1,4 +1,4 @@
-"""Strategies for attention kernels: merge states, rotary inputs, paged decode cases."""
+"""Strategies for attention kernels: merge states, paged decode cases (rotary inputs: verify.cases.rope)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from verify.cases.case import Case
-from verify.profiles import Profile, get_profile
+from verify.cases.rope import max_position, rope_bases
 from verify.cases.values import make_values, seeds, value_kinds
+from verify.profiles import Profile, get_profile
 
 #: How two states' LSEs relate: close (weights comparable), far (one dominates, up to 2^-200),
 #: offset (both large in magnitude, as after long contexts), empty (-inf on one or both sides).
@@ -169,9 +170,11 @@ def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, 
 
 
 @st.composite
-def decode_cases(draw, config: dict, profile: Profile):
+def decode_cases(draw, config: dict, profile: Profile | str, llama3=None):
     """A paged decode case for a kernel config (head_dim, qo_heads, kv_heads, dtype, page_size,
-    sliding_window)."""
+    sliding_window). `llama3` (references.rope.Llama3Scaling) is the rope scaling the kernel was
+    built with: then every case rotates (except far_negative ones), positions reach 128k, and
+    bases include ones that put a pair on a band edge (verify.cases.rope)."""
     limits = decode_limits(profile, config["page_size"])
     batch = draw(st.integers(1, limits.max_batch))
     lengths = np.array(draw(st.lists(context_lengths(limits), min_size=batch, max_size=batch)), dtype=np.int64)
@@ -180,9 +183,10 @@ def decode_cases(draw, config: dict, profile: Profile):
         sinks = [draw(st.integers(0, min(int(n), 8))) for n in lengths]
         offsets = [s + draw(st.sampled_from([0, 1, config["page_size"] - 1, config["page_size"], 37])) for s in sinks]
         sliding = (np.array(offsets, dtype=np.int64), np.array(sinks, dtype=np.int64))
-    rotary_mode = draw(st.sampled_from([0, 1]))
-    rope_theta = draw(st.sampled_from([1e4, 5e5]))
-    rope_scale = draw(st.sampled_from([1.0, 0.25]))
+    rotary_mode = 1 if llama3 is not None else draw(st.sampled_from([0, 1]))
+    rope_theta, band_edge = draw(rope_bases(config["head_dim"], llama3)) if llama3 is not None else \
+        (draw(st.sampled_from([1e4, 5e5])), "")
+    rope_scale = 1.0 if llama3 is not None else draw(st.sampled_from([1.0, 0.25]))
     kind = draw(st.sampled_from(DECODE_VALUE_KINDS))
     rotary_mode = 0 if kind == "far_negative" else rotary_mode  # rotation would move the logits
     spare = draw(st.integers(0, 3))
@@ -195,7 +199,9 @@ def decode_cases(draw, config: dict, profile: Profile):
                                        (batch, config["kv_heads"], max_len, config["head_dim"]), dtype, sm_scale)
     pages, indptr, values, length_info = build_paged_cache(rng, k_rows, v_rows, lengths, config["page_size"],
                                                            sliding=sliding, spare_pages=spare)
-    k_offset = rng.integers(0, 32768 - max_len, size=batch) if rotary_mode else np.zeros(batch, np.int64)
+    # Keys at k_offset .. k_offset + L - 1 and the query at most one past them, all <= max_position.
+    top = max_position(llama3) + 1 - max_len
+    k_offset = rng.integers(0, top, size=batch) if rotary_mode else np.zeros(batch, np.int64)
     q_position = k_offset + np.maximum(lengths - 1, 0) + rng.integers(0, 2, size=batch) * rotary_mode
     arrays = {
         "q": q, "pages": pages, "page_indptr": indptr, "page_values": values, "length_info": length_info,
@@ -204,6 +210,8 @@ def decode_cases(draw, config: dict, profile: Profile):
     params = {"batch": batch, "lengths": lengths.tolist(), "rotary_mode": rotary_mode, "rope_theta": rope_theta,
               "rope_scale": rope_scale, "sm_scale": float(sm_scale), "values": kind, "spare_pages": spare,
               "seed": seed}
+    if band_edge and rotary_mode:
+        params["band_edge"] = band_edge
     return Case(arrays, params)
 
 
@@ -252,38 +260,6 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
                                    "length_info": length_info, "k_rope_pos_offset": offset},
                                   lengths=(stop - start).tolist()))
     return parts[0], parts[1], cut
-
-
-# -- rotary embedding -----------------------------------------------------------------------------
-#: Positions drawn on purpose: 0 (the identity), 1 (the smallest turn), powers of two, and the
-#: top of a 32k context, where f32 angles are largest and least accurate.
-ROPE_POSITIONS = (0, 1, 2, 3, 255, 256, 4095, 4096, 16383, 16384, 32766, 32767)
-ROPE_MAX_POSITION = 32767
-
-
-@st.composite
-def rope_cases(draw, config: dict, profile: Profile):
-    """q [T, Hq, D], k [T, Hkv, D] in the config's dtype, positions [T] i32, theta and scale.
-
-    Positions are mostly the special ones, else anything in a 32k context; rope_theta covers
-    Llama 2 (1e4), Llama 3 (5e5) and Qwen-style (1e6) bases, rope_scale shrinks or stretches
-    the position (0.5, 8) as position interpolation does.
-    """
-    tokens = draw(st.integers(1, get_profile(profile).max_tokens))
-    positions = draw(st.lists(
-        st.one_of(st.sampled_from(ROPE_POSITIONS), st.integers(0, ROPE_MAX_POSITION)),
-        min_size=tokens, max_size=tokens,
-    ))
-    rope_theta = draw(st.sampled_from([1e4, 5e5, 1e6]))
-    rope_scale = draw(st.sampled_from([1.0, 0.5, 8.0]))
-    values = draw(value_kinds)
-    seed = draw(seeds)
-    rng = np.random.default_rng(seed)
-    head_dim = config["head_dim"]
-    q = make_values(rng, values, (tokens, config["qo_heads"], head_dim), config["dtype"])
-    k = make_values(rng, values, (tokens, config["kv_heads"], head_dim), config["dtype"])
-    params = {"tokens": tokens, "rope_theta": rope_theta, "rope_scale": rope_scale, "values": values, "seed": seed}
-    return Case({"q": q, "k": k, "positions": np.array(positions, dtype=np.int32)}, params)
 
 
 def explicit_decode_case(config: dict, lengths, *, seed: int = 0, rotary_mode: int = 0, sliding=None) -> Case:

@@ -27,9 +27,9 @@ from references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_blocks
 from references.nbits import default_zero_point, pack_weights, pack_zero_points
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases.case import Case
-from verify.profiles import Profile, get_profile
 from verify.cases.dp4a_quantize import BLOCK_MIXES, make_activation
 from verify.cases.values import seeds, value_kinds
+from verify.profiles import Profile, get_profile
 
 #: Activation mixes: dp4a.quantize's block mixes, plus extreme_codes (every block all ±max, so
 #: every code is ±127).

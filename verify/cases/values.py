@@ -18,6 +18,22 @@ from verify.budgets.roundoff import numpy_dtype
 VALUE_KINDS = ("normal", "uniform", "large", "tiny", "spiky")
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+#: Largest workgroup count along x a launch may use before the grid wraps into another
+#: dimension, drawn per case: None is the kernel's own limit (tens of thousands, which small
+#: cases never reach); the small ones make small cases take the wrapped path too.
+GRID_LIMITS = (None, 2, 3)
+
+
+def with_grid_limit(cases, limits=GRID_LIMITS):
+    """`cases` with a drawn `grid_limit` parameter (absent for None) for the launcher to honour."""
+    return st.tuples(cases, st.sampled_from(limits)).map(
+        lambda pair: pair[0] if pair[1] is None else pair[0].replace(grid_limit=pair[1]))
+
+
+def wrapped_grid(groups: int, limit: int) -> tuple[int, int]:
+    """(x, y) workgroups covering `groups` with at most `limit` along x."""
+    return min(groups, limit), -(-groups // limit)
 value_kinds = st.sampled_from(VALUE_KINDS)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verify.checks.outcome import Outcome, StageTimer
 from verify.budgets.metrics import compare
+from verify.checks.outcome import Outcome, StageTimer
 from verify.profiles import Profile, get_profile
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
@@ -68,7 +69,8 @@ class CheckRun:
 def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> CheckRun:
     """Run `check` over `options.examples` drawn cases: its result, with the cases to keep."""
     started = time.perf_counter()
-    state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0}
+    state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0,
+             "paths": Counter()}
 
     def body(case):
         entered = time.perf_counter()
@@ -87,6 +89,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
         ctx.timer.cases += 1
         if not shrinking:
             state["generated"] += 1
+            state["paths"].update(ctx.kernel.launch_paths(ctx.config, case))
             if len(state["samples"]) < MAX_SAMPLES:
                 state["samples"].append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
@@ -140,7 +143,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
         examples=state["generated"], runs=state["calls"], seed=options.seed,
         duration_s=round(time.perf_counter() - started, 3),
         worst=_summarise(state["worst"], axes), shrunk=_summarise(shrunk, axes), samples=state["samples"],
-        timing=StageTiming(**timing), traceback=trace)
+        timing=StageTiming(**timing), traceback=trace, launch_paths=dict(sorted(state["paths"].items())))
     return CheckRun(result, shrunk if verdict is Verdict.FAIL else None,
                     state["worst"] if verdict is Verdict.FAIL else None)
 

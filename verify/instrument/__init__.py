@@ -9,8 +9,16 @@
 """
 
 from verify.instrument.devices import EmulatingDevice, SanitizingDevice
-from verify.instrument.findings import (Access, Finding, LogTruncated, OutOfBounds, Race, RedundantWrites,
-                                        SanitizerReport, UninitializedRead)
+from verify.instrument.findings import (
+                                        Access,
+                                        Finding,
+                                        LogTruncated,
+                                        OutOfBounds,
+                                        Race,
+                                        RedundantWrites,
+                                        SanitizerReport,
+                                        UninitializedRead,
+)
 from verify.instrument.parser import Module, WgslSyntaxError, parse
 from verify.instrument.sanitize import Sanitized, sanitize
 from verify.instrument.subgroups import emulate_subgroups

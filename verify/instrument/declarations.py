@@ -12,8 +12,20 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from verify.instrument.parser import Module, line_of
-from verify.instrument.types import (ABSTRACT_FLOAT, ABSTRACT_INT, SCALARS, Array, Atomic, Matrix, ModuleVar, Pointer,
-                                     Scalar, Struct, UnsupportedWgsl, Vector)
+from verify.instrument.types import (
+    ABSTRACT_FLOAT,
+    ABSTRACT_INT,
+    SCALARS,
+    Array,
+    Atomic,
+    Matrix,
+    ModuleVar,
+    Pointer,
+    Scalar,
+    Struct,
+    UnsupportedWgsl,
+    Vector,
+)
 
 # WGSL's predeclared aliases (vec4f, mat4x4h, ...).
 _SUFFIX = {"f": "f32", "h": "f16", "i": "i32", "u": "u32"}

@@ -11,8 +11,18 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from verify.instrument.declarations import Declarations, arguments, callee, literal_type, template_args
-from verify.instrument.types import (ABSTRACT_FLOAT, ABSTRACT_INT, Array, Atomic, Matrix, Pointer, Scalar, Struct,
-                                     UnsupportedWgsl, Vector)
+from verify.instrument.types import (
+    ABSTRACT_FLOAT,
+    ABSTRACT_INT,
+    Array,
+    Atomic,
+    Matrix,
+    Pointer,
+    Scalar,
+    Struct,
+    UnsupportedWgsl,
+    Vector,
+)
 
 BOOL = Scalar("bool")
 U32 = Scalar("u32")

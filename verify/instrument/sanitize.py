@@ -22,20 +22,27 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-
-import numpy as np
 from importlib import resources
 from string import Template
 
+import numpy as np
 from lark import Token, Tree
 
-from verify.instrument.access_helpers import (LENGTHS_NAME, PREFIX, Helper, bits_function, call_text, function_text,
-                                              operand_type, wgsl_type)
+from verify.instrument.access_helpers import (
+    LENGTHS_NAME,
+    PREFIX,
+    Helper,
+    bits_function,
+    call_text,
+    function_text,
+    operand_type,
+    wgsl_type,
+)
+from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.infer import abstract_default
 from verify.instrument.memory import TRACKED_SPACES, Index, Reference, alias_target, reference_root
 from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
-from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.types import Atomic, UnsupportedWgsl
 from verify.instrument.walk import STATEMENTS, entry_builtins, functions, statement_scopes
 

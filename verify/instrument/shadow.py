@@ -21,8 +21,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.instrument.findings import (Access, LogTruncated, OutOfBounds, Race, RedundantWrites, SanitizerReport,
-                                        UninitializedRead, describe_address)
+from verify.instrument.findings import (
+    Access,
+    LogTruncated,
+    OutOfBounds,
+    Race,
+    RedundantWrites,
+    SanitizerReport,
+    UninitializedRead,
+    describe_address,
+)
 from verify.instrument.sanitize import MAX_SITES, Sanitized
 
 RECORD_WORDS = 6

@@ -23,14 +23,21 @@ from string import Template
 
 from lark import Token, Tree
 
+from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.infer import abstract_default, type_of
 from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
-from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.types import Scalar, UnsupportedWgsl, Vector
 from verify.instrument.uniformity import non_uniform_calls
-from verify.instrument.walk import (STATEMENTS, add_entry_inputs, builtin_of, functions, is_entry_point, parameters,
-                                    statement_scopes)
+from verify.instrument.walk import (
+    STATEMENTS,
+    add_entry_inputs,
+    builtin_of,
+    functions,
+    is_entry_point,
+    parameters,
+    statement_scopes,
+)
 
 WIDTHS = (4, 8, 16, 32, 64, 128)
 PREFIX = "_sg_"

@@ -184,6 +184,11 @@ class Kernel(ABC):
         """Scalars describing a case for plots (e.g. context length); default: none."""
         return {}
 
+    def launch_paths(self, config: dict, case: Case) -> tuple[str, ...]:
+        """The host-side branches `launch` takes for this case (e.g. "sharded", "grid wrapped
+        into y"), so a run can say which of them its cases exercised; default: none."""
+        return ()
+
     #: The function that derives this kernel's budgets; its docstring is the derivation.
     budget_function = None
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.merge import shard_problems
+from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.store import ResultsDocument
 
 #: The order of sections, counts and legends, and of a matrix cell's verdict: what a kernel
@@ -206,6 +206,8 @@ class Report:
     matrix: list  # [(kernel, [Cell | None per adapter])]
     #: Missing shards of a split gate (verify.results.merge.shard_problems).
     shard_problems: list = field(default_factory=list)
+    #: Per kernel, the host-side launch paths its drawn cases took: [(kernel, [(path, cases)])].
+    coverage: list = field(default_factory=list)
 
     def section(self, *verdicts: str) -> list:
         return [r for r in self.records if r.verdict in verdicts]
@@ -288,4 +290,15 @@ def build_report(documents: list[ResultsDocument]) -> Report:
     for view in views:
         view.adapter.counts[view.verdict] += 1
     matrix = [(k, [cells[(k, a.key)] for a in adapters]) for k in kernels]
-    return Report(runs, adapters, views, Counter(v.verdict for v in views), matrix, shard_problems(documents))
+    return Report(runs, adapters, views, Counter(v.verdict for v in views), matrix, shard_problems(documents),
+                  launch_coverage(views))
+
+
+def launch_coverage(views: list[RecordView]) -> list:
+    """[(kernel, [(path, cases)])] for the kernels whose launch has host-side branches."""
+    paths: dict = {}
+    for view in views:
+        for path, count in view.record.launch_paths.items():
+            counts = paths.setdefault(view.record.kernel, Counter())
+            counts[path] += count
+    return [(kernel, sorted(counts.items())) for kernel, counts in sorted(paths.items())]

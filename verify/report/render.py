@@ -18,8 +18,16 @@ from markupsafe import Markup
 
 from verify import __version__
 from verify.report import plots
-from verify.report.model import (CARDS, VERDICTS, AdapterColumn, RecordView, build_report, number, scatter_feature,
-                                 scatter_points)
+from verify.report.model import (
+    CARDS,
+    VERDICTS,
+    AdapterColumn,
+    RecordView,
+    build_report,
+    number,
+    scatter_feature,
+    scatter_points,
+)
 from verify.results.atomic import write_atomic
 from verify.results.store import ResultsDocument
 

@@ -8,6 +8,7 @@ tell when the sidecar was edited.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import zipfile
@@ -114,7 +115,10 @@ def _safe(name: str) -> str:
 
 
 def _config_tag(config: dict) -> str:
-    return _safe("_".join(f"{k}{v}" for k, v in sorted(config.items())).replace(".", "p"))[:80]
+    """The config in a file name; a long one is cut and ends in a digest of the whole, so two
+    configs that differ only past the cut (e.g. in rope_factor) keep apart."""
+    tag = _safe("_".join(f"{k}{v}" for k, v in sorted(config.items())).replace(".", "p"))
+    return tag if len(tag) <= 80 else f"{tag[:63]}-{hashlib.sha256(tag.encode()).hexdigest()[:16]}"
 
 
 def _plain(value):

@@ -152,6 +152,8 @@ class CheckResult:
     finding_reproduced: bool | None = None
     traceback: str | None = None
     verify_version: str = ""
+    #: How many of the drawn cases took each host-side launch path (Kernel.launch_paths).
+    launch_paths: dict = field(default_factory=dict)
     #: Subgroups were emulated at this width (None: the adapter's own subgroups, if any).
     subgroup_width: int | None = None
     #: Facts worth knowing that do not change the verdict, e.g. a WebGPU default limit the

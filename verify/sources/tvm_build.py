@@ -50,13 +50,16 @@ class TvmBuild:
 
 
 def decode_build(*, kv_heads: int, qo_heads: int, head_dim: int, dtype: str, sliding_window: bool,
-                 page_size: int) -> TvmBuild:
-    """`_attention_decode` with RoPE scaling `{}`: no "rope_type", so `switch_rope_freq_func`
-    (position_embedding.py) picks `rope_freq_default`, theta^(-(2d mod D)/D)."""
+                 page_size: int, rope_scaling: dict | None = None) -> TvmBuild:
+    """`_attention_decode` with `rope_scaling` as TVM takes it (position_embedding.py
+    `switch_rope_freq_func`): {} (no "rope_type") picks `rope_freq_default`, theta^(-(2d mod D)/D);
+    {"rope_type": "llama3", "factor", "low_freq_factor", "high_freq_factor",
+    "original_max_position_embeddings"} picks `rope_freq_llama3`. It is part of the build's
+    description, so each scaling has its own cache file."""
     return TvmBuild("_attention_decode", (
         ("num_kv_heads", kv_heads), ("num_qo_heads", qo_heads), ("head_dim", head_dim),
-        ("qkv_dtype", _TVM_DTYPE[dtype]), ("sliding_window", bool(sliding_window)), ("rope_scaling", {}),
-        ("page_size", page_size)))
+        ("qkv_dtype", _TVM_DTYPE[dtype]), ("sliding_window", bool(sliding_window)),
+        ("rope_scaling", dict(rope_scaling or {})), ("page_size", page_size)))
 
 
 def merge_build(*, heads: int, head_dim: int, dtype: str) -> TvmBuild:

@@ -40,10 +40,12 @@ from verify.gpu.uniforms import pack_struct
 from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, MAX_HEADS, PAGE_SIZE, QO_HEADS, STORAGE
 from verify.kernels.attention.decode_common import DecodeKernel
 from verify.kernels.attention.merge_state import MergeState
+from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, SCALING_KEYS, RopeVariant
 from verify.kernels.contract import ConfigKey, Expected, Launched
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
 from verify.sources.tvm_build import decode_build, load, merge_build
+from verify.sources.tvm_layout import ArgumentLayout, layouts
 
 #: TVM's webgpu target: max_num_threads (Target("webgpu").attrs).
 MAX_THREADS = 256
@@ -82,25 +84,33 @@ def merge_schedule(heads: int, head_dim: int) -> tuple[int, int, int]:
     return bdx, bdy, heads // bdy
 
 
-def web_runtime_grid(x: int, y: int) -> tuple[tuple[int, int, int], int]:
+#: x at or above which TVM's web runtime packs the grid (webgpu.ts L771).
+PACK_LIMIT = 1 << 16
+
+
+def web_runtime_grid(x: int, y: int, limit: int = PACK_LIMIT) -> tuple[tuple[int, int, int], int]:
     """Workgroups TVM's web runtime dispatches for a host grid (x, y), and its packGridDimX
     (webgpu.ts L767-789): WebGPU caps a dimension at 65535, so x is halved (rounding up) while
     z doubles; the kernel rebuilds blockIdx.z * gridDim.x + blockIdx.x and compares it with
-    packGridDimX."""
+    packGridDimX. `limit` (>= 2) is the runtime's 65536, lowered by cases that want small
+    grids to take the packed path."""
+    if limit < 2:
+        raise ValueError(f"grid limit {limit}: halving never brings x below 2")
     pack_x, z = x, 1
-    while x >= 1 << 16:
+    while x >= limit:
         x = (x + 1) // 2
         z *= 2
     return (x, y, z), pack_x
 
 
-def bind(interface, inputs: dict, outputs: dict, pod: dict) -> dict:
+def bind(interface, inputs: dict, outputs: dict, pod: dict, offsets: dict | None = None) -> dict:
     """Resources by WGSL binding name: TVM binds parameter P as `P_ptr` and its scalars as the
-    uniform PODArgs. `inputs` and `outputs` are keyed by TVM's parameter names."""
+    uniform PODArgs. `inputs` and `outputs` are keyed by TVM's parameter names; `offsets` are the
+    PODArgs element offsets of inputs bound as views (verify.sources.tvm_layout)."""
     resources = {}
     for binding in interface.bindings:
         if binding.address_space == "uniform":
-            resources[binding.name] = pod_args(interface.structs.get(binding.type), pod)
+            resources[binding.name] = pod_args(interface.structs.get(binding.type), pod, offsets)
             continue
         param = binding.name.removesuffix("_ptr")
         source = outputs if param in outputs else inputs
@@ -111,14 +121,15 @@ def bind(interface, inputs: dict, outputs: dict, pod: dict) -> dict:
     return resources
 
 
-def pod_args(fields, pod: dict) -> bytes:
-    """PODArgs as the web runtime packs it: every field 4 bytes in order, element offsets 0."""
+def pod_args(fields, pod: dict, offsets: dict | None = None) -> bytes:
+    """PODArgs as the web runtime packs it: every field 4 bytes in order; element offsets from
+    `offsets` (by field name), else 0."""
     if fields is None:
         raise UsageError("the WGSL's uniform is not a struct it declares (TVM's is `struct PODArgs`)")
     values = {}
     for name, _ in fields:
         if name.endswith("_elem_offset"):
-            values[name] = 0
+            values[name] = (offsets or {}).get(name, 0)
         elif name in pod:
             values[name] = pod[name]
         else:
@@ -154,6 +165,19 @@ BELOW_FLOOR = (
     "(strict xfail); docs/findings.md §4.")
 
 
+#: Known finding of both decode kernels under `packed_grid` (Kernel.known_finding).
+PACKED_GRID = (
+    "TVM's packed grid runs one workgroup too many: the kernel returns early only where its flat index is "
+    "> packGridDimX, not >=.\n"
+    "When the web runtime packs a grid (x at or past its limit is halved, rounding up, while z doubles; "
+    "webgpu.ts L771-789), an odd x leaves one workgroup whose flat index equals packGridDimX, and it runs "
+    "(codegen_webgpu.cc L330-332): the decode reads page_indptr[B + 1] and writes sequence B's output and lse, "
+    "one past the end. The check lowers the runtime's packing threshold (65536) so that batches of 2 or 3 take "
+    "the packed path; a batch of 3 shows it. Evidence: tests/sources/test_tvm.py::"
+    "test_packed_grid_runs_no_workgroup_past_x (strict xfail, at the real threshold with 65537 rows); "
+    "docs/findings.md §6.")
+
+
 class TvmDecode(DecodeKernel):
     """TVM's `batch_decode_paged_kv` under our decode contract, except for empty contexts."""
 
@@ -161,35 +185,50 @@ class TvmDecode(DecodeKernel):
     source = "tvm"
     summary = "Apache TVM 0.27's generated paged decode (_attention_decode, tvm.build for webgpu)"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE,
-                   ConfigKey("sliding_window", 0, (0,), "TVM's sliding-window decode is tvm.decode_sliding_window"))
-    checks = DecodeKernel.checks + ("differential", "below_floor")
+                   ConfigKey("sliding_window", 0, (0,), "TVM's sliding-window decode is tvm.decode_sliding_window"),
+                   *SCALING_KEYS)
+    checks = DecodeKernel.checks + ("differential", "below_floor", "packed_grid")
     differential_partner = "decode.tiled"
-    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16"),
+    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_1),
                    dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"),
                    dict(head_dim=256, qo_heads=32, kv_heads=8, dtype="f16"),
                    dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16"))
 
     def gate_configs(self, profile):
-        """Llama-3-8B-like, MHA in f32 (G = 1: two rows per lane), Gemma-like D = 256, and
-        G = 32 (gdz = 4 head slices). Building them here makes a machine without apache-tvm or
-        its cached WGSL skip the kernel (SetupError) instead of failing the gate."""
+        """Llama-3.1-8B with its rope scaling, MHA in f32 (G = 1: two rows per lane), Gemma-like
+        D = 256, and G = 32 (gdz = 4 head slices). Building them here makes a machine without
+        apache-tvm or its cached WGSL skip the kernel (SetupError) instead of failing the gate."""
         configs = [self.config(shape) for shape in self.gate_shapes]
         for config in configs:
             self.wgsl(config)
         return configs
 
     def known_finding(self, check, config):
-        return BELOW_FLOOR if check == "below_floor" else None
+        return {"below_floor": BELOW_FLOOR, "packed_grid": PACKED_GRID}.get(check)
 
     def wgsl(self, config):
         build = decode_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"], head_dim=config["head_dim"],
                              dtype=config["dtype"], sliding_window=bool(config["sliding_window"]),
-                             page_size=config["page_size"])
+                             page_size=config["page_size"],
+                             rope_scaling=RopeVariant.from_config(config).tvm_rope_scaling())
         return _header(self.name, config) + load(build)
 
     def cases(self, config, profile):
-        """Our decode cases inside TVM's domain (see within_floor)."""
-        return super().cases(config, profile).filter(lambda case: self.within_floor(config, case))
+        """Our decode cases inside TVM's domain (see within_floor), each bound as TVM's runtime
+        binds it: the small arrays as views at drawn offsets of one buffer (tvm_layout)."""
+        inside = super().cases(config, profile).filter(lambda case: self.within_floor(config, case))
+        return st.tuples(inside, layouts()).map(lambda pair: pair[0].replace(**pair[1]))
+
+    def packed_grid_cases(self, config, profile):
+        """The cases with the runtime's grid-packing threshold lowered (GRID_LIMITS' small ones), so
+        a batch of 2 or more takes the packed path (x halved, z doubled) of the web runtime."""
+        return st.tuples(self.cases(config, profile), st.sampled_from([2, 3])).map(
+            lambda pair: pair[0].replace(grid_limit=pair[1]))
+
+    def launch_paths(self, config, case):
+        batch = case["q"].shape[0]
+        packed = batch >= (case.params.get("grid_limit") or PACK_LIMIT)
+        return ("grid packed into z" if packed else "grid direct", ArgumentLayout.of(case.params).launch_path)
 
     def within_floor(self, config, case) -> bool:
         """Every non-empty (sequence, head) has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN."""
@@ -205,13 +244,15 @@ class TvmDecode(DecodeKernel):
         pipeline = device.pipeline(wgsl)
         batch, qo_heads, head_dim = case["q"].shape
         *_, gdz = decode_schedule(config["head_dim"], config["qo_heads"] // config["kv_heads"])
-        grid, pack_x = web_runtime_grid(batch, config["kv_heads"] * gdz)
+        grid, pack_x = web_runtime_grid(batch, config["kv_heads"] * gdz, case.params.get("grid_limit") or PACK_LIMIT)
         p = case.params
         outputs = {"output": Output(STORAGE[config["dtype"]], (batch, qo_heads, head_dim)),
                    "lse": Output(np.float32, (batch, qo_heads))}
-        resources = bind(pipeline.interface, {tvm: case[ours] for tvm, ours in DECODE_INPUTS.items()}, outputs, {
+        small = {tvm: case[ours] for tvm, ours in DECODE_INPUTS.items() if tvm != "pages"}
+        inputs, offsets = ArgumentLayout.of(p).bind(small, case["pages"])
+        resources = bind(pipeline.interface, inputs, outputs, {
             "B": batch, "rotary_mode": p["rotary_mode"], "rope_scale": p["rope_scale"],
-            "rope_theta": p["rope_theta"], "sm_scale": p["sm_scale"], "packGridDimX": pack_x})
+            "rope_theta": p["rope_theta"], "sm_scale": p["sm_scale"], "packGridDimX": pack_x}, offsets)
         run = device.run(pipeline, resources, grid)
         names = {"output": "output", "lse": "lse"}
         return Launched(_by_param(run.outputs, names), _by_param(run.guard_intact, names), run.timing)
@@ -251,10 +292,11 @@ class TvmDecodeSlidingWindow(TvmDecode):
     name = "tvm.decode_sliding_window"
     summary = ("Apache TVM 0.27's generated paged decode with attention sinks and a sliding window "
                "(_attention_decode(sliding_window=True))")
-    config_keys = TvmDecode.config_keys[:-1] + (
-        ConfigKey("sliding_window", 1, (1,), "length_info is [3, B]: last_page_len, window offset, sink size"),)
-    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=4, dtype="f16"),
-                   dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"))
+    config_keys = tuple(ConfigKey("sliding_window", 1, (1,), "length_info is [3, B]: last_page_len, window offset, "
+                                  "sink size") if key.name == "sliding_window" else key for key in TvmDecode.config_keys)
+    #: Llama-3.2-1B with its rope scaling, and MHA (G = 1: two rows per lane) at D = 128 in f32.
+    gate_shapes = (dict(head_dim=64, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_2),
+                   dict(head_dim=128, qo_heads=8, kv_heads=8, dtype="f32"))
 
 
 # -- merge ------------------------------------------------------------------------------------------
@@ -360,5 +402,7 @@ class CaseFamilyCheck(Check):
 
 register(CaseFamilyCheck("below_floor", "contexts whose every base-2 logit lies below -5e4 (TVM's -inf) are "
                                         "still attended (softmax is shift-invariant)"))
+register(CaseFamilyCheck("packed_grid", "small grids packed as the web runtime packs grids past 65535 "
+                                        "workgroups (its threshold lowered): every workgroup still maps to a row"))
 register(CaseFamilyCheck("infinite_empty", "merges states whose empty side has lse -inf (our convention, not "
                                            "TVM's) within budget, no NaN"))

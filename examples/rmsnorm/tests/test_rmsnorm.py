@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from verify_rmsnorm import RmsNorm
 
 import verify.strategies as vs
 from verify.testing import assert_within_budget
-from verify_rmsnorm import RmsNorm
 
 
 @pytest.mark.webgpu

@@ -13,6 +13,8 @@ Bindings (TVM's argument names, one buffer each):
   9 params                  uniform DecodeParams {batch, rotary_mode, rope_scale, rope_theta, sm_scale}
 Semantics: references.decode.decode_attention (TVM's _attention_decode), rotated q/k rounded to
 the storage type as TVM's cast_qkv does. Empty contexts: output 0 and lse -inf, bit-exact.
+With rotary_mode 1 the rotation is NeoX's (TVM's decode pairs d with d +- D/2 whatever the
+rope_type), with the frequency scaling of the config's rope_scaling (rope_variant.py).
 """
 
 from __future__ import annotations
@@ -22,13 +24,22 @@ import numpy as np
 from references.decode import decode_attention
 from verify.budgets.attention import decode_budget
 from verify.cases.attention import decode_cases
+from verify.errors import UsageError
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE, dtype_enables, \
-    dtype_features
+from verify.kernels.attention.common import (
+    DTYPE,
+    HEAD_DIM,
+    KV_HEADS,
+    PAGE_SIZE,
+    QO_HEADS,
+    STORAGE,
+    dtype_enables,
+    dtype_features,
+)
+from verify.kernels.attention.rope_variant import LLAMA_3_2, SCALING_KEYS, RopeVariant, trim_config, validate_variant
 from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
 from verify.kernels.specialize import specialize
-from verify.errors import UsageError
 
 SLIDING_WINDOW = ConfigKey("sliding_window", 0, (0, 1), "1: length_info is [3, B] with window offset and sinks")
 
@@ -38,21 +49,27 @@ class DecodeKernel(Kernel):
 
     family = "attention"
     reference = "references.decode.decode_attention"
-    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW)
+    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW) + SCALING_KEYS
     checks = ("reference", "determinism", "page_permutation", "split_merge", "sanitize")
     budget_function = staticmethod(decode_budget)
     output_axes = {"output": ("head", "dim"), "lse": ("sequence", "head")}
 
+    def config(self, overrides=None):
+        return trim_config(super().config(overrides), overrides)
+
     def validate(self, config):
         if config["qo_heads"] <= 0 or config["kv_heads"] <= 0 or config["qo_heads"] % config["kv_heads"]:
             raise UsageError(f"qo_heads={config['qo_heads']} must be a positive multiple of kv_heads={config['kv_heads']}")
+        validate_variant(config)
 
     def requirements(self, config):
         return dtype_features(config)
 
     def gate_configs(self, profile):
+        """Llama-3.2-3B with its rope scaling (24/8 heads: a GQA group of 3), one kv head for 8
+        query heads in f32, D = 256 with a sliding window, and D = 96."""
         shapes = [
-            dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", sliding_window=0),
+            dict(head_dim=128, qo_heads=24, kv_heads=8, dtype="f16", sliding_window=0, **LLAMA_3_2),
             dict(head_dim=64, qo_heads=8, kv_heads=1, dtype="f32", sliding_window=0),
             dict(head_dim=256, qo_heads=4, kv_heads=4, dtype="f16", sliding_window=1),
             dict(head_dim=96, qo_heads=6, kv_heads=2, dtype="f16", sliding_window=0),
@@ -69,12 +86,14 @@ class DecodeKernel(Kernel):
     def wgsl(self, config):
         from verify.kernels.specialize import body
 
+        variant = RopeVariant.from_config(config)
         constants = {
             "HEAD_DIM": config["head_dim"], "QO_HEADS": config["qo_heads"], "KV_HEADS": config["kv_heads"],
             "PAGE_SIZE": config["page_size"], "SLIDING_WINDOW": bool(config["sliding_window"]),
-            **self.layout_constants(config),
+            **self.layout_constants(config), **variant.frequency_constants(),
         }
-        return specialize(self.name, body(__package__, self.body_file), config, enables=dtype_enables(config),
+        source = body(__package__, self.body_file) + "\n" + body(__package__, variant.frequency_file)
+        return specialize(self.name, source, config, enables=dtype_enables(config),
                           aliases={"qkv_t": config["dtype"]}, constants=constants)
 
     def workgroups(self, config, case):
@@ -82,7 +101,7 @@ class DecodeKernel(Kernel):
 
     # -- running and judging --------------------------------------------------------------------
     def cases(self, config, profile):
-        return decode_cases(config, profile)
+        return decode_cases(config, profile, llama3=RopeVariant.from_config(config).llama3)
 
     def launch(self, device, wgsl, config, case):
         pipeline = device.pipeline(wgsl)
@@ -106,7 +125,8 @@ class DecodeKernel(Kernel):
             sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"], rope_theta=p["rope_theta"],
             rope_scale=p["rope_scale"], k_rope_pos_offset=case["k_rope_pos_offset"],
             q_rope_position=case["q_rope_position"], sliding_window=bool(config["sliding_window"]),
-            rotary_dtype=STORAGE[config["dtype"]], page_size=config["page_size"])
+            rotary_dtype=STORAGE[config["dtype"]], page_size=config["page_size"],
+            llama3=RopeVariant.from_config(config).llama3)
 
     def expected(self, config, case):
         result = self.reference_result(config, case)
@@ -115,7 +135,8 @@ class DecodeKernel(Kernel):
         o_budget, lse_budget = decode_budget(
             result, config["dtype"], sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"],
             rope_theta=p["rope_theta"], rope_scale=p["rope_scale"],
-            q_positions=case["q_rope_position"].astype(np.int64), k_positions=k_positions)
+            q_positions=case["q_rope_position"].astype(np.int64), k_positions=k_positions,
+            llama3=RopeVariant.from_config(config).llama3)
         empty = result.length == 0
         return [
             Expected.around("output", result.o, o_budget, config["dtype"],

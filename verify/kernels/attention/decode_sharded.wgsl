@@ -35,7 +35,8 @@
 // Workgroup storage: 4 (2 SHARDS LANES + 2 SHARDS + SHARDS CHUNK) bytes <= 11 KiB.
 //
 // RoPE (rotary_mode 1): NeoX pairing of dim d with d +- D/2 in f32, angle =
-// (pos * rope_scale) / rope_theta^(((2d) mod D) / D), then rounded to qkv_t as TVM's cast_qkv;
+// (pos * rope_scale) * f_d, f_d = rope_theta^(-((2d) mod D) / D) unscaled or with Llama 3's
+// scaling (rope_frequencies, appended from rope_frequency*.wgsl), then rounded to qkv_t as TVM's cast_qkv;
 // q at q_rope_position[b], K row r at k_rope_pos_offset[b] + r (r logical, not the slot).
 
 struct DecodeParams {
@@ -110,7 +111,7 @@ fn row_index(b: u32, kv_head: u32, row: u32, kind: u32) -> u32 {
 fn rotate(x: vec4<f32>, partner: vec4<f32>, quad: u32, position: i32) -> vec4<f32> {
   let dims = vec4<u32>(4u * quad) + vec4<u32>(0u, 1u, 2u, 3u);
   let exponent = vec4<f32>((2u * dims) % HEAD_DIM) / f32(HEAD_DIM);
-  let angle = vec4<f32>(f32(position) * params.rope_scale) / pow(vec4<f32>(params.rope_theta), exponent);
+  let angle = vec4<f32>(f32(position) * params.rope_scale) * rope_frequencies(params.rope_theta, exponent);
   let side = select(1.0, -1.0, quad < HALF_VECS);
   return vec4<f32>(vec4<qkv_t>(cos(angle) * x + sin(angle) * (side * partner)));
 }

@@ -22,14 +22,17 @@ from verify.kernels.attention.decode_common import DecodeKernel
 
 #: Rows of context per sequence above which the sharded kernel is chosen (the seed's switch point).
 SWITCH_ROWS = 256
+#: Switch points the cases draw: the real one (None), and a low one so that the short contexts of
+#: every profile take the sharded branch too (the rule is the same; only its threshold moves).
+DRAWN_SWITCH_ROWS = (None, 32)
 _SEPARATOR = "// ---- module: {name} ----"
 _SEPARATOR_LINE = re.compile(r"^// ---- module: (\S+) ----$", re.M)
 
 
-def use_sharded(nnz_pages: int, batch: int, page_size: int) -> bool:
+def use_sharded(nnz_pages: int, batch: int, page_size: int, switch_rows: int = SWITCH_ROWS) -> bool:
     """The seed's host rule: sharded when nnz_pages > B * 256 / page_size (integer division, as TVM's
     shape arithmetic), else tiled."""
-    return nnz_pages > batch * SWITCH_ROWS // page_size
+    return nnz_pages > batch * switch_rows // page_size
 
 
 class DecodeSwitch(DecodeKernel):
@@ -59,10 +62,24 @@ class DecodeSwitch(DecodeKernel):
         return {key: max(k.limits.get(key, WANTED_LIMITS[key]) for k in kernels) for key in keys}
 
     def branch(self, case) -> str:
-        """'sharded' or 'tiled': the kernel the host rule picks for this case."""
+        """'sharded' or 'tiled': the kernel the host rule picks for this case (at the case's drawn
+        switch point, `switch_rows`, else the real one)."""
         nnz_pages = int(case["page_values"].shape[0])
         batch = int(case["q"].shape[0])
-        return "sharded" if use_sharded(nnz_pages, batch, int(case["pages"].shape[3])) else "tiled"
+        rows = case.params.get("switch_rows") or SWITCH_ROWS
+        return "sharded" if use_sharded(nnz_pages, batch, int(case["pages"].shape[3]), rows) else "tiled"
+
+    def cases(self, config, profile):
+        """The decode cases, each with a drawn switch point (DRAWN_SWITCH_ROWS): at the real one
+        only the longer contexts of the ci profile reach the sharded branch, so a lower one sends
+        short cases there too and every profile exercises both branches."""
+        from hypothesis import strategies as st
+
+        return st.tuples(super().cases(config, profile), st.sampled_from(DRAWN_SWITCH_ROWS)).map(
+            lambda pair: pair[0] if pair[1] is None else pair[0].replace(switch_rows=pair[1]))
+
+    def launch_paths(self, config, case):
+        return (self.branch(case),)
 
     def wgsl(self, config):
         parts = []

@@ -23,7 +23,8 @@
 // an empty context writes o = 0 and lse = -inf (its bit pattern: WGSL lets implementations
 // assume arithmetic never produces infinities).
 // With rotary_mode 1, q (at q_rope_position[b]) and each K row (at k_rope_pos_offset[b] + r)
-// get the NeoX rotation in f32, rounded to qkv_t as TVM's cast_qkv does; a lane reads its
+// get the NeoX rotation in f32 at the frequencies of rope_frequencies (unscaled or Llama 3's,
+// appended from rope_frequency*.wgsl), rounded to qkv_t as TVM's cast_qkv does; a lane reads its
 // dims' partners (d +- HEAD_DIM/2) straight from global memory.
 
 struct DecodeParams {
@@ -130,10 +131,11 @@ fn decode_tiled(@builtin(workgroup_id) group_id: vec3<u32>,
   // Lanes below HALF_LANES hold the lower half of the head, whose partners are d + HEAD_DIM/2.
   let lower = tx < HALF_LANES;
   let partner_lane = (tx + HALF_LANES) % BDX;
-  // freq_d = rope_theta^(-((2d) mod HEAD_DIM)/HEAD_DIM), shared by d and its partner.
+  // freq_d = rope_theta^(-((2d) mod HEAD_DIM)/HEAD_DIM) (then scaled: rope_frequency*.wgsl), shared
+  // by d and its partner.
   let dims = vec4<u32>(4u * tx) + vec4<u32>(0u, 1u, 2u, 3u);
   let exponent = vec4<f32>((2u * dims) % HEAD_DIM) / f32(HEAD_DIM);
-  let freq = pow(vec4<f32>(params.rope_theta), -exponent);
+  let freq = rope_frequencies(params.rope_theta, exponent);
   let rotary = params.rotary_mode == 1u;
 
   var q_lane = vec4<f32>(q[head_row + tx]);

@@ -7,6 +7,7 @@ import numpy as np
 from references.softmax import merge_outputs
 from verify.budgets.attention import merge_budget
 from verify.cases.attention import merge_cases
+from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.gpu import InOut
 from verify.gpu.uniforms import pack_struct
 from verify.kernels.attention.common import DTYPE, HEAD_DIM, dtype_enables, dtype_features
@@ -48,14 +49,18 @@ class MergeState(Kernel):
         )
 
     def cases(self, config, profile):
-        return merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens)
+        return with_grid_limit(merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens))
+
+    def launch_paths(self, config, case):
+        groups = -(-case["s"].size // rows_per_group(config["head_dim"]))
+        return ("grid wrapped into y",) if groups > (case.params.get("grid_limit") or MAX_GROUPS_X) else ("flat grid",)
 
     def launch(self, device, wgsl, config, case):
         pipeline = device.pipeline(wgsl)
         tokens, heads, _ = case["v"].shape
         rows = tokens * heads
         groups = -(-rows // rows_per_group(config["head_dim"]))
-        grid = (min(groups, MAX_GROUPS_X), -(-groups // MAX_GROUPS_X))
+        grid = wrapped_grid(groups, case.params.get("grid_limit") or MAX_GROUPS_X)
         uniform = pack_struct(pipeline.interface.structs["MergeParams"], {"rows": rows})
         run = device.run(pipeline, {
             "v": InOut(case["v"]), "s": InOut(case["s"]),

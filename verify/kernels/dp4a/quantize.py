@@ -19,6 +19,7 @@ import numpy as np
 
 from references.dp4a_quant import quantize_blocks, unpack_codes
 from verify.cases.dp4a_quantize import quantize_cases
+from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
@@ -133,14 +134,19 @@ class Quantize(Kernel):
                           aliases={"a_t": config["dtype"]}, constants=constants)
 
     def cases(self, config, profile):
-        return quantize_cases(config["dtype"], profile)
+        return with_grid_limit(quantize_cases(config["dtype"], profile))
+
+    def launch_paths(self, config, case):
+        rows, k = _activation_shape(case["a"])
+        groups = -(-(rows * k // 4) // WORKGROUP_LANES)
+        return ("grid wrapped into y",) if groups > (case.params.get("grid_limit") or MAX_GROUPS_X) else ("flat grid",)
 
     def launch(self, device, wgsl, config, case):
         a = case["a"]
         rows, k = _activation_shape(a)
         vec4_count = rows * k // 4
         groups = -(-vec4_count // WORKGROUP_LANES)
-        grid = (min(groups, MAX_GROUPS_X), -(-groups // MAX_GROUPS_X))
+        grid = wrapped_grid(groups, case.params.get("grid_limit") or MAX_GROUPS_X)
         pipeline = device.pipeline(wgsl)
         uniform = pack_struct(pipeline.interface.structs["QuantizeParams"], {"vec4_count": vec4_count})
         run = device.run(pipeline, {
