@@ -236,8 +236,8 @@ def test_sanitize_runs_on_top_of_subgroup_emulation(webgpu_device):
     checked = kernel.launch(both, kernel.wgsl(config), config, case)
     report = both.take_report()
     assert report.clean and report.accesses > 0, report.messages()
-    assert {s.variable for s in both.pipeline(kernel.wgsl(config)).sanitized.sites} == {"a", "codes", "scales",
-                                                                                        "subgroup_max"}
+    assert {s.variable for s in both.pipeline(kernel.wgsl(config)).sanitized.sites} == {
+        "a", "codes", "scales", "subgroup_max", "width_of_subgroups"}
     assert same_outputs(plain.outputs, checked.outputs)
 
 
