@@ -172,10 +172,13 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
 
     writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile, shard=shard,
                            planned=planned)
-    position = {(j.kernel, j.check, _config_key(j.config), j.subgroup_width): i for i, j in enumerate(jobs)}
+    position = {(j.kernel, j.check, _config_key(j.config), j.subgroup_width, j.backend or "wgpu"): i
+                for i, j in enumerate(jobs)}
 
     def plan_order(record):
-        return position.get((record.kernel, record.check, _config_key(record.config), record.subgroup_width), -1)
+        implementation = record.adapter.implementation if record.adapter is not None else "wgpu"
+        return position.get((record.kernel, record.check, _config_key(record.config), record.subgroup_width,
+                             implementation), -1)
 
     display = Display(len(jobs))
     for record in prior or []:
@@ -293,20 +296,22 @@ def cmd_check(args) -> int:
 
 
 def cmd_gate(args) -> int:
-    from verify.plan import gate_jobs, select_shard
+    from verify.plan import gate_backends, gate_jobs, select_shard
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
     names = [n for n in args.kernels.split(",") if n] if args.kernels else None
+    backends, unavailable = gate_backends(args.backend, args.adapter)
     jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
-                              time_limit=args.time_limit, adapter=args.adapter, backend=args.backend)
+                              time_limit=args.time_limit, adapter=args.adapter, backends=backends)
+    skipped += unavailable
     planned = len(jobs) + len(skipped)
     shard = ""
     if args.shard:
         index, count = args.shard
         jobs, skipped = select_shard(jobs, index, count), (skipped if index == 1 else [])
         shard = f"{index}/{count}"
-    _check_adapter(args.adapter, args.backend)
+    _check_adapter(args.adapter, backends[0])
     return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned)
 
@@ -488,7 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if hasattr(args, "backend"):  # resolved once here ($VERIFY_BACKEND included), checked early
+        if getattr(args, "backend", None) or (hasattr(args, "backend") and os.environ.get("VERIFY_BACKEND")):
+            # resolved once here ($VERIFY_BACKEND included) and checked early; left None when
+            # neither names one, where the gate runs on both implementations
             from verify.gpu.backends import backend_named
 
             args.backend = backend_named(args.backend).value

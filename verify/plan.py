@@ -65,12 +65,19 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
 
 
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
-              adapter: str | None = None, backend: str | None = None) -> tuple[list[Job], list[CheckResult]]:
+              adapter: str | None = None, backend: str | None = None,
+              backends: list | None = None) -> tuple[list[Job], list[CheckResult]]:
     """The gate's jobs for `kernels` (default: every kernel by name), and a SKIP result for each
     kernel whose configs cannot be built on this machine (e.g. apache-tvm missing).
 
     A kernel's examples are shared among its gate configs: ceil(profile.examples / configs) each.
+    `backends` (default: [`backend`]) are the WebGPU implementations to run on: the first runs
+    every check of the kernel; each other one runs the profile's `other_backend_checks`, and the
+    `implementations` check (which compares the first with the others) runs only when there are
+    several.
     """
+    backends = list(backends or [backend])
+    primary, others = backends[0], backends[1:]
     jobs, skipped = [], []
     for name in kernels or kernel_names():
         spec = spec_of(name)
@@ -83,16 +90,44 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                                        source=Source(_source_kind(spec) or instance.source)))
             continue
         per_config = max(1, math.ceil(profile.examples / len(configs)))
+        main_checks = [c for c in instance.checks if c != "implementations" or others]
+        other_checks = [c for c in instance.checks if c != "implementations" and
+                        (profile.other_backend_checks is None or c in profile.other_backend_checks)]
         for config in configs:
             jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
-                               time_limit=time_limit, adapter=adapter, backend=backend)
+                               time_limit=time_limit, adapter=adapter, backend=primary, checks=main_checks)
+            for other in others:
+                if other_checks:
+                    jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed,
+                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter, backend=other,
+                                       checks=other_checks)
             # A kernel built on subgroups runs at the widths real GPUs have, emulated on any adapter.
             if "subgroup" in instance.requirements(instance.config(config)):
                 for width in profile.subgroup_widths:
                     jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed,
-                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter, backend=backend,
+                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter, backend=primary,
                                        checks=list(WIDTH_CHECKS), subgroup_width=width)
     return jobs, skipped
+
+
+def gate_backends(chosen: str | None, adapter: str | None) -> tuple[list[str], list]:
+    """The implementations the gate runs on: the chosen one, else both wgpu and Dawn (browsers
+    run both). One that cannot run here is a SKIP record saying why (a skip fails the gate unless
+    --allow-skip), not a silent omission."""
+    from verify.errors import SetupError
+    from verify.gpu.backends import ensure_available
+    from verify.results.record import CheckResult, Verdict
+
+    if chosen or os.environ.get("VERIFY_BACKEND"):
+        return [chosen or os.environ["VERIFY_BACKEND"]], []
+    backends, unavailable = ["wgpu"], []
+    try:
+        ensure_available("dawn", adapter)
+        backends.append("dawn")
+    except SetupError as exc:
+        unavailable.append(CheckResult(kernel="*", check="*", config={}, verdict=Verdict.SKIP,
+                                       reason=f"the dawn backend cannot run here, so no kernel ran on Dawn/Tint: {exc}"))
+    return backends, unavailable
 
 
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:

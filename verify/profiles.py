@@ -63,6 +63,9 @@ class Profile:
     matmul: MatmulSizes
     #: Subgroup widths the gate runs every subgroup-using kernel at, emulated (docs/instrumentation.md).
     subgroup_widths: tuple = ()
+    #: The checks the gate runs on its second WebGPU implementation (None: all of them); the
+    #: first runs every check, and `implementations` compares the two on the same cases.
+    other_backend_checks: tuple | None = ("reference",)
 
     def __str__(self) -> str:
         return self.name
@@ -76,7 +79,7 @@ PROFILES = {
                   (4, 16, 32, 64, 128)),
     "nightly": Profile("nightly", 1000, 3600.0, "long contexts (>= 4096), many examples",
                        DecodeSizes(8, 8192), 64, QuantizeSizes(1024, 8192, 4), MatmulSizes(300, 1024, 4096, 3, 1 << 26),
-                       (4, 8, 16, 32, 64, 128)),
+                       (4, 8, 16, 32, 64, 128), None),
 }
 
 

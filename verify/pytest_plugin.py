@@ -35,6 +35,9 @@ def pytest_addoption(parser):
                     help="run on the WebGPU adapter whose name/backend contains TEXT (default: $VERIFY_ADAPTER, "
                     "else the best one)")
     group.addoption("--verify-seed", type=int, default=0, metavar="N", help="Hypothesis seed of verify's checks (default 0)")
+    group.addoption("--verify-backend", default=None, metavar="NAME",
+                    help="WebGPU implementation: wgpu (Naga) or dawn (Tint) (default: $VERIFY_BACKEND, else wgpu; "
+                    "the gate runs on both unless one is named)")
     group.addoption("--verify-gate", action="store_true",
                     help="collect every (kernel, config, check) of `verify gate` as a test item (instead of the "
                     "test files, unless paths are given)")
@@ -101,13 +104,13 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def webgpu_device(pytestconfig):
-    """A verify.gpu.Device on the session's adapter; the test is skipped (with the install
-    hint) on a machine without one."""
+    """A device (verify.gpu.Device, or DawnDevice with --verify-backend dawn) on the session's
+    adapter; the test is skipped (with the install hint) on a machine without one."""
     from verify.errors import SetupError
-    from verify.gpu import Device
+    from verify.gpu.backends import open_device
 
     try:
-        return Device(pytestconfig.getoption("verify_adapter"))
+        return open_device(pytestconfig.getoption("verify_backend"), pytestconfig.getoption("verify_adapter"))
     except SetupError as exc:
         pytest.skip(str(exc))
 
@@ -143,6 +146,7 @@ def verify_check(request):
     def run(kernel, kernel_config: dict | None = None, **options):
         options.setdefault("profile", config.getoption("verify_profile"))
         options.setdefault("adapter", config.getoption("verify_adapter"))
+        options.setdefault("backend", config.getoption("verify_backend"))
         options.setdefault("seed", config.getoption("verify_seed"))
         options.setdefault("out_dir", _out_dir(config))
         results = verify.check(kernel, kernel_config, **options)
@@ -185,21 +189,25 @@ class GateCollector(pytest.Collector):
     """The gate's jobs, planned exactly as `verify gate` plans them."""
 
     def collect(self):
-        from verify.plan import gate_jobs
+        from verify.plan import gate_backends, gate_jobs
         from verify.profiles import get_profile
 
         config = self.config
         kernels = config.getoption("verify_kernels")
+        backends, unavailable = gate_backends(config.getoption("verify_backend"), config.getoption("verify_adapter"))
         jobs, skipped = gate_jobs([k for k in kernels.split(",") if k] if kernels else None,
                                   profile=get_profile(config.getoption("verify_profile")),
                                   seed=config.getoption("verify_seed"), out_dir=_out_dir(config), time_limit=None,
-                                  adapter=config.getoption("verify_adapter"))
+                                  adapter=config.getoption("verify_adapter"), backends=backends)
+        skipped += unavailable
         for result in skipped:
             yield GateItem.from_parent(self, name=f"{result.kernel}::setup", job=None, setup_skip=result)
         for job in jobs:
             config_text = ",".join(f"{k}={v}" for k, v in sorted(job.config.items()))
             if job.subgroup_width:
                 config_text += f",subgroup_width={job.subgroup_width}"
+            if job.backend and job.backend != "wgpu":
+                config_text += f",backend={job.backend}"
             yield GateItem.from_parent(self, name=f"{job.kernel}::{job.check}[{config_text}]", job=job)
 
 

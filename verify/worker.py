@@ -61,6 +61,36 @@ def device_limits(kernel, check: str) -> dict:
             for key in set(kernel.limits) | set(partner)}
 
 
+def _other_implementation(devices: DeviceCache, job: dict, device, limits: dict):
+    """A device of the other WebGPU implementation on the same adapter, emulating the same
+    subgroup width if the job does."""
+    from verify.gpu.adapters import Implementation
+
+    mine = device.info.implementation
+    other = Implementation.DAWN if mine is Implementation.WGPU else Implementation.WGPU
+    opened = devices.get(job.get("adapter"), other.value, limits)
+    if job.get("subgroup_width"):
+        from verify.instrument import EmulatingDevice
+
+        opened = EmulatingDevice(opened, job["subgroup_width"])
+    return opened
+
+
+def _second_implementation_missing(job: dict, device, requirements) -> str:
+    """Why the `implementations` check cannot run here ("" if it can): the other WebGPU
+    implementation has no adapter matching this one, or lacks a feature the config needs."""
+    from verify.errors import SetupError
+    from verify.gpu.adapters import Implementation
+    from verify.gpu.backends import ensure_available
+
+    other = Implementation.DAWN if device.info.implementation is Implementation.WGPU else Implementation.WGPU
+    try:
+        ensure_available(other.value, job.get("adapter"))
+    except SetupError as exc:
+        return f"no second WebGPU implementation here ({other.value}: {exc})"
+    return ""
+
+
 def adapter_record(device) -> AdapterRecord:
     info = device.info
     return AdapterRecord(info.name, info.vendor, info.backend, info.adapter_type, info.driver,
@@ -87,6 +117,10 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
     missing = device.missing(kernel.requirements(config))
     if missing:
         return replace(result, verdict=Verdict.SKIP, reason=f"adapter lacks {', '.join(missing)}")
+    if check.name == "implementations":
+        unavailable = _second_implementation_missing(job, device, kernel.requirements(config))
+        if unavailable:
+            return replace(result, verdict=Verdict.SKIP, reason=unavailable)
     modules = kernel.modules(wgsl)
     try:
         for module in modules:
@@ -99,7 +133,8 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
         return replace(result, verdict=Verdict.FAIL, reason="exceeds the limits verify holds it to: "
                        + "; ".join(limits.over_limits))
     emit({"event": "started"})
-    ctx = CheckContext(kernel, config, device, wgsl, profile)
+    ctx = CheckContext(kernel, config, device, wgsl, profile,
+                       open_other=lambda: _other_implementation(devices, job, device, device_limits(kernel, check.name)))
     run = run_check(check, ctx, RunOptions(job["examples"], job["seed"]), progress=lambda done, total: emit(
         {"event": "progress", "done": done, "total": total}))
     checked = replace(run.result, kernel_ref=result.kernel_ref, family=result.family, source=result.source,

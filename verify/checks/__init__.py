@@ -19,7 +19,7 @@ from verify.errors import UsageError
 ENTRY_POINT_GROUP = "verify.checks"
 _CHECKS: dict[str, Check] = {c.name: c for c in (ReferenceCheck(), DeterminismCheck())}
 _FAMILY_MODULES = ("verify.checks.metamorphic", "verify.checks.differential", "verify.checks.dp4a",
-                   "verify.checks.sanitize")
+                   "verify.checks.sanitize", "verify.checks.implementations")
 _loaded = False
 
 

@@ -17,6 +17,9 @@ class CheckContext:
     wgsl: str
     profile: Profile = field(default_factory=lambda: get_profile("ci"))
     timer: StageTimer = field(default_factory=StageTimer)
+    #: Opens a device of the other WebGPU implementation on the same adapter and limits (set by
+    #: the worker; the `implementations` check runs the kernel on both).
+    open_other: object = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def launch(self, case, kernel=None, wgsl=None, device=None):
@@ -26,6 +29,14 @@ class CheckContext:
         launched = kernel.launch(device or self.device, wgsl or self.wgsl, self.config, case)
         self.timer.add_launch(launched.timing)
         return launched
+
+    def other_implementation(self):
+        """A device of the other WebGPU implementation (Dawn for wgpu, wgpu for Dawn)."""
+        if self.open_other is None:
+            from verify.errors import SetupError
+
+            raise SetupError("this run has no second WebGPU implementation to compare with")
+        return self.open_other()
 
     def cached(self, key: str, make):
         """A value made once per check (a wrapped device, a compiled partner kernel)."""

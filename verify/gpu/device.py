@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.errors import KernelError, SetupError, UsageError
+from verify.errors import KernelError, SetupError
 from verify.gpu.adapters import AdapterInfo, choose_adapter
 from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
 from verify.gpu.probes import AdapterProbes

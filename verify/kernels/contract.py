@@ -117,7 +117,7 @@ class Kernel(ABC):
     limits: dict = {}
     config_keys: tuple = ()
     #: Names of the checks (verify.checks) that apply to this kernel.
-    checks: tuple = ("reference", "determinism", "sanitize")
+    checks: tuple = ("reference", "determinism", "sanitize", "implementations")
     #: Names of each output's last two axes, for the report's heatmaps, e.g. {"output": ("head", "dim")}.
     output_axes: dict = {}
     #: Kernel the "differential" check compares with (same contract and config keys).

@@ -33,25 +33,28 @@ def config_text(config: dict | None) -> str:
 
 @dataclass
 class AdapterColumn:
-    """One adapter as a column of the matrix: the same name, backend and driver are one column
-    even when they come from several documents."""
+    """One (adapter, WebGPU implementation) as a column of the matrix: the same name, backend,
+    driver and implementation are one column even when they come from several documents."""
 
     name: str
     backend: str
     driver: str
     type: str = ""
     subgroup_size: int | None = None
+    implementation: str = "wgpu"
     hosts: list = field(default_factory=list)
     index: int = 0
     counts: Counter = field(default_factory=Counter)
 
     @property
     def key(self) -> tuple:
-        return (self.name, self.backend, self.driver)
+        return (self.name, self.backend, self.driver, self.implementation)
 
     @property
     def label(self) -> str:
-        return f"{self.name} ({self.backend})" if self.backend else self.name
+        """Adapter, native API and WebGPU implementation: "llvmpipe (Vulkan, dawn)"."""
+        inner = ", ".join(part for part in (self.backend, self.implementation) if part)
+        return f"{self.name} ({inner})" if inner else self.name
 
 
 @dataclass
@@ -254,7 +257,8 @@ def _run_summary(index: int, document: ResultsDocument, adapters: list) -> dict:
 
 
 def _column(columns: dict, info: AdapterRecord) -> AdapterColumn:
-    column = AdapterColumn(info.name, info.backend, info.driver, info.type, info.subgroup_size, index=len(columns))
+    column = AdapterColumn(info.name, info.backend, info.driver, info.type, info.subgroup_size, info.implementation,
+                           index=len(columns))
     return columns.setdefault(column.key, column)
 
 

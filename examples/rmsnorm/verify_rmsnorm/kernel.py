@@ -35,7 +35,7 @@ class RmsNorm(verify.Kernel):
         verify.ConfigKey("dtype", "f32", ("f16", "f32"), "storage type of x, weight and y; math is f32"),
         verify.ConfigKey("workgroup", 64, (32, 64, 256), "lanes per row (a power of two)"),
     )
-    checks = ("reference", "determinism", "sanitize")
+    checks = ("reference", "determinism", "sanitize", "implementations")
     budget_function = staticmethod(rms_norm_budget)
     output_axes = {"y": ("row", "hidden")}
 

@@ -50,7 +50,7 @@ class DecodeKernel(Kernel):
     family = "attention"
     reference = "references.decode.decode_attention"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW) + SCALING_KEYS
-    checks = ("reference", "determinism", "page_permutation", "split_merge", "sanitize")
+    checks = ("reference", "determinism", "page_permutation", "split_merge", "sanitize", "implementations")
     budget_function = staticmethod(decode_budget)
     output_axes = {"output": ("head", "dim"), "lse": ("sequence", "head")}
 

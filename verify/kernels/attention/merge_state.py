@@ -30,7 +30,7 @@ class MergeState(Kernel):
     summary = "v, s <- merge((v, s), (v_other, s_other)) for base-2 LSE states, in place; -inf = empty"
     reference = "references.softmax.merge_outputs"
     config_keys = (HEAD_DIM, DTYPE)
-    checks = ("reference", "determinism", "sanitize")
+    checks = ("reference", "determinism", "sanitize", "implementations")
     budget_function = staticmethod(merge_budget)
     output_axes = {"v": ("head", "dim"), "s": ("token", "head")}
 
