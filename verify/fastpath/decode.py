@@ -226,28 +226,54 @@ def _round_in_place(x: np.ndarray, dtype) -> np.ndarray:
     return x
 
 
-def _rotated_keys(x: DecodeInputs, rows: _Rows, k_stored: np.ndarray, out: np.ndarray) -> None:
-    """The rotated, rounded keys, written into out [Hkv, T, D]: rotate_neox's elementwise operations
-    (the same angles, cos and sin, products and sums, in the same order), on the attended rows only
-    and on contiguous half-width arrays. numpy's float64 cos and sin are elementwise (libm's), so
-    taking them of the attended rows' angles alone gives the values the plain path takes of its
-    whole [B, 1, Lmax, D/2] table."""
-    half = k_stored.shape[-1] // 2
+#: Elements of one block of heads the key preparation works on at a time: small enough for its
+#: temporaries to stay in cache (and in memory the allocator reuses), large enough for few calls.
+_BLOCK_ELEMENTS = 1 << 16
+
+
+def _head_blocks(kv_heads: int, rows: int, head_dim: int):
+    step = max(1, _BLOCK_ELEMENTS // max(1, rows * head_dim))
+    return [slice(h, min(h + step, kv_heads)) for h in range(0, kv_heads, step)]
+
+
+def _keys(x: DecodeInputs, rows: _Rows, k_stored: np.ndarray, keys: np.ndarray):
+    """Write the keys the plain reference attends with into keys[:, :T] (rotated and rounded with
+    rotary_mode 1); return |k| and, with rotary_mode 1, ulp(k) in the qkv dtype ([Hkv, T, D] each).
+
+    The rotation is rotate_neox's elementwise operations (the same angles, cos and sin, products
+    and sums, in the same order) on the attended rows only, on contiguous half-width blocks of
+    heads. numpy's float64 cos and sin are elementwise (libm's), so taking them of the attended
+    rows' angles alone gives the values the plain path takes of its whole [B, 1, Lmax, D/2] table.
+    """
+    kv_heads, total, head_dim = k_stored.shape
+    k = keys[:, :total]
+    abs_k = np.empty(k.shape)
+    if x.rotary_mode == 0:
+        k[...] = k_stored
+        np.abs(k, out=abs_k)
+        return abs_k, None
+    half = head_dim // 2
     positions = np.asarray(x.k_rope_pos_offset).astype(np.int64)[rows.sequence] + rows.row  # [T]
-    freq = rope_frequencies(k_stored.shape[-1], x.rope_theta, x.llama3, "neox")[:half]
+    freq = rope_frequencies(head_dim, x.rope_theta, x.llama3, "neox")[:half]
     angles = (positions.astype(np.float64) * x.rope_scale)[..., None] * freq  # rotate_neox's _angles
     cos, sin = np.cos(angles), np.sin(angles)  # [T, D/2], broadcast over heads
-    lower, upper = k_stored[..., :half].astype(np.float64), k_stored[..., half:].astype(np.float64)
-    scratch = sin * upper
-    rotated_lower = np.multiply(cos, lower)
-    np.subtract(rotated_lower, scratch, out=rotated_lower)
-    np.multiply(sin, lower, out=scratch)
-    rotated_upper = np.multiply(cos, upper, out=lower)
-    np.add(rotated_upper, scratch, out=rotated_upper)
     dtype = numpy_dtype(x.qkv_dtype)
-    with np.errstate(over="ignore"):  # beyond the dtype's range it stores inf, as the plain rounder does
-        out[..., :half] = rotated_lower.astype(dtype)
-        out[..., half:] = rotated_upper.astype(dtype)
+    ulp_k = np.empty(k.shape)
+    for heads in _head_blocks(kv_heads, total, head_dim):
+        lower = k_stored[heads, :, :half].astype(np.float64)
+        upper = k_stored[heads, :, half:].astype(np.float64)
+        scratch = sin * upper
+        rotated = np.multiply(cos, lower)
+        np.subtract(rotated, scratch, out=rotated)
+        with np.errstate(over="ignore"):  # beyond the dtype's range it stores inf, as the plain rounder does
+            k[heads, :, :half] = rotated.astype(dtype)
+            np.multiply(sin, lower, out=scratch)
+            np.multiply(cos, upper, out=rotated)
+            np.add(rotated, scratch, out=rotated)
+            k[heads, :, half:] = rotated.astype(dtype)
+        np.abs(k[heads], out=abs_k[heads])
+        floats.ulp(abs_k[heads], x.qkv_dtype, out=ulp_k[heads])
+    return abs_k, ulp_k
 
 
 def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
@@ -266,13 +292,11 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
     keys[:, total:] = 0.0
     k = keys[:, :total]
     q = np.asarray(q_stored, np.float64)
+    abs_k, ulp_k = _keys(x, rows, k_stored, keys)
     if x.rotary_mode == 1:
-        _rotated_keys(x, rows, k_stored, k)
         q_positions = np.asarray(x.q_rope_position).astype(np.int64)
         q = _round_in_place(rotate_neox(q, q_positions[:, None], rope_theta=x.rope_theta, rope_scale=x.rope_scale,
                                         llama3=x.llama3), numpy_dtype(x.qkv_dtype))
-    else:
-        k[...] = k_stored
     qg = q.reshape(batch, kv_heads, group, head_dim)
 
     # Logits: the plain path's product for each (sequence, kv head), on the same [Lmax, D] rows.
@@ -297,10 +321,8 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
     o, lse2 = o.reshape(batch, qo_heads, head_dim), lse2.reshape(batch, qo_heads)
     logits2 = logits2.reshape(batch, qo_heads, longest)
 
-    # The budget works on |k| and |v| only: take them in place.
-    abs_k = np.abs(k, out=k)
-    abs_v = np.abs(v, out=v)
-    delta = _logit_errors(x, rows, qg, abs_k, live)
+    abs_v = np.abs(v, out=v)  # the budget needs |v| only
+    delta = _logit_errors(x, rows, qg, abs_k, ulp_k, live)
     if delta is None:
         return None
     o_budget, lse_budget = _budget(x, rows, logits2, delta, o, lse2, abs_v, live)
@@ -309,7 +331,8 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
     return DecodeEvaluation(o, lse2, logits2, rows.length, o_budget, lse_budget)
 
 
-def _logit_errors(x: DecodeInputs, rows: _Rows, qg: np.ndarray, abs_k: np.ndarray, live: list) -> np.ndarray | None:
+def _logit_errors(x: DecodeInputs, rows: _Rows, qg: np.ndarray, abs_k: np.ndarray, ulp_k: np.ndarray | None,
+                  live: list) -> np.ndarray | None:
     """decode_budget's delta (before masking), [B, Hkv, G, Lmax], >= the plain one (module docstring)."""
     batch, kv_heads, group, head_dim = qg.shape
     r, u = rounding_rel(ACC), unit_roundoff(ACC)
@@ -338,7 +361,6 @@ def _logit_errors(x: DecodeInputs, rows: _Rows, qg: np.ndarray, abs_k: np.ndarra
     by_magnitude = np.concatenate([dot_rel * abs_q + e_q + (_SQRT2 * constant) * paired,
                                    (_SQRT2 * slope) * paired], axis=2)  # [B, Hkv, 2G, D]
     flushed = (3 * _SQRT2 * FTZ_ABS) * w.sum(axis=-1)  # [B, Hkv, G]
-    ulp_k = floats.ulp(abs_k, x.qkv_dtype)
     k_offset = np.asarray(x.k_rope_pos_offset).astype(np.int64)
     for b in live:
         span = rows.span(b)

@@ -19,7 +19,7 @@ import numpy as np
 from verify.budgets import roundoff
 
 _EXPONENT_BITS = np.int64(0x7FF0000000000000)
-_MAGNITUDE_BITS = np.int64(0x7FFFFFFFFFFFFFFF)
+_INFINITY_BITS = np.int64(0x7FF0000000000000)
 
 
 def _bits_of(value: float) -> np.int64:
@@ -83,9 +83,11 @@ def _format(dtype) -> tuple[str, _Format]:
     return name, _FORMATS[name]
 
 
-def _magnitude_bits(x) -> np.ndarray:
-    """The bits of |x|, as a fresh contiguous int64 array (the callers work on it in place)."""
-    return np.abs(np.asarray(x, np.float64)).view(np.int64)
+def _magnitude_bits(x, out: np.ndarray | None = None) -> np.ndarray:
+    """The bits of |x| as int64, in `out` (float64, x's shape) or a fresh array: the callers work
+    on it in place."""
+    magnitude = np.abs(np.asarray(x, np.float64), out=out)
+    return magnitude.view(np.int64)
 
 
 def _in_range(magnitude_bits: np.ndarray, fmt: _Format) -> bool:
@@ -107,12 +109,17 @@ def _spacing_bits(magnitude_bits: np.ndarray, fmt: _Format) -> np.ndarray:
     return np.maximum(spacing, fmt.subnormal_spacing_bits, out=spacing)
 
 
-def ulp(x, dtype) -> np.ndarray:
-    """roundoff.ulp(x, dtype), exactly, for float64 x (f16 or f32)."""
+def ulp(x, dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """roundoff.ulp(x, dtype), exactly, for float64 x (f16 or f32); written into `out` (a float64
+    array of x's shape, not x itself) when given."""
     _, fmt = _format(dtype)
-    magnitude = _magnitude_bits(x)
+    magnitude = _magnitude_bits(x, out)
     if not _in_range(magnitude, fmt):
-        return roundoff.ulp(x, dtype)
+        spacing = roundoff.ulp(x, dtype)
+        if out is None:
+            return spacing
+        out[...] = spacing
+        return out
     return _spacing_bits(magnitude, fmt).view(np.float64)
 
 
@@ -129,11 +136,12 @@ def faithful_rounding_bound(y, dtype) -> np.ndarray:
 
 
 def representable_normal(x, dtype) -> np.ndarray:
-    """Where x (float64) is 0 or a normal number of the format, exactly: what
-    `x.astype(format) == x & (x == 0 | |x| >= smallest normal)` says, without the conversion."""
+    """Where float64 x is stored unchanged in the format and is 0, a normal number or an infinity:
+    `x.astype(format) == x & (x == 0 | |x| >= smallest normal)`, exactly, without the conversion."""
     _, fmt = _format(dtype)
     magnitude = _magnitude_bits(x)
     normal = (magnitude >= fmt.smallest_normal_bits) & (magnitude <= fmt.largest_bits)
     normal &= np.bitwise_and(magnitude, fmt.dropped_bits) == 0
     normal |= magnitude == 0
+    normal |= magnitude == _INFINITY_BITS
     return normal
