@@ -226,54 +226,100 @@ def _round_in_place(x: np.ndarray, dtype) -> np.ndarray:
     return x
 
 
-#: Elements of one block of heads the key preparation works on at a time: small enough for its
-#: temporaries to stay in cache (and in memory the allocator reuses), large enough for few calls.
+#: Elements of one block of kv heads worked on at a time: small enough for its buffers to stay in
+#: cache and be reused from block to block, large enough to keep the number of numpy calls small.
 _BLOCK_ELEMENTS = 1 << 16
 
 
-def _head_blocks(kv_heads: int, rows: int, head_dim: int):
+def _head_blocks(kv_heads: int, rows: int, head_dim: int) -> list[slice]:
     step = max(1, _BLOCK_ELEMENTS // max(1, rows * head_dim))
     return [slice(h, min(h + step, kv_heads)) for h in range(0, kv_heads, step)]
 
 
-def _keys(x: DecodeInputs, rows: _Rows, k_stored: np.ndarray, keys: np.ndarray):
-    """Write the keys the plain reference attends with into keys[:, :T] (rotated and rounded with
-    rotary_mode 1); return |k| and, with rotary_mode 1, ulp(k) in the qkv dtype ([Hkv, T, D] each).
+@dataclass
+class _Rotation:
+    """cos and sin of every attended row's angles, [T, D/2]: rotate_neox's angles (positions times
+    rope_scale times the NeoX frequencies), for the attended rows only. numpy's float64 cos and sin
+    are elementwise (libm's), so these are the values the plain path takes of its [B, 1, Lmax, D/2]."""
 
-    The rotation is rotate_neox's elementwise operations (the same angles, cos and sin, products
-    and sums, in the same order) on the attended rows only, on contiguous half-width blocks of
-    heads. numpy's float64 cos and sin are elementwise (libm's), so taking them of the attended
-    rows' angles alone gives the values the plain path takes of its whole [B, 1, Lmax, D/2] table.
-    """
-    kv_heads, total, head_dim = k_stored.shape
-    k = keys[:, :total]
-    abs_k = np.empty(k.shape)
-    if x.rotary_mode == 0:
-        k[...] = k_stored
-        np.abs(k, out=abs_k)
-        return abs_k, None
-    half = head_dim // 2
-    positions = np.asarray(x.k_rope_pos_offset).astype(np.int64)[rows.sequence] + rows.row  # [T]
-    freq = rope_frequencies(head_dim, x.rope_theta, x.llama3, "neox")[:half]
-    angles = (positions.astype(np.float64) * x.rope_scale)[..., None] * freq  # rotate_neox's _angles
-    cos, sin = np.cos(angles), np.sin(angles)  # [T, D/2], broadcast over heads
-    dtype = numpy_dtype(x.qkv_dtype)
-    ulp_k = np.empty(k.shape)
-    for heads in _head_blocks(kv_heads, total, head_dim):
-        lower = k_stored[heads, :, :half].astype(np.float64)
-        upper = k_stored[heads, :, half:].astype(np.float64)
-        scratch = sin * upper
-        rotated = np.multiply(cos, lower)
+    cos: np.ndarray
+    sin: np.ndarray
+
+    @classmethod
+    def of(cls, x: DecodeInputs, rows: _Rows, head_dim: int) -> "_Rotation":
+        positions = np.asarray(x.k_rope_pos_offset).astype(np.int64)[rows.sequence] + rows.row
+        freq = rope_frequencies(head_dim, x.rope_theta, x.llama3, "neox")[:head_dim // 2]
+        angles = (positions.astype(np.float64) * x.rope_scale)[..., None] * freq
+        return cls(np.cos(angles), np.sin(angles))
+
+    def rotate_into(self, k_stored: np.ndarray, out: np.ndarray, dtype) -> None:
+        """out [h, T, D] = rotate_neox's rotation of k_stored [h, T, D], rounded to dtype: the same
+        products and sums in the same order, on contiguous half-width arrays."""
+        half = k_stored.shape[-1] // 2
+        lower = k_stored[..., :half].astype(np.float64)
+        upper = k_stored[..., half:].astype(np.float64)
+        scratch = self.sin * upper
+        rotated = np.multiply(self.cos, lower)
         np.subtract(rotated, scratch, out=rotated)
         with np.errstate(over="ignore"):  # beyond the dtype's range it stores inf, as the plain rounder does
-            k[heads, :, :half] = rotated.astype(dtype)
-            np.multiply(sin, lower, out=scratch)
-            np.multiply(cos, upper, out=rotated)
+            out[..., :half] = rotated.astype(dtype)
+            np.multiply(self.sin, lower, out=scratch)
+            np.multiply(self.cos, upper, out=rotated)
             np.add(rotated, scratch, out=rotated)
-            k[heads, :, half:] = rotated.astype(dtype)
-        np.abs(k[heads], out=abs_k[heads])
-        floats.ulp(abs_k[heads], x.qkv_dtype, out=ulp_k[heads])
-    return abs_k, ulp_k
+            out[..., half:] = rotated.astype(dtype)
+
+
+@dataclass
+class _LogitError:
+    """decode_budget's logit error delta_j, regrouped (module docstring) into products of fixed
+    left-hand matrices with |k| and ulp(k):
+
+        delta_j = c (P.|k_j| + |pos_j| R.|k_j| + W.ulp(k_j) + flushed)
+
+    `by_magnitude` stacks P and R ([B, Hkv, 2G, D]; just P = (gamma_{D+3} + u)|q| without rotation),
+    `by_ulp` is W ([B, Hkv, G, D]) and `flushed` 3 sqrt2 FTZ sum_d W_d ([B, Hkv, G])."""
+
+    by_magnitude: np.ndarray
+    by_ulp: np.ndarray | None
+    flushed: np.ndarray | None
+
+    @classmethod
+    def of(cls, x: DecodeInputs, qg: np.ndarray) -> "_LogitError | None":
+        head_dim = qg.shape[-1]
+        r, u = rounding_rel(ACC), unit_roundoff(ACC)
+        dot_rel = gamma(head_dim + 3, r) + u
+        abs_q = np.abs(qg)
+        if x.rotary_mode == 0:
+            return cls(dot_rel * abs_q, None, None)
+        q_positions = np.asarray(x.q_rope_position).astype(np.int64)
+        angle_rel = rope_angle_rel(head_dim, x.rope_theta, x.llama3)
+        freq = rope_frequencies(head_dim, x.rope_theta, x.llama3) * x.rope_scale
+        partner = partner_dims(head_dim)
+        slope = np.abs(freq) * angle_rel  # |angle| rel = |pos| slope
+        if not np.array_equal(slope, slope[partner]):
+            return None  # the regrouping needs pair-symmetric angle errors (NeoX frequencies are)
+        q = qg.reshape(qg.shape[0], -1, head_dim)
+        e_q = (_SQRT2 * rope_error(q, q_positions[:, None, None] * freq, angle_rel)
+               + plain_ulp(q, x.qkv_dtype)).reshape(qg.shape)
+        w = abs_q + e_q
+        paired = w + w[..., partner]
+        constant = trig_abs(ACC) + 2 * rounding_rel(ACC)
+        by_magnitude = np.concatenate([dot_rel * abs_q + e_q + (_SQRT2 * constant) * paired,
+                                       (_SQRT2 * slope) * paired], axis=2)
+        return cls(by_magnitude, w, (3 * _SQRT2 * FTZ_ABS) * w.sum(axis=-1))
+
+    def combine(self, x: DecodeInputs, rows: _Rows, magnitude_terms, ulp_terms) -> np.ndarray:
+        """delta [B, Hkv, G, Lmax] from the products with |k| and ulp(k), lifted by `inflation`."""
+        c = x.sm_scale * math.log2(math.e)
+        group = ulp_terms.shape[2] if ulp_terms is not None else magnitude_terms.shape[2]
+        if self.by_ulp is None:
+            delta = c * magnitude_terms
+        else:
+            k_offset = np.asarray(x.k_rope_pos_offset).astype(np.int64)
+            position = np.abs(k_offset[:, None] + np.arange(rows.longest)).astype(np.float64)[:, None, None, :]
+            delta = c * (magnitude_terms[:, :, :group] + position * magnitude_terms[:, :, group:] + ulp_terms
+                         + self.flushed[..., None])
+        return delta * inflation(2 * self.by_magnitude.shape[-1] + 64)
 
 
 def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
@@ -285,91 +331,82 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
     longest, total = rows.longest, rows.total
     live = [b for b in range(batch) if rows.length[b] > 0]
     k_stored, v_stored = _gather(x, rows)
+    dtype = numpy_dtype(x.qkv_dtype)
 
-    # Keys (rotated and rounded with rotary_mode 1) with `longest` zero rows after the last
-    # sequence, so every sequence has an Lmax-row window for the plain path's logits product.
-    keys = np.empty((kv_heads, total + longest, head_dim))
-    keys[:, total:] = 0.0
-    k = keys[:, :total]
     q = np.asarray(q_stored, np.float64)
-    abs_k, ulp_k = _keys(x, rows, k_stored, keys)
+    rotation = None
     if x.rotary_mode == 1:
         q_positions = np.asarray(x.q_rope_position).astype(np.int64)
         q = _round_in_place(rotate_neox(q, q_positions[:, None], rope_theta=x.rope_theta, rope_scale=x.rope_scale,
-                                        llama3=x.llama3), numpy_dtype(x.qkv_dtype))
+                                        llama3=x.llama3), dtype)
+        rotation = _Rotation.of(x, rows, head_dim)
     qg = q.reshape(batch, kv_heads, group, head_dim)
+    logit_error = _LogitError.of(x, qg)
+    if logit_error is None:
+        return None
 
-    # Logits: the plain path's product for each (sequence, kv head), on the same [Lmax, D] rows.
+    # Per block of kv heads: the keys (rotated and rounded with rotary_mode 1) followed by
+    # `longest` zero rows, so each sequence has the [Lmax, D] window the plain path's logits
+    # product (one BLAS call per sequence and head) runs on; then |k| and ulp(k) for the budget.
+    blocks = _head_blocks(kv_heads, total, head_dim)
+    width = max(h.stop - h.start for h in blocks)
+    keys = np.empty((width, total + longest, head_dim))
+    keys[:, total:] = 0.0
+    abs_k = np.empty((width, total, head_dim))
+    ulp_k = np.empty((width, total, head_dim)) if rotation is not None else None
     scores = np.zeros((batch, kv_heads, group, longest))
-    for b in live:
-        window = keys[:, rows.start[b]:rows.start[b] + longest]
-        scores[b] = qg[b] @ window.transpose(0, 2, 1)
+    magnitude_terms = np.zeros((batch, kv_heads, logit_error.by_magnitude.shape[2], longest))
+    ulp_terms = np.zeros((batch, kv_heads, group, longest)) if rotation is not None else None
+    for heads in blocks:
+        n = heads.stop - heads.start
+        k, a, e = keys[:n, :total], abs_k[:n], None if ulp_k is None else ulp_k[:n]
+        if rotation is not None:
+            rotation.rotate_into(k_stored[heads], k, dtype)
+        else:
+            k[...] = k_stored[heads]
+        for b in live:
+            window = keys[:n, rows.start[b]:rows.start[b] + longest]
+            scores[b, heads] = qg[b, heads] @ window.transpose(0, 2, 1)
+        np.abs(k, out=a)
+        if e is not None:
+            floats.ulp(a, x.qkv_dtype, out=e)
+        for b in live:
+            span, length = rows.span(b), rows.length[b]
+            magnitude_terms[b, heads, :, :length] = logit_error.by_magnitude[b, heads] @ a[:, span].transpose(0, 2, 1)
+            if e is not None:
+                ulp_terms[b, heads, :, :length] = logit_error.by_ulp[b, heads] @ e[:, span].transpose(0, 2, 1)
+    del keys, abs_k, ulp_k
+
     valid = (np.arange(longest) < rows.length[:, None])[:, None, None, :]
     logits2 = np.where(valid, scores * (x.sm_scale * LOG2E), -np.inf)
     if np.isnan(logits2).any() or np.isposinf(logits2).any():
         return None  # the plain reference rejects these logits
-
-    # references.softmax.softmax_state's m, weights and d; o over the attended rows only.
+    # references.softmax.softmax_state's m, weights and d.
     m = np.max(logits2, axis=-1, initial=-np.inf)
     weights = np.exp2(logits2 - np.where(np.isfinite(m), m, 0.0)[..., None])
     d = weights.sum(axis=-1)
-    v = v_stored.astype(np.float64)
+    logits2 = logits2.reshape(batch, qo_heads, longest)
+    delta = logit_error.combine(x, rows, magnitude_terms, ulp_terms)
+    budget = _Budget.of(x, rows, logits2, delta)
+
+    # Per block of kv heads: o's sums over the attended rows, then the budget's over |v|.
     o_sum = np.zeros((batch, kv_heads, group, head_dim))
-    for b in live:
-        o_sum[b] = weights[b, :, :, :rows.length[b]] @ v[:, rows.span(b)]
+    sums = np.zeros((batch, kv_heads, 2 * group, head_dim))
+    values = np.empty((width, total, head_dim))
+    for heads in blocks:
+        v = values[:heads.stop - heads.start]
+        v[...] = v_stored[heads]
+        for b in live:
+            o_sum[b, heads] = weights[b, heads, :, :rows.length[b]] @ v[:, rows.span(b)]
+        np.abs(v, out=v)
+        for b in live:
+            sums[b, heads] = budget.weighted[b, heads, :, :rows.length[b]] @ v[:, rows.span(b)]
     o, lse2 = state_to_output(m, d, o_sum, base=2)
     o, lse2 = o.reshape(batch, qo_heads, head_dim), lse2.reshape(batch, qo_heads)
-    logits2 = logits2.reshape(batch, qo_heads, longest)
-
-    abs_v = np.abs(v, out=v)  # the budget needs |v| only
-    delta = _logit_errors(x, rows, qg, abs_k, ulp_k, live)
-    if delta is None:
-        return None
-    o_budget, lse_budget = _budget(x, rows, logits2, delta, o, lse2, abs_v, live)
+    o_budget, lse_budget = budget.finish(x, sums, o, lse2)
     if not (np.isfinite(o_budget).all() and np.isfinite(lse_budget).all()):
         return None  # the plain budget decides what a non-finite term means
     return DecodeEvaluation(o, lse2, logits2, rows.length, o_budget, lse_budget)
-
-
-def _logit_errors(x: DecodeInputs, rows: _Rows, qg: np.ndarray, abs_k: np.ndarray, ulp_k: np.ndarray | None,
-                  live: list) -> np.ndarray | None:
-    """decode_budget's delta (before masking), [B, Hkv, G, Lmax], >= the plain one (module docstring)."""
-    batch, kv_heads, group, head_dim = qg.shape
-    r, u = rounding_rel(ACC), unit_roundoff(ACC)
-    c = x.sm_scale * math.log2(math.e)
-    dot_rel = gamma(head_dim + 3, r) + u
-    abs_q = np.abs(qg)
-    delta = np.zeros((batch, kv_heads, group, rows.longest))
-    if x.rotary_mode == 0:
-        for b in live:
-            delta[b, ..., :rows.length[b]] = (dot_rel * c) * (abs_q[b] @ abs_k[:, rows.span(b)].transpose(0, 2, 1))
-        return delta * inflation(2 * head_dim + 64)
-
-    q_positions = np.asarray(x.q_rope_position).astype(np.int64)
-    angle_rel = rope_angle_rel(head_dim, x.rope_theta, x.llama3)
-    freq = rope_frequencies(head_dim, x.rope_theta, x.llama3) * x.rope_scale
-    partner = partner_dims(head_dim)
-    slope = np.abs(freq) * angle_rel  # |angle| rel = |pos| slope
-    if not np.array_equal(slope, slope[partner]):
-        return None  # the regrouping needs pair-symmetric angle errors (NeoX frequencies are)
-    q = qg.reshape(batch, -1, head_dim)
-    e_q = (_SQRT2 * rope_error(q, q_positions[:, None, None] * freq, angle_rel)
-           + plain_ulp(q, x.qkv_dtype)).reshape(qg.shape)
-    w = abs_q + e_q
-    paired = w + w[..., partner]
-    constant = trig_abs(ACC) + 2 * rounding_rel(ACC)
-    by_magnitude = np.concatenate([dot_rel * abs_q + e_q + (_SQRT2 * constant) * paired,
-                                   (_SQRT2 * slope) * paired], axis=2)  # [B, Hkv, 2G, D]
-    flushed = (3 * _SQRT2 * FTZ_ABS) * w.sum(axis=-1)  # [B, Hkv, G]
-    k_offset = np.asarray(x.k_rope_pos_offset).astype(np.int64)
-    for b in live:
-        span = rows.span(b)
-        magnitude_terms = by_magnitude[b] @ abs_k[:, span].transpose(0, 2, 1)  # [Hkv, 2G, L]
-        ulp_terms = w[b] @ ulp_k[:, span].transpose(0, 2, 1)
-        position = np.abs(k_offset[b] + np.arange(rows.length[b])).astype(np.float64)
-        delta[b, ..., :rows.length[b]] = c * (magnitude_terms[:, :group] + position * magnitude_terms[:, group:]
-                                              + ulp_terms + flushed[b][..., None])
-    return delta * inflation(2 * head_dim + 64)
 
 
 def _o_difference_bound(a_d: np.ndarray, longest: int) -> np.ndarray:
@@ -390,49 +427,65 @@ def _rounding_term(o: np.ndarray, a_d: np.ndarray, longest: int, dtype: str) -> 
                       floats.faithful_rounding_bound(magnitude + e, dtype))
 
 
-def _budget(x: DecodeInputs, rows: _Rows, logits: np.ndarray, delta4: np.ndarray, o: np.ndarray,
-            lse2: np.ndarray, abs_v: np.ndarray, live: list):
+@dataclass
+class _Budget:
     """decode_budget from delta on: the plain formula line for line (verify.budgets.attention),
-    with its two products over rows (spread, A_d) done per sequence on attended rows."""
-    r = rounding_rel(ACC)
-    u = unit_roundoff(ACC)
-    batch, qo_heads, longest = logits.shape
-    kv_heads, group = delta4.shape[1], delta4.shape[2]
-    n = rows.length.astype(np.float64)[:, None]
-    valid = np.isfinite(logits)
-    delta = np.where(valid, delta4.reshape(batch, qo_heads, -1), 0.0)
+    with its two products over rows (spread, A_d) done per sequence on attended rows (`weighted`
+    stacks their left-hand sides, p pi and p, [B, Hkv, 2G, Lmax])."""
 
-    m = np.max(np.where(valid, logits, -np.inf), axis=-1, initial=-np.inf)
-    nonempty = np.isfinite(m)
-    m_safe = np.where(nonempty, m, 0.0)
-    x_ = np.where(valid, logits - m_safe[..., None], 0.0)
-    w = np.where(valid, np.exp2(x_), 0.0)
-    d = np.where(nonempty, w.sum(-1), 1.0)
-    p = w / d[..., None]
-    kappa = np.where(valid, exp2_rel(x_) + LN2 * r * np.abs(x_), 0.0)
-    logit_range = np.where(nonempty, m - np.min(np.where(valid, logits, np.inf), axis=-1, initial=np.inf), 0.0)
-    events = 2.0 * n
-    eps_chain = 2 * u * (3 * events + 2 * logit_range) + events * r + LN2 * r * logit_range
-    gamma_n = gamma(n, r)
-    mean_kappa = (p * kappa).sum(-1)
-    mean_delta = (p * delta).sum(-1)
-    pi = kappa + mean_kappa[..., None] + LN2 * (delta + mean_delta[..., None]) + (2 * eps_chain + gamma_n)[..., None]
-    pi = pi + (gamma_n + r)[..., None]
-    pi = pi * (1.0 + pi)
+    n: np.ndarray
+    nonempty: np.ndarray
+    d: np.ndarray
+    mean_kappa: np.ndarray
+    mean_delta: np.ndarray
+    eps_chain: np.ndarray
+    gamma_n: np.ndarray
+    weighted: np.ndarray
 
-    pg = p.reshape(batch, kv_heads, group, -1)
-    weighted = np.concatenate([pg * pi.reshape(pg.shape), pg], axis=2)  # [B, Hkv, 2G, Lmax]
-    sums = np.zeros((batch, kv_heads, 2 * group, o.shape[-1]))
-    for b in live:
-        sums[b] = weighted[b, :, :, :rows.length[b]] @ abs_v[:, rows.span(b)]
-    sums *= inflation(2 * longest + 8)
-    spread = sums[:, :, :group].reshape(o.shape)
-    a_d = sums[:, :, group:].reshape(o.shape)
-    o_budget = spread + division_rel(ACC) * a_d + (2 * n[..., None] + 4) * FTZ_ABS + \
-        _rounding_term(o, a_d, longest, x.qkv_dtype)
+    @classmethod
+    def of(cls, x: DecodeInputs, rows: _Rows, logits: np.ndarray, delta4: np.ndarray) -> "_Budget":
+        r = rounding_rel(ACC)
+        u = unit_roundoff(ACC)
+        batch, qo_heads, longest = logits.shape
+        kv_heads, group = delta4.shape[1], delta4.shape[2]
+        n = rows.length.astype(np.float64)[:, None]
+        valid = np.isfinite(logits)
+        delta = np.where(valid, delta4.reshape(batch, qo_heads, -1), 0.0)
 
-    eps_d = mean_kappa + eps_chain + gamma_n
-    eps_d = eps_d * (1.0 + eps_d)
-    lse_budget = mean_delta + (-np.log2(1.0 - np.minimum(eps_d, 0.5))) + log2_abs(d) + \
-        r * np.abs(np.where(nonempty, lse2, 0.0))
-    return np.where(nonempty[..., None], o_budget, 0.0), np.where(nonempty, lse_budget, 0.0)
+        m = np.max(np.where(valid, logits, -np.inf), axis=-1, initial=-np.inf)
+        nonempty = np.isfinite(m)
+        m_safe = np.where(nonempty, m, 0.0)
+        x_ = np.where(valid, logits - m_safe[..., None], 0.0)
+        w = np.where(valid, np.exp2(x_), 0.0)
+        d = np.where(nonempty, w.sum(-1), 1.0)
+        p = w / d[..., None]
+        kappa = np.where(valid, exp2_rel(x_) + LN2 * r * np.abs(x_), 0.0)
+        logit_range = np.where(nonempty, m - np.min(np.where(valid, logits, np.inf), axis=-1, initial=np.inf), 0.0)
+        events = 2.0 * n
+        eps_chain = 2 * u * (3 * events + 2 * logit_range) + events * r + LN2 * r * logit_range
+        gamma_n = gamma(n, r)
+        mean_kappa = (p * kappa).sum(-1)
+        mean_delta = (p * delta).sum(-1)
+        pi = kappa + mean_kappa[..., None] + LN2 * (delta + mean_delta[..., None]) + \
+            (2 * eps_chain + gamma_n)[..., None]
+        pi = pi + (gamma_n + r)[..., None]
+        pi = pi * (1.0 + pi)
+        pg = p.reshape(batch, kv_heads, group, -1)
+        weighted = np.concatenate([pg * pi.reshape(pg.shape), pg], axis=2)
+        return cls(n, nonempty, d, mean_kappa, mean_delta, eps_chain, gamma_n, weighted)
+
+    def finish(self, x: DecodeInputs, sums: np.ndarray, o: np.ndarray, lse2: np.ndarray):
+        """The budgets from the sums over rows ([B, Hkv, 2G, D]: spread, then A_d) and o, lse2."""
+        r = rounding_rel(ACC)
+        group = sums.shape[2] // 2
+        longest = self.weighted.shape[-1]
+        sums = sums * inflation(2 * longest + 8)
+        spread = sums[:, :, :group].reshape(o.shape)
+        a_d = sums[:, :, group:].reshape(o.shape)
+        o_budget = spread + division_rel(ACC) * a_d + (2 * self.n[..., None] + 4) * FTZ_ABS + \
+            _rounding_term(o, a_d, longest, x.qkv_dtype)
+        eps_d = self.mean_kappa + self.eps_chain + self.gamma_n
+        eps_d = eps_d * (1.0 + eps_d)
+        lse_budget = self.mean_delta + (-np.log2(1.0 - np.minimum(eps_d, 0.5))) + log2_abs(self.d) + \
+            r * np.abs(np.where(self.nonempty, lse2, 0.0))
+        return np.where(self.nonempty[..., None], o_budget, 0.0), np.where(self.nonempty, lse_budget, 0.0)
