@@ -190,16 +190,18 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
     abs_s_a = np.abs(a_scales.reshape(rows, -1)[:, c * CHUNK // A_BLOCK].T)  # [C, R]
     abs_s_b = np.abs(w_scales[:, c * CHUNK // x.block_size].T)  # [C, N]
     pair, pair_a, pair_b = _pair_index(chunks, x.block_size)
-    sigma_pairs = a_scales.reshape(rows, -1)[:, pair_a].T[:, :, None] * w_scales[:, pair_b].T[:, None, :]
-    d_sigma_pairs = _rounding_error(sigma_pairs, np.abs(sigma_pairs), True, dtype)
+    # |sigma| = |s_a| |s_b| (exact), and sigma is stored unchanged exactly when |sigma| is.
+    abs_sigma_pairs = np.abs(a_scales.reshape(rows, -1)[:, pair_a].T)[:, :, None] * np.abs(w_scales[:, pair_b].T)[:, None, :]
+    d_sigma_pairs = _rounding_error(abs_sigma_pairs, abs_sigma_pairs, True, dtype)
     step = max(1, _SLAB_ELEMENTS // max(1, rows * n))
 
     products_error = np.zeros((rows, n))
     products_abs = np.zeros((rows, n))
+    error_slab, magnitude_slab = np.empty((min(step, chunks), rows, n)), np.empty((min(step, chunks), rows, n))
     for start in range(0, chunks, step):
         part = slice(start, start + step)
         slab = (len(range(*part.indices(chunks))), rows, n)
-        error, magnitude = np.empty(slab), np.empty(slab)
+        error, magnitude = error_slab[:slab[0]], magnitude_slab[:slab[0]]
         block_rows = max(1, _BLOCK_ELEMENTS // (slab[0] * n))
         for r in range(0, rows, block_rows):
             block = slice(r, r + block_rows)
@@ -221,28 +223,33 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
 def _slab_terms(sums, abs_s_a, abs_s_b, d_sigma, dtype, error_out, magnitude_out) -> None:
     """matmul_budget's per-chunk terms for a block of rows: the chunk's error
     (|I| d_sigma + d_f32 + d_store) and its bound on |p_c| (|I|(|sigma| + d_sigma) + d_f32 + d_store),
-    both 0 where I_c = 0."""
+    both 0 where I_c = 0. The same operations on the same values as matmul_budget's, in the same
+    order; only where they cannot change a value are they skipped: the exactness tests where no
+    scale product is exact in T (they could only zero a term), |sigma| + d_sigma where d_sigma is 0."""
     np.abs(sums, out=sums)
-    nonzero = sums > 0
     abs_sigma = abs_s_a[:, :, None] * abs_s_b[:, None, :]
     exact_product = d_sigma == 0
     any_exact = bool(exact_product.any())
     product = sums * abs_sigma
-    product_bound = product if bool(exact_product.all()) else sums * (abs_sigma + d_sigma)
+    if any_exact and bool(exact_product.all()):
+        product_bound = product  # sums * (abs_sigma + 0): the same value
+    else:
+        product_bound = np.add(abs_sigma, d_sigma, out=abs_sigma)
+        np.multiply(sums, product_bound, out=product_bound)
     d_f32 = _rounding_error(product, product_bound, exact_product if any_exact else False, "f32")
+    np.add(product_bound, d_f32, out=magnitude_out)  # product_bound + d_f32 (+ d_store below)
     if dtype == "f32":
         d_store = np.zeros_like(d_f32)
     else:
-        d_store = _rounding_error(product, product_bound + d_f32,
-                                  exact_product & (d_f32 == 0) if any_exact else False, dtype)
-    zero = ~nonzero
+        d_store = _rounding_error(product, magnitude_out, exact_product & (d_f32 == 0) if any_exact else False, dtype)
+    magnitude_out += d_store
     np.multiply(sums, d_sigma, out=error_out)  # as np.where(nonzero, sums d_sigma + d_f32 + d_store, 0)
     error_out += d_f32
     error_out += d_store
-    np.copyto(error_out, 0.0, where=zero)
-    np.add(product_bound, d_f32, out=magnitude_out)
-    magnitude_out += d_store
-    np.copyto(magnitude_out, 0.0, where=zero)
+    zero = sums == 0
+    if zero.any():
+        np.copyto(error_out, 0.0, where=zero)
+        np.copyto(magnitude_out, 0.0, where=zero)
 
 
 def _rounding_error(value, bound_of_value, exact_input, dtype) -> np.ndarray:
@@ -255,4 +262,7 @@ def _rounding_error(value, bound_of_value, exact_input, dtype) -> np.ndarray:
     zero = floats.representable_normal(value, dtype)
     if exact_input is not True:
         zero &= exact_input
-    return np.where(zero, 0.0, bound)
+    if bound is bound_of_value or not bound.flags.writeable:
+        bound = bound.copy()
+    np.copyto(bound, 0.0, where=zero)
+    return bound
