@@ -11,9 +11,11 @@ times, per case and interleaved, the plain pair the fast path must equal and ver
 
 Each timing is the best of --repeats runs (load on a shared machine only ever adds time), wall
 clock and process CPU time. The machine's load averages are recorded before and after. Writes JSON.
-OpenBLAS threads come from the environment: the gate's workers run with OPENBLAS_NUM_THREADS=1.
+By default the benchmark runs in the environment the gate's workers get (verify.session's worker
+tuning: one OpenBLAS thread, glibc malloc keeping freed arrays); --environment inherit runs in
+this shell's environment instead, to see what that tuning is worth.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_reference.py --out benchmarks/results/reference_ci.json
+    python benchmarks/bench_reference.py --out benchmarks/results/reference_ci.json
     python benchmarks/bench_reference.py --profile nightly --kernels decode.tiled --examples 10
 """
 
@@ -35,6 +37,7 @@ from verify.fastpath import decode as fast_decode
 from verify.fastpath import dp4a as fast_dp4a
 from verify.kernels.registry import get_kernel
 from verify.profiles import get_profile
+from verify.session import _WORKER_TUNING
 
 #: Kernels whose gate configs are timed; TVM's decode shapes are read without building TVM.
 KERNELS = ("decode.tiled", "tvm.decode", "tvm.decode_sliding_window", "dp4a.matmul")
@@ -123,12 +126,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-case", action="store_true", help="keep every case's timings in the JSON")
+    parser.add_argument("--environment", choices=("worker", "inherit"), default="worker",
+                        help="worker: the gate workers' process settings (default); inherit: this shell's")
     parser.add_argument("--out", help="write the JSON here (default: print it)")
     args = parser.parse_args()
+    if args.environment == "worker" and any(name not in os.environ for name in _WORKER_TUNING):
+        # OpenBLAS and glibc read these when the process starts: run again with them set.
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**_WORKER_TUNING, **os.environ})
     profile = get_profile(args.profile)
     report = {"command": " ".join(sys.argv), "host": platform.node(), "cpus": os.cpu_count(),
               "python": platform.python_version(), "numpy": np.__version__,
-              "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+              "environment": {name: os.environ.get(name, "unset") for name in _WORKER_TUNING},
               "profile": profile.name, "repeats": args.repeats, "load_before": load(), "kernels": {}}
     for name in args.kernels.split(","):
         kernel = get_kernel(name)
@@ -155,7 +163,7 @@ def main() -> None:
         Path(args.out).write_text(text + "\n")
     summary = {name: {k: v for k, v in entry.items() if k != "configs"} for name, entry in report["kernels"].items()}
     print(json.dumps({"load_before": report["load_before"], "load_after": report["load_after"],
-                      "openblas_threads": report["openblas_threads"], "kernels": summary}, indent=1))
+                      "environment": report["environment"], "kernels": summary}, indent=1))
 
 
 if __name__ == "__main__":

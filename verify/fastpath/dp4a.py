@@ -171,7 +171,7 @@ def _pair_index(chunks: int, block_size: int) -> tuple[np.ndarray, np.ndarray, n
 
 #: Elements of one block of a slab the elementwise work is done on at a time (cache-sized); the
 #: slab's sums are still formed over the whole slab, as matmul_budget forms them.
-_BLOCK_ELEMENTS = 1 << 15
+_BLOCK_ELEMENTS = 1 << 16
 
 
 def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error, y) -> np.ndarray:
@@ -186,9 +186,6 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
     # integer below 2^24 and the product is exact, as matmul_budget's float64 one is.
     a = codes.reshape(-1, chunks, CHUNK).astype(np.float32).transpose(1, 0, 2)  # [C, R, 32]
     w = centred.reshape(-1, chunks, CHUNK).astype(np.float32).transpose(1, 2, 0)  # [C, 32, N]
-    c = np.arange(chunks)
-    abs_s_a = np.abs(a_scales.reshape(rows, -1)[:, c * CHUNK // A_BLOCK].T)  # [C, R]
-    abs_s_b = np.abs(w_scales[:, c * CHUNK // x.block_size].T)  # [C, N]
     pair, pair_a, pair_b = _pair_index(chunks, x.block_size)
     # |sigma| = |s_a| |s_b| (exact), and sigma is stored unchanged exactly when |sigma| is.
     abs_sigma_pairs = np.abs(a_scales.reshape(rows, -1)[:, pair_a].T)[:, :, None] * np.abs(w_scales[:, pair_b].T)[:, None, :]
@@ -203,10 +200,12 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
         slab = (len(range(*part.indices(chunks))), rows, n)
         error, magnitude = error_slab[:slab[0]], magnitude_slab[:slab[0]]
         block_rows = max(1, _BLOCK_ELEMENTS // (slab[0] * n))
+        chunk_pairs = pair[part]
+        chunk_sums = a[part] @ w[part]
         for r in range(0, rows, block_rows):
             block = slice(r, r + block_rows)
-            _slab_terms((a[part, block] @ w[part]).astype(np.float64), abs_s_a[part, block], abs_s_b[part],
-                        d_sigma_pairs[pair[part], block], dtype, error[:, block], magnitude[:, block])
+            _slab_terms(chunk_sums[:, block].astype(np.float64), abs_sigma_pairs[chunk_pairs, block],
+                        d_sigma_pairs[chunk_pairs, block], dtype, error[:, block], magnitude[:, block])
         products_error += error.sum(axis=0)
         products_abs += magnitude.sum(axis=0)
     error = products_error + gamma(chunks - 1, rounding_rel(acc)) * products_abs
@@ -220,14 +219,14 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
     return error.reshape(shape)
 
 
-def _slab_terms(sums, abs_s_a, abs_s_b, d_sigma, dtype, error_out, magnitude_out) -> None:
-    """matmul_budget's per-chunk terms for a block of rows: the chunk's error
+def _slab_terms(sums, abs_sigma, d_sigma, dtype, error_out, magnitude_out) -> None:
+    """matmul_budget's per-chunk terms for a block of rows (|sigma| and d_sigma: the block's own
+    copies, [chunks, rows, N]): the chunk's error
     (|I| d_sigma + d_f32 + d_store) and its bound on |p_c| (|I|(|sigma| + d_sigma) + d_f32 + d_store),
     both 0 where I_c = 0. The same operations on the same values as matmul_budget's, in the same
     order; only where they cannot change a value are they skipped: the exactness tests where no
     scale product is exact in T (they could only zero a term), |sigma| + d_sigma where d_sigma is 0."""
     np.abs(sums, out=sums)
-    abs_sigma = abs_s_a[:, :, None] * abs_s_b[:, None, :]
     exact_product = d_sigma == 0
     any_exact = bool(exact_product.any())
     product = sums * abs_sigma
