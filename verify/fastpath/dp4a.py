@@ -181,15 +181,17 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
     shape = y.shape
     rows, n = int(np.prod(shape[:-1])), shape[-1]
 
-    # _chunk_slabs' operands, and d_sigma once per (activation block, weight block) pair.
-    # Chunk sums I_c in float32: |products| <= 127 * 255 and |I_c| < 2^20, so every partial sum is an
-    # integer below 2^24 and the product is exact, as matmul_budget's float64 one is.
+    # _chunk_slabs' operands. Chunk sums I_c in float32: |products| <= 127 * 255 and |I_c| < 2^20,
+    # so every partial sum is an integer below 2^24 and the product is exact, as the float64 one is.
     a = codes.reshape(-1, chunks, CHUNK).astype(np.float32).transpose(1, 0, 2)  # [C, R, 32]
     w = centred.reshape(-1, chunks, CHUNK).astype(np.float32).transpose(1, 2, 0)  # [C, 32, N]
+    # Per (activation block, weight block) pair: |sigma| = |s_a| |s_b| (exact; sigma is stored
+    # unchanged exactly when |sigma| is), d_sigma, and |sigma| + d_sigma.
     pair, pair_a, pair_b = _pair_index(chunks, x.block_size)
-    # |sigma| = |s_a| |s_b| (exact), and sigma is stored unchanged exactly when |sigma| is.
-    abs_sigma_pairs = np.abs(a_scales.reshape(rows, -1)[:, pair_a].T)[:, :, None] * np.abs(w_scales[:, pair_b].T)[:, None, :]
-    d_sigma_pairs = _rounding_error(abs_sigma_pairs, abs_sigma_pairs, True, dtype)
+    abs_sigma = np.abs(a_scales.reshape(rows, -1)[:, pair_a].T)[:, :, None] * np.abs(w_scales[:, pair_b].T)[:, None, :]
+    d_sigma = _rounding_error(abs_sigma, abs_sigma, True, dtype)
+    sigma_bound = abs_sigma + d_sigma
+    exact = d_sigma == 0
     step = max(1, _SLAB_ELEMENTS // max(1, rows * n))
 
     products_error = np.zeros((rows, n))
@@ -202,10 +204,19 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
         block_rows = max(1, _BLOCK_ELEMENTS // (slab[0] * n))
         chunk_pairs = pair[part]
         chunk_sums = a[part] @ w[part]
+        slab_pairs = slice(int(chunk_pairs[0]), int(chunk_pairs[-1]) + 1)
+        any_exact = bool(exact[slab_pairs].any())
+        all_exact = any_exact and bool(exact[slab_pairs].all())
+        # Every product bound |I|(|sigma| + d_sigma) of the slab is at most `largest`; below the top
+        # of both formats' ranges the roundings need no range check of their own.
+        largest = float(np.abs(chunk_sums).max(initial=0.0)) * float(sigma_bound[slab_pairs].max(initial=0.0))
+        in_range = largest * (1 + 2.0**-8) < min(floats.top_of_range("f32"), floats.top_of_range(dtype))
         for r in range(0, rows, block_rows):
             block = slice(r, r + block_rows)
-            _slab_terms(chunk_sums[:, block].astype(np.float64), abs_sigma_pairs[chunk_pairs, block],
-                        d_sigma_pairs[chunk_pairs, block], dtype, error[:, block], magnitude[:, block])
+            _slab_terms(chunk_sums[:, block].astype(np.float64), sigma_bound[chunk_pairs, block],
+                        d_sigma[chunk_pairs, block], exact[chunk_pairs, block] if any_exact else None,
+                        abs_sigma[chunk_pairs, block] if any_exact and not all_exact else None,
+                        dtype, in_range, error[:, block], magnitude[:, block])
         products_error += error.sum(axis=0)
         products_abs += magnitude.sum(axis=0)
     error = products_error + gamma(chunks - 1, rounding_rel(acc)) * products_abs
@@ -219,45 +230,43 @@ def _budget(x: MatmulInputs, codes, a_scales, centred, w_scales, reference_error
     return error.reshape(shape)
 
 
-def _slab_terms(sums, abs_sigma, d_sigma, dtype, error_out, magnitude_out) -> None:
-    """matmul_budget's per-chunk terms for a block of rows (|sigma| and d_sigma: the block's own
-    copies, [chunks, rows, N]): the chunk's error
-    (|I| d_sigma + d_f32 + d_store) and its bound on |p_c| (|I|(|sigma| + d_sigma) + d_f32 + d_store),
+def _slab_terms(sums, sigma_bound, d_sigma, exact, abs_sigma, dtype, in_range, error_out, magnitude_out) -> None:
+    """matmul_budget's per-chunk terms for a block of rows ([chunks, rows, N]): the chunk's error
+    |I| d_sigma + d_f32 + d_store and its bound on |p_c|, |I|(|sigma| + d_sigma) + d_f32 + d_store,
     both 0 where I_c = 0. The same operations on the same values as matmul_budget's, in the same
-    order; only where they cannot change a value are they skipped: the exactness tests where no
-    scale product is exact in T (they could only zero a term), |sigma| + d_sigma where d_sigma is 0."""
+    order; skipped only where they cannot change a value: the exactness tests where no scale
+    product is exact in T (`exact` None: they could only zero a term), the product |I||sigma| where
+    every d_sigma is 0 (`abs_sigma` None: it is then the product bound itself), and the roundings'
+    range checks where the caller has bounded every value (`in_range`)."""
     np.abs(sums, out=sums)
-    exact_product = d_sigma == 0
-    any_exact = bool(exact_product.any())
-    product = sums * abs_sigma
-    if any_exact and bool(exact_product.all()):
-        product_bound = product  # sums * (abs_sigma + 0): the same value
+    product_bound = np.multiply(sums, sigma_bound, out=sigma_bound)
+    if exact is None:
+        d_f32 = floats.faithful_rounding_bound(product_bound, "f32", in_range=in_range)
     else:
-        product_bound = np.add(abs_sigma, d_sigma, out=abs_sigma)
-        np.multiply(sums, product_bound, out=product_bound)
-    d_f32 = _rounding_error(product, product_bound, exact_product if any_exact else False, "f32")
+        product = product_bound if abs_sigma is None else np.multiply(sums, abs_sigma, out=abs_sigma)
+        d_f32 = _rounding_error(product, product_bound, exact, "f32", in_range)
     np.add(product_bound, d_f32, out=magnitude_out)  # product_bound + d_f32 (+ d_store below)
-    if dtype == "f32":
-        d_store = np.zeros_like(d_f32)
-    else:
-        d_store = _rounding_error(product, magnitude_out, exact_product & (d_f32 == 0) if any_exact else False, dtype)
-    magnitude_out += d_store
+    if dtype != "f32":
+        if exact is None:
+            d_store = floats.faithful_rounding_bound(magnitude_out, dtype, in_range=in_range)
+        else:
+            d_store = _rounding_error(product, magnitude_out, exact & (d_f32 == 0), dtype, in_range)
+        magnitude_out += d_store
     np.multiply(sums, d_sigma, out=error_out)  # as np.where(nonzero, sums d_sigma + d_f32 + d_store, 0)
     error_out += d_f32
-    error_out += d_store
+    if dtype != "f32":  # matmul_budget adds a zero d_store in f32: to terms >= +0, which it leaves alone
+        error_out += d_store
     zero = sums == 0
     if zero.any():
         np.copyto(error_out, 0.0, where=zero)
         np.copyto(magnitude_out, 0.0, where=zero)
 
 
-def _rounding_error(value, bound_of_value, exact_input, dtype) -> np.ndarray:
+def _rounding_error(value, bound_of_value, exact_input, dtype, in_range: bool = False) -> np.ndarray:
     """verify.budgets.dp4a._rounding_error, exactly: 0 where `exact_input` holds and `value` is
     stored unchanged as 0 or a normal number, else faithful_rounding_bound(bound_of_value).
-    `exact_input` may be True (everywhere) or False (nowhere: then no value is tested)."""
-    bound = floats.faithful_rounding_bound(bound_of_value, dtype)
-    if exact_input is False:
-        return bound
+    `exact_input` may be True (everywhere)."""
+    bound = floats.faithful_rounding_bound(bound_of_value, dtype, in_range=in_range)
     zero = floats.representable_normal(value, dtype)
     if exact_input is not True:
         zero &= exact_input

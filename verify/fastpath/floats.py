@@ -104,10 +104,18 @@ def ulp(x, dtype, out: np.ndarray | None = None) -> np.ndarray:
     return spacing.view(np.float64)
 
 
-def faithful_rounding_bound(y, dtype) -> np.ndarray:
-    """roundoff.faithful_rounding_bound(y, dtype), exactly: one ulp, or the smallest normal below it."""
+def top_of_range(dtype) -> float:
+    """The largest float64 below which every value's rounding to the format is handled here."""
+    return float(np.array(_format(dtype).top_of_range).view(np.float64))
+
+
+def faithful_rounding_bound(y, dtype, *, in_range: bool = False) -> np.ndarray:
+    """roundoff.faithful_rounding_bound(y, dtype), exactly: one ulp, or the smallest normal below it.
+
+    in_range=True: the caller vouches that every y is non-negative and below top_of_range(dtype)
+    (the check is then skipped)."""
     fmt = _format(dtype)
-    magnitude = _magnitude_in_range(y, fmt)
+    magnitude = _bits(y) if in_range else _magnitude_in_range(y, fmt)
     if magnitude is None:
         return roundoff.faithful_rounding_bound(y, dtype)
     # Below the smallest normal the bound is the smallest normal, so the subnormal floor of
