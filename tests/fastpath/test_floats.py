@@ -87,3 +87,11 @@ def test_every_float16_normal_and_infinity_is_representable_and_no_subnormal_or_
     x = every_float16()
     normal = ~np.isnan(x) & ((x == 0) | (np.abs(x) >= 2.0**-14))
     assert_same(floats.representable_normal(x, "f16"), normal)
+
+
+@pytest.mark.parametrize("dtype", FORMATS)
+def test_faithful_bound_needs_no_range_check_below_the_top_of_range(dtype):
+    x = np.abs(neighbourhoods(np.random.default_rng(8).standard_normal(3000) * 100.0, dtype))
+    x = x[x < floats.top_of_range(dtype)]
+    assert x.size > 1000
+    assert_same(floats.faithful_rounding_bound(x, dtype, in_range=True), roundoff.faithful_rounding_bound(x, dtype))
