@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from references.dp4a_quant import ACTIVATION_BLOCK, dequantize_activation, unpack_codes
+from references.dp4a_quant import dequantize_activation, unpack_codes
 from references.nbits import (SUPPORTED_BITS, default_zero_point, dp4a_product, unpack_weights,
                               unpack_zero_points)
 from verify.budgets.dp4a import A_BLOCK, CHUNK, _SLAB_ELEMENTS, matmul_budget
