@@ -75,9 +75,12 @@ def main() -> None:
     parser.add_argument("--kernels", help="comma-separated subset of kernels")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="write the JSON here (default: print it)")
+    parser.add_argument("--keep", help="keep each run's gate output (results.json, report) in this folder, "
+                                       "e.g. to compare verdicts between two versions")
     args = parser.parse_args()
     runs = []
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep or scratch
         for jobs in dict.fromkeys(int(j) for j in args.jobs.split(",")):
             print(f"bench_gate: verify gate --profile {args.profile} --jobs {jobs} ...", file=sys.stderr, flush=True)
             runs.append(run_gate(args.profile, jobs, args.kernels, args.seed, Path(folder) / f"jobs{jobs}"))

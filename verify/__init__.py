@@ -28,7 +28,12 @@ from verify.errors import KernelError, SetupError, UsageError
 from verify.gpu.buffers import InOut, Output
 from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
 from verify.profiles import Profile, get_profile
-from verify.results.record import CheckResult, CheckResults, Verdict, VerificationFailure
+from verify.results.record import (
+    CheckResult,
+    CheckResults,
+    Verdict,
+    VerificationFailure,
+)
 
 __all__ = [
     "Case",

@@ -52,7 +52,13 @@ class Display:
         self._progress = None
         if self.stream.isatty():
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self._console = Console(file=self.stream)
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

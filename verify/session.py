@@ -85,6 +85,17 @@ class Replayed:
     lines: list = field(default_factory=list)
 
 
+#: Process settings for workers, each taken only where the environment does not set it. The
+#: float64 references and budgets are many small matrix products and short-lived arrays of a few
+#: MB: one BLAS thread per worker (the gate already runs one worker per core; OpenBLAS's own
+#: threads spin against each other and the software driver's), and glibc malloc keeping freed
+#: arrays of up to 32 MiB for reuse (up to 256 MiB kept) instead of returning every one to the
+#: system and faulting its pages in again for the next case. benchmarks/bench_reference.py and
+#: docs/fastpath.md give the measurements.
+_WORKER_TUNING = {"OPENBLAS_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+                  "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+
+
 class _Worker:
     def __init__(self, log_path: Path | None):
         self.log = open(log_path, "a") if log_path else subprocess.DEVNULL
@@ -94,6 +105,8 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         # Hypothesis keeps its files in .hypothesis/ of the working directory unless told otherwise.
         env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_cache_dir() / "hypothesis"))
+        for name, value in _WORKER_TUNING.items():
+            env.setdefault(name, value)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "verify.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, text=True, env=env,

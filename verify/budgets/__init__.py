@@ -16,7 +16,13 @@ Each derivation is in its function's docstring (and in verify.budgets.attention 
 """
 
 from verify.budgets.expected import decode_expected, merge_expected, rope_expected
-from verify.budgets.roundoff import faithful_rounding_bound, gamma, rounding_floor, ulp, unit_roundoff
+from verify.budgets.roundoff import (
+           faithful_rounding_bound,
+           gamma,
+           rounding_floor,
+           ulp,
+           unit_roundoff,
+)
 
 __all__ = ["decode_expected", "faithful_rounding_bound", "gamma", "merge_expected", "rope_expected",
            "rounding_floor", "ulp", "unit_roundoff"]

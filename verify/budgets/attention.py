@@ -16,7 +16,13 @@ import math
 import numpy as np
 
 from verify.budgets.rope import rope_angle_rel, rope_error
-from verify.budgets.roundoff import faithful_rounding_bound, gamma, smallest_normal, ulp, unit_roundoff
+from verify.budgets.roundoff import (
+    faithful_rounding_bound,
+    gamma,
+    smallest_normal,
+    ulp,
+    unit_roundoff,
+)
 from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel
 
 LN2 = math.log(2.0)

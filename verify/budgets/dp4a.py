@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.budgets.roundoff import faithful_rounding_bound, gamma, numpy_dtype, smallest_normal, unit_roundoff
+from verify.budgets.roundoff import (
+    faithful_rounding_bound,
+    gamma,
+    numpy_dtype,
+    smallest_normal,
+    unit_roundoff,
+)
 from verify.budgets.wgsl_accuracy import rounding_rel
 
 #: K values per integer chunk (eight dot4I8Packed) and per activation scale.

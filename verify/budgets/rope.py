@@ -13,7 +13,14 @@ import math
 import numpy as np
 
 from verify.budgets.roundoff import faithful_rounding_bound, smallest_normal
-from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, literal_rel, log2_abs, rounding_rel, trig_abs
+from verify.budgets.wgsl_accuracy import (
+    division_rel,
+    exp2_rel,
+    literal_rel,
+    log2_abs,
+    rounding_rel,
+    trig_abs,
+)
 
 LN2 = math.log(2.0)
 ACC = "f32"

@@ -3,7 +3,12 @@
 `open_device(backend, adapter, limits)` picks the implementation by name ("wgpu" | "dawn").
 """
 
-from verify.gpu.adapters import AdapterInfo, Implementation, choose_adapter, list_adapters
+from verify.gpu.adapters import (
+    AdapterInfo,
+    Implementation,
+    choose_adapter,
+    list_adapters,
+)
 from verify.gpu.backends import open_device
 from verify.gpu.buffers import InOut, Output
 from verify.gpu.device import Device, Pipeline, RunResult, ShaderCompileError, Timing

@@ -13,12 +13,21 @@ import numpy as np
 
 from verify.errors import KernelError, SetupError
 from verify.gpu.adapters import AdapterInfo, choose_adapter
-from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
-from verify.gpu.probes import AdapterProbes
+
 # The probes and the minimum input size moved to modules both backends share; the old names stay.
-from verify.gpu.binding import MIN_INPUT_BYTES  # noqa: F401
+from verify.gpu.binding import (
+    MIN_INPUT_BYTES,  # noqa: F401
+    bind_resources,
+    buffer_binding_type,
+    entry_point_of,
+    grid,
+    unpack_readbacks,
+)
 from verify.gpu.probes import SUBGROUP_PROBE as _SUBGROUP_PROBE  # noqa: F401
-from verify.gpu.probes import ZERO_INIT_GROUPS  # noqa: F401
+from verify.gpu.probes import (
+    ZERO_INIT_GROUPS,  # noqa: F401
+    AdapterProbes,
+)
 from verify.gpu.probes import ZERO_INIT_PROBE as _ZERO_INIT_PROBE  # noqa: F401
 from verify.gpu.wgsl import Interface, parse_interface, sha256
 

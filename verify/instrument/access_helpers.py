@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 
 from verify.instrument.infer import abstract_default, type_of
 from verify.instrument.memory import Index, Member, Reference
-from verify.instrument.types import Array, Scalar, Struct, Vector, array_stride, member_offsets
+from verify.instrument.types import (
+    Array,
+    Scalar,
+    Struct,
+    Vector,
+    array_stride,
+    member_offsets,
+)
 
 if TYPE_CHECKING:
     from verify.instrument.sanitize import Site

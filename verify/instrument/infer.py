@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
-from verify.instrument.declarations import Declarations, arguments, callee, literal_type, template_args
+from verify.instrument.declarations import (
+    Declarations,
+    arguments,
+    callee,
+    literal_type,
+    template_args,
+)
 from verify.instrument.types import (
     ABSTRACT_FLOAT,
     ABSTRACT_INT,

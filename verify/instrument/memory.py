@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from lark import Token, Tree
 
 from verify.instrument.infer import is_swizzle, swizzle_components
-from verify.instrument.types import Array, Matrix, ModuleVar, Struct, UnsupportedWgsl, Vector
+from verify.instrument.types import (
+    Array,
+    Matrix,
+    ModuleVar,
+    Struct,
+    UnsupportedWgsl,
+    Vector,
+)
 
 #: Address spaces the sanitizer follows; uniform and private memory cannot race (uniform is
 #: read-only, private belongs to one invocation).

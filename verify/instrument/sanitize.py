@@ -40,11 +40,22 @@ from verify.instrument.access_helpers import (
 )
 from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.infer import abstract_default
-from verify.instrument.memory import TRACKED_SPACES, Index, Reference, alias_target, reference_root
+from verify.instrument.memory import (
+    TRACKED_SPACES,
+    Index,
+    Reference,
+    alias_target,
+    reference_root,
+)
 from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
 from verify.instrument.types import Atomic, UnsupportedWgsl
-from verify.instrument.walk import STATEMENTS, entry_builtins, functions, statement_scopes
+from verify.instrument.walk import (
+    STATEMENTS,
+    entry_builtins,
+    functions,
+    statement_scopes,
+)
 
 LOG_NAME = "_san_log"
 #: Sites fit in the low 20 bits of a record's first word (lane above, the out-of-bounds flag on top).

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from lark import Token, Tree
 
 from verify.instrument.declarations import Declarations, arguments, callee
-from verify.instrument.walk import builtin_of, function_name, functions, is_entry_point, parameters
+from verify.instrument.walk import (
+    builtin_of,
+    function_name,
+    functions,
+    is_entry_point,
+    parameters,
+)
 
 #: Built-in inputs that differ between the invocations of a workgroup.
 NON_UNIFORM_BUILTINS = frozenset(("local_invocation_id", "local_invocation_index", "global_invocation_id",

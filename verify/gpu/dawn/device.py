@@ -15,10 +15,23 @@ from dataclasses import dataclass
 
 from verify.errors import KernelError, SetupError
 from verify.gpu.adapters import AdapterInfo, Implementation
-from verify.gpu.binding import BoundBuffer, bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
+from verify.gpu.binding import (
+    BoundBuffer,
+    bind_resources,
+    buffer_binding_type,
+    entry_point_of,
+    grid,
+    unpack_readbacks,
+)
 from verify.gpu.dawn import environment
 from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
-from verify.gpu.device import OPTIONAL_FEATURES, WANTED_LIMITS, RunResult, ShaderCompileError, Timing
+from verify.gpu.device import (
+    OPTIONAL_FEATURES,
+    WANTED_LIMITS,
+    RunResult,
+    ShaderCompileError,
+    Timing,
+)
 from verify.gpu.dialect import Adaptation, for_tint
 from verify.gpu.probes import AdapterProbes
 from verify.gpu.wgsl import Interface, parse_interface, sha256

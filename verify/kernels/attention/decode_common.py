@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from references.decode import decode_attention
 from verify.budgets.attention import decode_budget
 from verify.cases.attention import decode_cases
 from verify.errors import UsageError
+from verify.fastpath.decode import DecodeEvaluation, DecodeInputs, remembered
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
 from verify.kernels.attention.common import (
@@ -37,7 +37,13 @@ from verify.kernels.attention.common import (
     dtype_enables,
     dtype_features,
 )
-from verify.kernels.attention.rope_variant import LLAMA_3_2, SCALING_KEYS, RopeVariant, trim_config, validate_variant
+from verify.kernels.attention.rope_variant import (
+    LLAMA_3_2,
+    SCALING_KEYS,
+    RopeVariant,
+    trim_config,
+    validate_variant,
+)
 from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
 from verify.kernels.specialize import specialize
 
@@ -118,30 +124,32 @@ class DecodeKernel(Kernel):
         run = device.run(pipeline, resources, self.workgroups(config, case))
         return Launched(run.outputs, run.guard_intact, run.timing)
 
-    def reference_result(self, config, case):
+    def decode_inputs(self, config, case) -> DecodeInputs:
+        """What the reference and budget of `case` read, under this config."""
         p = case.params
-        return decode_attention(
+        return DecodeInputs(
             case["q"], case["pages"], case["page_indptr"], case["page_values"], case["length_info"],
-            sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"], rope_theta=p["rope_theta"],
-            rope_scale=p["rope_scale"], k_rope_pos_offset=case["k_rope_pos_offset"],
-            q_rope_position=case["q_rope_position"], sliding_window=bool(config["sliding_window"]),
-            rotary_dtype=STORAGE[config["dtype"]], page_size=config["page_size"],
-            llama3=RopeVariant.from_config(config).llama3)
+            case["k_rope_pos_offset"], case["q_rope_position"], sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"],
+            rope_theta=p["rope_theta"], rope_scale=p["rope_scale"], sliding_window=bool(config["sliding_window"]),
+            qkv_dtype=config["dtype"], page_size=config["page_size"], llama3=RopeVariant.from_config(config).llama3)
+
+    def reference_result(self, config, case):
+        """references.decode.decode_attention of the case, with every intermediate (the plain path)."""
+        return self.decode_inputs(config, case).reference()
+
+    def evaluation(self, config, case) -> DecodeEvaluation:
+        """The case's reference outputs and budgets (verify.fastpath.decode: the numbers of
+        decode_attention and decode_budget), computed once for a case however many checks ask."""
+        return remembered(self.decode_inputs(config, case))
 
     def expected(self, config, case):
-        result = self.reference_result(config, case)
-        p = case.params
-        k_positions = case["k_rope_pos_offset"].astype(np.int64)[:, None] + np.arange(result.k.shape[2])
-        o_budget, lse_budget = decode_budget(
-            result, config["dtype"], sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"],
-            rope_theta=p["rope_theta"], rope_scale=p["rope_scale"],
-            q_positions=case["q_rope_position"].astype(np.int64), k_positions=k_positions,
-            llama3=RopeVariant.from_config(config).llama3)
+        result = self.evaluation(config, case)
         empty = result.length == 0
         return [
-            Expected.around("output", result.o, o_budget, config["dtype"],
+            Expected.around("output", result.o, result.o_budget, config["dtype"],
                             exact=np.broadcast_to(empty[:, None, None], result.o.shape)),
-            Expected.around("lse", result.lse2, lse_budget, "f32", exact=np.broadcast_to(empty[:, None], result.lse2.shape)),
+            Expected.around("lse", result.lse2, result.lse_budget, "f32",
+                            exact=np.broadcast_to(empty[:, None], result.lse2.shape)),
         ]
 
     def features(self, case):

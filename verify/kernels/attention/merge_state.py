@@ -10,7 +10,12 @@ from verify.cases.attention import merge_cases
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.gpu import InOut
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.common import DTYPE, HEAD_DIM, dtype_enables, dtype_features
+from verify.kernels.attention.common import (
+    DTYPE,
+    HEAD_DIM,
+    dtype_enables,
+    dtype_features,
+)
 from verify.kernels.contract import Expected, Kernel, Launched
 from verify.kernels.specialize import body, specialize
 from verify.profiles import get_profile

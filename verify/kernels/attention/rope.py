@@ -20,7 +20,14 @@ from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
 from verify.gpu import InOut
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.common import DTYPE, HEAD_DIM, KV_HEADS, QO_HEADS, dtype_enables, dtype_features
+from verify.kernels.attention.common import (
+    DTYPE,
+    HEAD_DIM,
+    KV_HEADS,
+    QO_HEADS,
+    dtype_enables,
+    dtype_features,
+)
 from verify.kernels.attention.rope_variant import (
     LLAMA_3_1,
     LLAMA_3_2,

@@ -1,0 +1,348 @@
+"""Paged decode's float64 reference and error budget, evaluated fast: the numbers of
+references.decode.decode_attention and verify.budgets.attention.decode_budget.
+
+The plain pair pads every sequence to the longest, works on K as [B, Hkv, Lmax, D] float64
+arrays (rotary error terms elementwise, a float16 round trip for every ulp) and sums o with a
+vector-matrix product per query head. Here the same numbers come from:
+
+- a ragged gather: only attended rows, one fancy index for K and V of all sequences;
+- the same elementwise rotation (the same angles; numpy's float64 cos and sin are libm's,
+  elementwise), so the rotated, rounded q and k are bit for bit the plain ones;
+- work in blocks of kv heads whose buffers stay in cache and are reused;
+- logits from the very BLAS call the plain path makes per (sequence, kv head) (G x D times
+  D x Lmax), so logits, softmax weights, d and lse are bit for bit the plain ones;
+- o from one G x L times L x D product per (sequence, kv head): equal to the plain o up to
+  float64 rounding of the sum (bounded below);
+- the budget's logit error delta_j without per-element arrays: the rotary terms
+  sum_d (e_q,d |k_jd| + |q_d| e_k,jd + e_q,d e_k,jd), with e_k = sqrt2 (a_jd (|k_d| + |k_pair|)
+  + 3 FTZ) + ulp(k_d) and a_jd = trig + 2r + |pos_j| |f_d| rel_d (pair-symmetric in d), regroup
+  exactly into two matrix products with |k| and ulp(k):
+    delta_j / c = P.|k_j| + |pos_j| R.|k_j| + W.ulp(k_j) + 3 sqrt2 FTZ sum_d W_d,
+  W = |q| + e_q, V_d = W_d + W_pair(d), P = (gamma_{D+3} + u)|q| + e_q + sqrt2 (trig + 2r) V,
+  R = sqrt2 |f| rel V.
+
+Why this cannot weaken a check: the budget's delta, spread and A_d are sums of non-negative
+products of the same float64 inputs as the plain path's, only associated differently; each
+computed value is within a factor (1 +- u)^N of the exact sum (N roundings on any term's path,
+N <= 2D + 64 for delta, 2 Lmax + 8 for the sums over rows), so multiplying ours by
+1 + 2 gamma_N makes it >= the plain value, and everything downstream is the plain formula on
+bit-identical inputs and is monotone in them (sums and products of non-negative terms, which
+round monotonically). The one input not bit-identical downstream is o, in the store's rounding
+term faithful_rounding_bound(o), a step function of |o|: it is taken at its largest over
+|o| +- e with e >= |o - o_plain| (verify.fastpath.decode_budget.o_difference_bound). So every budget element is >= the
+plain one; tests/fastpath/test_decode_fastpath.py checks that, and that it is not larger by
+more than rounding, on drawn cases.
+
+Inputs the fast path does not take (invalid page tables, non-finite or +inf logits, rotated
+values at the top of their format's range) go to the plain pair, which decides them as before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from references.decode import LOG2E, DecodeResult, decode_attention
+from references.paged_kv import attended_length, validate_page_table
+from references.rope import Llama3Scaling, rope_frequencies, rotate_neox
+from references.softmax import state_to_output
+from verify.budgets.attention import decode_budget
+from verify.budgets.roundoff import numpy_dtype
+from verify.fastpath import floats
+from verify.fastpath.decode_budget import Budget, LogitError
+from verify.fastpath.memo import CaseMemo
+
+
+@dataclass(frozen=True)
+class DecodeInputs:
+    """Everything the decode reference and budget of one case read, and nothing else (so that a
+    remembered evaluation is keyed on all it depends on)."""
+
+    q: np.ndarray
+    pages: np.ndarray
+    page_indptr: np.ndarray
+    page_values: np.ndarray
+    length_info: np.ndarray
+    k_rope_pos_offset: np.ndarray
+    q_rope_position: np.ndarray
+    sm_scale: float
+    rotary_mode: int
+    rope_theta: float
+    rope_scale: float
+    sliding_window: bool
+    qkv_dtype: str
+    page_size: int
+    llama3: Llama3Scaling | None = None
+
+    _ARRAYS = ("q", "pages", "page_indptr", "page_values", "length_info", "k_rope_pos_offset", "q_rope_position")
+
+    def arrays(self) -> tuple:
+        return tuple(getattr(self, name) for name in self._ARRAYS)
+
+    def scalars(self) -> tuple:
+        return (float(self.sm_scale), int(self.rotary_mode), float(self.rope_theta), float(self.rope_scale),
+                bool(self.sliding_window), self.qkv_dtype, int(self.page_size), self.llama3)
+
+    def reference(self) -> DecodeResult:
+        """The plain reference, references.decode.decode_attention."""
+        return decode_attention(
+            self.q, self.pages, self.page_indptr, self.page_values, self.length_info, sm_scale=self.sm_scale,
+            rotary_mode=self.rotary_mode, rope_theta=self.rope_theta, rope_scale=self.rope_scale,
+            k_rope_pos_offset=self.k_rope_pos_offset, q_rope_position=self.q_rope_position,
+            sliding_window=self.sliding_window, rotary_dtype=numpy_dtype(self.qkv_dtype), page_size=self.page_size,
+            llama3=self.llama3)
+
+    def budget(self, result: DecodeResult):
+        """The plain budget of a plain reference result, verify.budgets.attention.decode_budget."""
+        k_positions = np.asarray(self.k_rope_pos_offset).astype(np.int64)[:, None] + np.arange(result.k.shape[2])
+        return decode_budget(result, self.qkv_dtype, sm_scale=self.sm_scale, rotary_mode=self.rotary_mode,
+                             rope_theta=self.rope_theta, rope_scale=self.rope_scale,
+                             q_positions=np.asarray(self.q_rope_position).astype(np.int64), k_positions=k_positions,
+                             llama3=self.llama3)
+
+
+@dataclass(frozen=True)
+class DecodeEvaluation:
+    """A case's reference outputs and their budgets (empty contexts: o 0, lse -inf, budgets 0)."""
+
+    o: np.ndarray         # [B, Hq, D]
+    lse2: np.ndarray      # [B, Hq]
+    logits2: np.ndarray   # [B, Hq, Lmax], -inf past each length
+    length: np.ndarray    # [B]
+    o_budget: np.ndarray  # [B, Hq, D]
+    lse_budget: np.ndarray  # [B, Hq]
+
+
+def evaluate_plain(inputs: DecodeInputs) -> DecodeEvaluation:
+    """The plain pair: references.decode.decode_attention, then decode_budget."""
+    result = inputs.reference()
+    o_budget, lse_budget = inputs.budget(result)
+    return DecodeEvaluation(result.o, result.lse2, result.logits2, result.length, o_budget, lse_budget)
+
+
+def evaluate(inputs: DecodeInputs) -> DecodeEvaluation:
+    """The reference and budget of a decode case: the fast path, or the plain pair for inputs
+    the fast path does not take (see the module docstring)."""
+    fast = _evaluate_fast(inputs) if _takes(inputs) else None
+    return fast if fast is not None else evaluate_plain(inputs)
+
+
+_MEMO = CaseMemo()
+
+
+def remembered(inputs: DecodeInputs) -> DecodeEvaluation:
+    """evaluate(inputs), computed once for the same input arrays and scalars (verify.fastpath.memo)."""
+    return _MEMO.get(inputs.arrays(), inputs.scalars(), lambda: evaluate(inputs))
+
+
+# -- the fast path -----------------------------------------------------------------------------------
+def _takes(x: DecodeInputs) -> bool:
+    """Shapes and tables the fast path handles; anything else (including every input the plain
+    reference rejects) goes to the plain pair, which raises its own error."""
+    q, pages = np.asarray(x.q), np.asarray(x.pages)
+    if q.ndim != 3 or pages.ndim != 5 or pages.shape[1] != 2 or pages.shape[4] != q.shape[2]:
+        return False
+    batch, qo_heads, head_dim = q.shape
+    kv_heads = pages.shape[2]
+    if kv_heads == 0 or qo_heads % kv_heads or head_dim % 2 or pages.shape[3] != x.page_size:
+        return False
+    if x.qkv_dtype not in ("f16", "f32") or x.rotary_mode not in (0, 1) or not math.isfinite(x.sm_scale):
+        return False
+    if np.asarray(x.page_indptr).shape != (batch + 1,):
+        return False
+    for name in ("k_rope_pos_offset", "q_rope_position"):
+        pos = np.asarray(getattr(x, name))
+        if x.rotary_mode and (pos.shape != (batch,) or not np.issubdtype(pos.dtype, np.integer)):
+            return False
+    try:
+        validate_page_table(x.page_indptr, x.page_values, x.length_info, pages.shape[0], x.page_size,
+                            x.sliding_window)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class _Rows:
+    """The attended rows of every sequence, back to back: sequence b owns rows start[b] .. + length[b]."""
+
+    length: np.ndarray  # [B] int64
+    start: np.ndarray   # [B] int64
+    sequence: np.ndarray  # [T] which sequence each row belongs to
+    row: np.ndarray     # [T] its logical row within the sequence
+
+    @property
+    def total(self) -> int:
+        return int(self.length.sum())
+
+    @property
+    def longest(self) -> int:
+        return int(self.length.max(initial=0))
+
+    def span(self, b: int) -> slice:
+        return slice(int(self.start[b]), int(self.start[b] + self.length[b]))
+
+
+def _rows(x: DecodeInputs) -> _Rows:
+    length = attended_length(x.page_indptr, x.length_info, x.page_size, x.sliding_window).astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64)
+    sequence = np.repeat(np.arange(length.size), length)
+    return _Rows(length, start, sequence, np.arange(int(length.sum())) - start[sequence])
+
+
+def _gather(x: DecodeInputs, rows: _Rows) -> tuple[np.ndarray, np.ndarray]:
+    """K and V of the attended rows as stored, [Hkv, T, D] each: references.paged_kv's addressing
+    (`_get_seq_offset`, `_get_kv_chunk_len`) on the rows that exist only."""
+    pages = np.asarray(x.pages)
+    slot = rows.row
+    if x.sliding_window:
+        info = np.asarray(x.length_info).astype(np.int64)
+        offset, sink = info[1][rows.sequence], info[2][rows.sequence]
+        slot = np.where(slot < sink, slot, slot - sink + offset)
+    indptr = np.asarray(x.page_indptr).astype(np.int64)
+    values = np.asarray(x.page_values).astype(np.int64)
+    page = values[indptr[rows.sequence] + slot // x.page_size] if rows.total else slot
+    kv = pages[page[None, None, :], np.arange(2)[:, None, None], np.arange(pages.shape[2])[None, :, None],
+               (slot % x.page_size)[None, None, :]]  # [2, Hkv, T, D]
+    return kv[0], kv[1]
+
+
+def _round_in_place(x: np.ndarray, dtype) -> np.ndarray:
+    """As references.decode's rounder: store in the qkv dtype (inf beyond its range)."""
+    with np.errstate(over="ignore"):
+        x[...] = x.astype(dtype)
+    return x
+
+
+#: Elements of one block of kv heads worked on at a time: small enough for its buffers to stay in
+#: cache and be reused from block to block, large enough to keep the number of numpy calls small.
+_BLOCK_ELEMENTS = 1 << 16
+
+
+def _head_blocks(kv_heads: int, rows: int, head_dim: int) -> list[slice]:
+    step = max(1, _BLOCK_ELEMENTS // max(1, rows * head_dim))
+    return [slice(h, min(h + step, kv_heads)) for h in range(0, kv_heads, step)]
+
+
+@dataclass
+class _Rotation:
+    """cos and sin of every attended row's angles, [T, D/2]: rotate_neox's angles (positions times
+    rope_scale times the NeoX frequencies), for the attended rows only. numpy's float64 cos and sin
+    are elementwise (libm's), so these are the values the plain path takes of its [B, 1, Lmax, D/2]."""
+
+    cos: np.ndarray
+    sin: np.ndarray
+
+    @classmethod
+    def of(cls, x: DecodeInputs, rows: _Rows, head_dim: int) -> "_Rotation":
+        positions = np.asarray(x.k_rope_pos_offset).astype(np.int64)[rows.sequence] + rows.row
+        freq = rope_frequencies(head_dim, x.rope_theta, x.llama3, "neox")[:head_dim // 2]
+        angles = (positions.astype(np.float64) * x.rope_scale)[..., None] * freq
+        return cls(np.cos(angles), np.sin(angles))
+
+    def rotate_into(self, k_stored: np.ndarray, out: np.ndarray, dtype) -> None:
+        """out [h, T, D] = rotate_neox's rotation of k_stored [h, T, D], rounded to dtype: the same
+        products and sums in the same order, on contiguous half-width arrays."""
+        half = k_stored.shape[-1] // 2
+        lower = k_stored[..., :half].astype(np.float64)
+        upper = k_stored[..., half:].astype(np.float64)
+        scratch = self.sin * upper
+        rotated = np.multiply(self.cos, lower)
+        np.subtract(rotated, scratch, out=rotated)
+        with np.errstate(over="ignore"):  # beyond the dtype's range it stores inf, as the plain rounder does
+            out[..., :half] = rotated.astype(dtype)
+            np.multiply(self.sin, lower, out=scratch)
+            np.multiply(self.cos, upper, out=rotated)
+            np.add(rotated, scratch, out=rotated)
+            out[..., half:] = rotated.astype(dtype)
+
+
+def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
+    q_stored = np.asarray(x.q)
+    batch, qo_heads, head_dim = q_stored.shape
+    kv_heads = np.asarray(x.pages).shape[2]
+    group = qo_heads // kv_heads
+    rows = _rows(x)
+    longest, total = rows.longest, rows.total
+    live = [b for b in range(batch) if rows.length[b] > 0]
+    k_stored, v_stored = _gather(x, rows)
+    dtype = numpy_dtype(x.qkv_dtype)
+
+    q = np.asarray(q_stored, np.float64)
+    rotation = None
+    if x.rotary_mode == 1:
+        q_positions = np.asarray(x.q_rope_position).astype(np.int64)
+        q = _round_in_place(rotate_neox(q, q_positions[:, None], rope_theta=x.rope_theta, rope_scale=x.rope_scale,
+                                        llama3=x.llama3), dtype)
+        rotation = _Rotation.of(x, rows, head_dim)
+    qg = q.reshape(batch, kv_heads, group, head_dim)
+    logit_error = LogitError.of(x, qg)
+    if logit_error is None:
+        return None
+
+    # Per block of kv heads: the keys (rotated and rounded with rotary_mode 1) followed by
+    # `longest` zero rows, so each sequence has the [Lmax, D] window the plain path's logits
+    # product (one BLAS call per sequence and head) runs on; then |k| and ulp(k) for the budget.
+    blocks = _head_blocks(kv_heads, total, head_dim)
+    width = max(h.stop - h.start for h in blocks)
+    keys = np.empty((width, total + longest, head_dim))
+    keys[:, total:] = 0.0
+    abs_k = np.empty((width, total, head_dim))
+    ulp_k = np.empty((width, total, head_dim)) if rotation is not None else None
+    scores = np.zeros((batch, kv_heads, group, longest))
+    magnitude_terms = np.zeros((batch, kv_heads, logit_error.by_magnitude.shape[2], longest))
+    ulp_terms = np.zeros((batch, kv_heads, group, longest)) if rotation is not None else None
+    for heads in blocks:
+        n = heads.stop - heads.start
+        k, a, e = keys[:n, :total], abs_k[:n], None if ulp_k is None else ulp_k[:n]
+        if rotation is not None:
+            rotation.rotate_into(k_stored[heads], k, dtype)
+        else:
+            k[...] = k_stored[heads]
+        for b in live:
+            window = keys[:n, rows.start[b]:rows.start[b] + longest]
+            scores[b, heads] = qg[b, heads] @ window.transpose(0, 2, 1)
+        np.abs(k, out=a)
+        if e is not None:
+            floats.ulp(a, x.qkv_dtype, out=e)
+        for b in live:
+            span, length = rows.span(b), rows.length[b]
+            magnitude_terms[b, heads, :, :length] = logit_error.by_magnitude[b, heads] @ a[:, span].transpose(0, 2, 1)
+            if e is not None:
+                ulp_terms[b, heads, :, :length] = logit_error.by_ulp[b, heads] @ e[:, span].transpose(0, 2, 1)
+    del keys, abs_k, ulp_k
+
+    valid = (np.arange(longest) < rows.length[:, None])[:, None, None, :]
+    logits2 = np.where(valid, scores * (x.sm_scale * LOG2E), -np.inf)
+    if np.isnan(logits2).any() or np.isposinf(logits2).any():
+        return None  # the plain reference rejects these logits
+    # references.softmax.softmax_state's m, weights and d.
+    m = np.max(logits2, axis=-1, initial=-np.inf)
+    weights = np.exp2(logits2 - np.where(np.isfinite(m), m, 0.0)[..., None])
+    d = weights.sum(axis=-1)
+    logits2 = logits2.reshape(batch, qo_heads, longest)
+    delta = logit_error.combine(x, rows.longest, magnitude_terms, ulp_terms)
+    budget = Budget.of(rows.length, logits2, delta)
+
+    # Per block of kv heads: o's sums over the attended rows, then the budget's over |v|.
+    o_sum = np.zeros((batch, kv_heads, group, head_dim))
+    sums = np.zeros((batch, kv_heads, 2 * group, head_dim))
+    values = np.empty((width, total, head_dim))
+    for heads in blocks:
+        v = values[:heads.stop - heads.start]
+        v[...] = v_stored[heads]
+        for b in live:
+            o_sum[b, heads] = weights[b, heads, :, :rows.length[b]] @ v[:, rows.span(b)]
+        np.abs(v, out=v)
+        for b in live:
+            sums[b, heads] = budget.weighted[b, heads, :, :rows.length[b]] @ v[:, rows.span(b)]
+    o, lse2 = state_to_output(m, d, o_sum, base=2)
+    o, lse2 = o.reshape(batch, qo_heads, head_dim), lse2.reshape(batch, qo_heads)
+    o_budget, lse_budget = budget.finish(x.qkv_dtype, sums, o, lse2)
+    if not (np.isfinite(o_budget).all() and np.isfinite(lse_budget).all()):
+        return None  # the plain budget decides what a non-finite term means
+    return DecodeEvaluation(o, lse2, logits2, rows.length, o_budget, lse_budget)
+
+
