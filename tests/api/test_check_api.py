@@ -25,7 +25,8 @@ class MergeStateDefinedHere(MergeState):
                          ids=["name", "import path", "class"])
 def test_a_kernel_is_found_by_name_import_path_or_class(kernel):
     results = verify.check(kernel, F32, examples=8)
-    assert isinstance(results, CheckResults) and [r.check for r in results] == ["reference", "determinism", "sanitize"]
+    assert isinstance(results, CheckResults) and [r.check for r in results] == ["reference", "determinism", "sanitize",
+                                                                           "implementations"]
     assert results.verdict is Verdict.PASS and results["reference"].examples == 8
     assert results["reference"].max_err_over_budget is not None and results["reference"].max_err_over_budget <= 1
     assert results["reference"].kernel_ref == "verify.kernels.attention.merge_state:MergeState"
