@@ -287,7 +287,8 @@ def cmd_check(args) -> int:
                            out_dir=Path(args.out), time_limit=args.time_limit, adapter=args.adapter, checks=checks,
                            wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "",
                            subgroup_width=args.subgroup_width, backend=args.backend)
-    _check_adapter(args.adapter, args.backend)
+    for backend in sorted({job.backend for job in jobs}, key=str):  # a kernel may prefer its own backend
+        _check_adapter(args.adapter, backend)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, workers=args.jobs)
 
@@ -489,9 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if hasattr(args, "backend"):  # resolved once here ($VERIFY_BACKEND included), checked early
-            from verify.gpu.backends import backend_named
+            from verify.gpu.backends import chosen_backend
 
-            args.backend = backend_named(args.backend).value
+            args.backend = chosen_backend(args.backend)
         return args.func(args)
     except UsageError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)

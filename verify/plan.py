@@ -57,6 +57,7 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
         if unknown:
             raise UsageError(f"{instance.name} has no check {', '.join(unknown)}; its checks: {', '.join(instance.checks)}")
     selected = list(dict.fromkeys(checks)) if checks else list(instance.checks)  # in the order asked for
+    backend = backend or kernel_backend(instance, None)
     kind = "file" if wgsl is not None else (_source_kind(spec) or instance.source)
     origin = wgsl_origin if wgsl is not None else (spec.ref if kind == "package" else instance.source)
     return [Job(instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl, source_kind=kind,
@@ -83,16 +84,33 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                                        source=Source(_source_kind(spec) or instance.source)))
             continue
         per_config = max(1, math.ceil(profile.examples / len(configs)))
+        kernel_runs_on = kernel_backend(instance, backend)
         for config in configs:
             jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
-                               time_limit=time_limit, adapter=adapter, backend=backend)
+                               time_limit=time_limit, adapter=adapter, backend=kernel_runs_on)
             # A kernel built on subgroups runs at the widths real GPUs have, emulated on any adapter.
             if "subgroup" in instance.requirements(instance.config(config)):
                 for width in profile.subgroup_widths:
                     jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed,
-                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter, backend=backend,
-                                       checks=list(WIDTH_CHECKS), subgroup_width=width)
+                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter,
+                                       backend=kernel_runs_on, checks=list(WIDTH_CHECKS), subgroup_width=width)
     return jobs, skipped
+
+
+def kernel_backend(kernel, backend: str | None) -> str | None:
+    """The backend a kernel's jobs run on: `backend` (the run's), unless the kernel declares the
+    WebGPU implementations it runs on (`Kernel.backends`, e.g. ORT's kernels: ("dawn",)) and the
+    run's is not among them, or the run names none; then the kernel's first. `verify check
+    --backend B` passes B explicitly and is honoured (a kernel Naga cannot compile then reports
+    its compile divergence); the gate passes its backend through here."""
+    declared = tuple(getattr(kernel, "backends", ()) or ())
+    if not declared:
+        return backend
+    from verify.gpu.backends import backend_named
+
+    if backend is not None and backend_named(backend).value in declared:
+        return backend
+    return declared[0]
 
 
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:

@@ -1,0 +1,8 @@
+"""ONNX Runtime Web as a kernel source: ORT's own WebGPU kernels, run in Node on Dawn.
+
+- `model`: one com.microsoft.MatMulNBits node as an ONNX model (the `onnx` package).
+- `runtime`: ORT's WebGPU execution provider in a Node process (runner.mjs), runs with capture.
+- `capture`: what a run dispatched: programs (labelled WGSL), workgroups, bound buffers.
+- `programs`: ORT's WGSL per program and config, captured once and cached on disk.
+- `kernels`, `dp4a_kernels`: the `ort.*` kernels (end to end, and kernel by kernel).
+"""

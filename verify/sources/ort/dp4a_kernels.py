@@ -1,0 +1,376 @@
+"""ONNX Runtime's own DP4A kernels, launched by verify under the contracts of dp4a.quantize and dp4a.matmul.
+
+The WGSL is ORT's, exactly as onnxruntime-web generated it for the config (verify.sources.ort
+.programs); what verify supplies is what ORT's host code would: the bindings by ORT's names
+(inputs in AddInput order, then outputs, then `uniforms`), the uniform struct read from the WGSL
+and filled field by field (as ORT's ProgramManager packs it), and ORT's dispatch sizes, normalised
+as ORT normalises them. tests/sources/test_ort.py holds these launches to ORT's own: on inputs
+captured from an ORT run, each reproduces ORT's outputs bit for bit.
+
+Each kernel's cases are drawn in the domain where ORT runs its program: the tile program for
+M >= 4, the small-M program for M < 4 and f32 outputs (f16 models with M < 4 take ORT's non-DP4A
+MatMulNBits, except on Qualcomm adapters). The contracts are ours; two facts of ORT's arithmetic
+enter the budgets: it accumulates in the output type (no f32 accumulation option in 1.30), and
+its 4-bit programs multiply I_c by the scale in the output type (`mul_precision =
+output_element_t`), so for f16 models I_c is rounded to f16 first (verify.budgets.dp4a).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
+from verify.budgets.dp4a import matmul_budget
+from verify.budgets.roundoff import numpy_dtype
+from verify.cases import Case
+from verify.cases.dp4a_matmul import matmul_cases
+from verify.cases.dp4a_quantize import quantize_cases
+from verify.checks import register
+from verify.errors import UsageError
+from verify.gpu import Output
+from verify.gpu.uniforms import pack_struct
+from verify.kernels.contract import Expected, Launched
+from verify.kernels.dp4a.common import A_BLOCK, BITS, BLOCK_SIZE, DTYPE, check_block_size, check_shape
+from verify.kernels.dp4a.matmul import HAS_BIAS, HAS_ZERO_POINTS, K, M, MAX_PINNED_ELEMENTS, N, Matmul, centred_weights, dp4a_exact
+from verify.kernels.dp4a.quantize import Quantize, legal_outputs
+from verify.kernels.specialize import config_line
+from verify.sources.ort.capture import QUANTIZE, SMALL_M, TILE
+from verify.sources.ort.programs import CaptureConfig, captured_programs
+from verify.sources.tvm_kernels import CaseFamilyCheck
+
+#: WebGPU's default maxComputeWorkgroupsPerDimension, which ORT normalises its dispatches to.
+MAX_GROUPS = 65535
+#: Lanes of ORT's quantize workgroup, one vec4 of A each (DP4AMatMulQuantizeProgram).
+QUANTIZE_LANES = 64
+#: Output rows and columns of one workgroup of the tile program (tile_size = 64).
+TILE_ROWS, TILE_COLS = 64, 64
+#: B rows of one workgroup of the small-M program (its `b_global_base` step in ORT 1.30).
+SMALL_M_COLS = 4
+#: Smallest M ORT sends to the tile program (kMinMForTileOptimization).
+MIN_TILE_M = 4
+
+
+def ort_grid(groups: int) -> tuple[int, int, int]:
+    """ORT's dispatch of `groups` workgroups (ProgramManager::NormalizeDispatchGroupSize): as is up
+    to the per-dimension limit, else a ceil(sqrt) square, else a ceil(cbrt) cube. Programs rebuild
+    their workgroup index as z·nx·ny + y·nx + x and return from the surplus ones."""
+    if groups <= MAX_GROUPS:
+        return groups, 1, 1
+    side = int(np.ceil(np.sqrt(groups)))
+    if side <= MAX_GROUPS:
+        return side, side, 1
+    side = int(np.ceil(np.cbrt(groups)))
+    if side > MAX_GROUPS:
+        raise UsageError(f"{groups} workgroups exceed what ORT can dispatch")
+    return side, side, side
+
+
+def zero_blocks_per_col(k_blocks: int, bits: int) -> int:
+    """Zero points per B row as ORT addresses them: the row's blocks rounded up to whole bytes
+    (a multiple of 8 / bits), since packed zero points start each row on a byte."""
+    per_byte = 8 // bits
+    return -(-k_blocks // per_byte) * per_byte
+
+
+def bind(pipeline, arrays: dict, uniforms: dict) -> dict:
+    """Resources by the WGSL's binding names: storage bindings from `arrays`, the uniform struct
+    (ORT's `uniforms`) packed field by field from `uniforms`."""
+    resources = {}
+    for binding in pipeline.interface.bindings:
+        if binding.address_space == "uniform":
+            fields = pipeline.interface.structs.get(binding.type)
+            if fields is None:
+                raise UsageError(f"the uniform {binding.name!r} is not a struct the WGSL declares")
+            unknown = [name for name, _ in fields if name not in uniforms]
+            if unknown:
+                raise UsageError(f"uniform field(s) {', '.join(unknown)} are none the ORT launch supplies "
+                                 f"({', '.join(uniforms)})")
+            resources[binding.name] = pack_struct(fields, uniforms)
+        elif binding.name in arrays:
+            resources[binding.name] = arrays[binding.name]
+        else:
+            raise UsageError(f"binding {binding.name!r} is none the ORT launch supplies ({', '.join(arrays)})")
+    return resources
+
+
+def header(kernel: str, config: dict) -> str:
+    return f"// verify kernel: {kernel}\n{config_line(config)}\n"
+
+
+class _DerivedConfig:
+    """Config entries fixed by ORT's program (e.g. its accumulator type) rather than chosen.
+
+    They are added to every config, so the shared checks and the records read them, and a
+    config that states them (a record, a case file, a `verify show` header) must state them right.
+    """
+
+    derived_keys: tuple = ()
+
+    def derive(self, config: dict) -> dict:
+        return {}
+
+    def config(self, overrides: dict | None = None) -> dict:
+        overrides = dict(overrides or {})
+        stated = {key: overrides.pop(key) for key in self.derived_keys if key in overrides}
+        config = super().config(overrides)
+        derived = self.derive(config)
+        wrong = [f"{key}={value} (ORT's program has {derived[key]})" for key, value in stated.items()
+                 if str(value) != str(derived[key])]
+        if wrong:
+            raise UsageError(f"{self.name}: {'; '.join(wrong)}")
+        return {**config, **derived}
+
+
+# -- quantize --------------------------------------------------------------------------------------------
+#: Known finding of ort.dp4a.quantize under `zero_blocks` (Kernel.known_finding).
+ZERO_BLOCK_CODES = (
+    "ORT's quantizer divides an all-zero block by its max, 0/0: the block's codes are pack4x8snorm(NaN), "
+    "which WGSL leaves to the implementation.\n"
+    "DP4AMatMulQuantize computes `norm_a = local_a / scale` with scale = the block's max |a| and stores "
+    "pack4x8snorm(norm_a) with no guard for scale = 0 (dp4a_quantize.wgsl.template). The stored scale is 0, so "
+    "ORT's own matmul multiplies those codes by 0 and Y is unaffected (ort.matmul_nbits passes on zero blocks), "
+    "but a consumer that reads the codes, or a weight scale that is Inf or NaN, sees them. dp4a.quantize's contract "
+    "requires codes 0 there (it divides by 1). Evidence: tests/sources/test_ort.py::"
+    "test_ort_quantizer_writes_code_zero_for_an_all_zero_block (strict xfail); docs/findings.md §13.")
+
+
+def _block_is_zero(a: np.ndarray) -> np.ndarray:
+    return ~np.any(np.asarray(a).reshape(-1, ACTIVATION_BLOCK) != 0, axis=-1)
+
+
+def without_zero_blocks(case: Case) -> Case:
+    """`case` with every all-zero 128-value block given one nonzero value (a lone block max):
+    zero blocks are the `zero_blocks` check's cases."""
+    a = case["a"]
+    zero = _block_is_zero(a)
+    if not zero.any():
+        return case
+    blocks = a.reshape(-1, ACTIVATION_BLOCK).copy()
+    rng = np.random.default_rng([int(case.params["seed"]), 5])
+    where = rng.integers(0, ACTIVATION_BLOCK, int(zero.sum()))
+    blocks[np.flatnonzero(zero), where] = a.dtype.type(rng.choice([-1.0, 1.0]) * 2.0 ** rng.integers(-8, 8))
+    return case.replace({"a": blocks.reshape(a.shape)})
+
+
+def with_zero_blocks(case: Case) -> Case:
+    """`case` with a random nonempty set of its 128-value blocks set to zero."""
+    a = case["a"]
+    blocks = a.reshape(-1, ACTIVATION_BLOCK).copy()
+    rng = np.random.default_rng([int(case.params["seed"]), 6])
+    chosen = rng.random(blocks.shape[0]) < 0.5
+    chosen[rng.integers(0, blocks.shape[0])] = True
+    blocks[chosen] = 0
+    return case.replace({"a": blocks.reshape(a.shape)}, zero_blocks=int(chosen.sum()))
+
+
+class OrtQuantize(_DerivedConfig, Quantize):
+    """ORT's DP4AMatMulQuantize under dp4a.quantize's contract (legal codes and scales, budget 0)."""
+
+    name = "ort.dp4a.quantize"
+    source = "ort"
+    summary = "ONNX Runtime Web 1.30's DP4AMatMulQuantize: A [..., K] -> int8 codes and a scale per 128 values"
+    config_keys = (DTYPE,)
+    checks = ("reference", "determinism", "zero_blocks", "sanitize")
+    derived_keys = ("program",)
+
+    def derive(self, config):
+        return {"program": QUANTIZE}
+
+    def validate(self, config):
+        pass
+
+    def requirements(self, config):
+        return frozenset({"subgroup", "shader-f16"} if config["dtype"] == "f16" else {"subgroup"})
+
+    def gate_configs(self, profile):
+        """f16 and f32; capturing them here makes a machine without ORT skip the kernel (SetupError)."""
+        configs = [self.config({"dtype": dtype}) for dtype in ("f16", "f32")]
+        for config in configs:
+            self.wgsl(config)
+        return configs
+
+    def known_finding(self, check, config):
+        return ZERO_BLOCK_CODES if check == "zero_blocks" else None
+
+    def wgsl(self, config):
+        return header(self.name, config) + captured_programs(CaptureConfig(config["dtype"])).wgsl(QUANTIZE)
+
+    def cases(self, config, profile):
+        return quantize_cases(config["dtype"], profile).map(without_zero_blocks)
+
+    def zero_blocks_cases(self, config, profile):
+        return quantize_cases(config["dtype"], profile).map(with_zero_blocks)
+
+    def launch(self, device, wgsl, config, case):
+        a = case["a"]
+        if a.ndim < 2:
+            raise UsageError(f"A must be [..., M, K], got shape {a.shape}")
+        rows, k = int(np.prod(a.shape[:-1])), a.shape[-1]
+        check_shape(m=rows, k=k)
+        vec4_count = rows * k // 4
+        pipeline = device.pipeline(wgsl)
+        resources = bind(pipeline, {
+            "input_a": a,
+            "output": Output(np.uint32, (*a.shape[:-1], k // 4)),
+            "scales": Output(a.dtype, (*a.shape[:-1], k // A_BLOCK)),
+        }, {"output_size": vec4_count})
+        run = device.run(pipeline, resources, ort_grid(-(-vec4_count // QUANTIZE_LANES)))
+        names = {"output": "codes", "scales": "scales"}
+        outputs = {names[n]: v for n, v in run.outputs.items()}
+        outputs["codes"] = unpack_codes(outputs["codes"])
+        return Launched(outputs, {names[n]: v for n, v in run.guard_intact.items()}, run.timing)
+
+
+# -- matmul -----------------------------------------------------------------------------------------------
+F16_ACCUMULATION = (
+    "ORT accumulates in the output type: for f16 models the running sums overflow to Inf where Y is finite.\n"
+    "DP4AMatMulNBits keeps lane_output1..4 as vec4<output_element_t> (f16 for f16 models) and adds each chunk "
+    "product to them; onnxruntime-web 1.30 has no f32-accumulation option. The f16 accumulation overflow of "
+    "docs/findings.md §7 (onnxruntime#29599, #29611), reproduced here in ORT's own WGSL. Evidence: "
+    "tests/sources/test_ort.py::test_ort_tile_program_keeps_large_same_sign_sums_finite (strict xfail); "
+    "docs/findings.md §13.")
+
+
+class OrtMatmul(_DerivedConfig, Matmul):
+    """ORT's DP4AMatMulNBits (the 64x64 tile program) under dp4a.matmul's contract."""
+
+    name = "ort.dp4a.matmul"
+    source = "ort"
+    summary = ("ONNX Runtime Web 1.30's DP4AMatMulNBits (64x64 tile, M >= 4): Y from int8 A codes and N-bit weights")
+    config_keys = (DTYPE, BITS, BLOCK_SIZE, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
+    derived_keys = ("program", "tile", "acc", "mul")
+    program = TILE
+    tile = "64x64"
+    #: M of the ORT run that dispatches the program.
+    capture_m = MIN_TILE_M
+
+    def derive(self, config):
+        mul = config["dtype"] if config["bits"] == 4 else "f32"
+        return {"program": self.program, "tile": self.tile, "acc": config["dtype"], "mul": mul}
+
+    def validate(self, config):
+        check_block_size(config["block_size"])
+        for key in ("m", "n", "k"):
+            if config[key] < 0:
+                raise UsageError(f"{key}={config[key]}: must be >= 0 (0 draws it per case)")
+        check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None,
+                    block_size=config["block_size"])
+        if config["m"] and self.tile == "small_m" and not self.runs_at(config["m"]):
+            raise UsageError(f"m={config['m']}: ORT runs {self.program} only for {self.domain}")
+        largest = max((config["m"] or 1) * (config["k"] or 1), (config["n"] or 1) * (config["k"] or 1),
+                      (config["m"] or 1) * (config["n"] or 1))
+        if largest > MAX_PINNED_ELEMENTS:
+            raise UsageError(f"m={config['m']}, n={config['n']}, k={config['k']}: a case would hold {largest} "
+                             f"elements in one matrix, more than the {MAX_PINNED_ELEMENTS} verify draws")
+
+    #: Where ORT dispatches the program, in A's rows batch·M.
+    domain = f"batch·M >= {MIN_TILE_M}"
+
+    def runs_at(self, rows: int) -> bool:
+        return rows >= MIN_TILE_M
+
+    def requirements(self, config):
+        return frozenset({"subgroup", "shader-f16"} if config["dtype"] == "f16" else {"subgroup"})
+
+    def gate_configs(self, profile):
+        configs = [self.config(c) for c in self.gate_shapes]
+        for config in configs:
+            self.wgsl(config)
+        return configs
+
+    #: 4- and 8-bit, block sizes 32/64/128, zero points and bias, f16 and f32.
+    gate_shapes = (dict(dtype="f16", bits=4, block_size=32),
+                   dict(dtype="f16", bits=8, block_size=64, has_zero_points=1, has_bias=1),
+                   dict(dtype="f32", bits=4, block_size=128, has_zero_points=1, has_bias=1))
+
+    def known_finding(self, check, config):
+        return F16_ACCUMULATION if check == "accumulator_range" and config["dtype"] == "f16" else None
+
+    def wgsl(self, config):
+        capture = CaptureConfig(config["dtype"], config["bits"], config["block_size"], bool(config["has_zero_points"]),
+                                bool(config["has_bias"]), m=self.capture_m)
+        return header(self.name, config) + captured_programs(capture).wgsl(self.program)
+
+    def cases(self, config, profile):
+        """dp4a.matmul's cases where ORT runs the program: its rows are batch·M (ORT folds the batch
+        into M, B being 2-D)."""
+        return matmul_cases(config, profile).filter(lambda case: self.runs_at(case.params["batch"] * case.params["m"]))
+
+    def grid(self, rows: int, n: int) -> tuple[int, int, int]:
+        return ort_grid(-(-rows // TILE_ROWS) * -(-n // TILE_COLS))
+
+    def uniforms(self, rows: int, n: int, k: int, config: dict) -> dict:
+        """Every field ORT's tile and small-M programs declare (each reads the ones it names), for
+        A as ORT binds it: batch_count 1 and M = batch·M rows."""
+        k_blocks = k // config["block_size"]
+        return {"batch_count": 1, "M": rows, "N": n, "K": k, "K8": k // 8, "K16": k // 16, "K32": k // 32,
+                "block_size": config["block_size"], "num_M_tile": -(-rows // TILE_ROWS),
+                "num_N_tile": -(-n // (SMALL_M_COLS if self.tile == "small_m" else TILE_COLS)),
+                "zero_blocks_per_col": zero_blocks_per_col(k_blocks, config["bits"]), "weight_idx": 0,
+                "dispatch_M": rows}
+
+    def launch(self, device, wgsl, config, case):
+        batch, m, k4 = case["a_codes"].shape
+        k, n = 4 * k4, case["b"].shape[0]
+        check_shape(m=m, n=n, k=k, block_size=config["block_size"])
+        t_type = numpy_dtype(config["dtype"])
+        pipeline = device.pipeline(wgsl)
+        arrays = {"input_a": case["a_codes"], "scales_a": case["a_scales"], "input_b": case["b"],
+                  "scales_b": case["b_scales"], "output": Output(t_type, (batch, m, n))}
+        if config["has_zero_points"]:
+            arrays["zero_points"] = case["zero_points"]
+        if config["has_bias"]:
+            arrays["bias"] = case["bias"]
+        resources = bind(pipeline, arrays, self.uniforms(batch * m, n, k, config))
+        run = device.run(pipeline, resources, self.grid(batch * m, n))
+        return Launched({"y": run.outputs["output"]}, {"y": run.guard_intact["output"]}, run.timing)
+
+    def expected(self, config, case):
+        """dp4a.matmul's: the DP4A-exact Y with matmul_budget, for ORT's accumulator and product precision."""
+        y, codes = dp4a_exact(case, config)
+        bias = case["bias"].astype(np.float64) if config["has_bias"] else None
+        budget = matmul_budget(codes, case["a_scales"], centred_weights(case, config), case["b_scales"], bias, y,
+                               dtype=config["dtype"], acc=config["acc"], block_size=config["block_size"],
+                               mul=config["mul"])
+        exact = np.ones(y.shape, dtype=bool) if case.params.get("exact_arithmetic") else None
+        return [Expected.around("y", y, budget, config["dtype"], exact=exact)]
+
+
+class OrtMatmulSmallM(OrtMatmul):
+    """ORT's DP4AMatMulNBitsSmallMProgram (one A row per workgroup, M < 4, f32 outputs)."""
+
+    name = "ort.dp4a.matmul_small_m"
+    summary = ("ONNX Runtime Web 1.30's DP4AMatMulNBitsSmallMProgram (M < 4, f32): Y from int8 A codes and "
+               "N-bit weights")
+    checks = ("reference", "determinism", "integer_sums", "quantization_error", "sanitize")
+    program = SMALL_M
+    tile = "small_m"
+    capture_m = 1
+    domain = f"batch·M < {MIN_TILE_M}"
+    gate_shapes = (dict(dtype="f32", bits=4, block_size=32, has_zero_points=1, has_bias=1),
+                   dict(dtype="f32", bits=8, block_size=128))
+
+    def validate(self, config):
+        if config["dtype"] != "f32":
+            raise UsageError("ORT runs DP4AMatMulNBitsSmallMProgram only for f32 outputs (and on Qualcomm "
+                             "adapters): f16 models with M < 4 take its non-DP4A MatMulNBits; use dtype=f32")
+        super().validate(config)
+
+    def runs_at(self, rows: int) -> bool:
+        return rows < MIN_TILE_M
+
+    def cases(self, config, profile):
+        """Cases with batch·M below 4 (ORT's domain of the program): M drawn from 1-3 unless pinned."""
+        if config["m"]:
+            return super().cases(config, profile)
+        return st.integers(1, MIN_TILE_M - 1).flatmap(
+            lambda m: matmul_cases(dict(config, m=m), profile)).filter(
+            lambda case: self.runs_at(case.params["batch"] * case.params["m"]))
+
+    def grid(self, rows: int, n: int) -> tuple[int, int, int]:
+        return ort_grid(rows * -(-n // SMALL_M_COLS))
+
+
+register(CaseFamilyCheck("zero_blocks", "A with all-zero 128-value blocks: their codes are 0 and their scale 0 (no "
+                                        "0/0 in the quantizer), every other block within its legal codes"))
