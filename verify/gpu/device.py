@@ -14,6 +14,7 @@ import numpy as np
 from verify.errors import KernelError, SetupError, UsageError
 from verify.gpu.adapters import AdapterInfo, choose_adapter
 from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
+from verify.gpu.dialect import for_naga
 from verify.gpu.probes import AdapterProbes
 from verify.gpu.wgsl import Interface, parse_interface, sha256
 
@@ -61,6 +62,8 @@ class Pipeline:
     interface: Interface
     layout: object
     compute: object
+    #: Changes made so Naga accepts the WGSL (verify.gpu.dialect.for_naga).
+    adaptations: tuple = ()
 
 
 class Device(AdapterProbes):
@@ -115,8 +118,9 @@ class Device(AdapterProbes):
         entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": buffer_binding_type(b)}}
                    for b in interface.bindings]
         dev = self._device
+        code, adaptations = for_naga(wgsl)
         try:
-            module = dev.create_shader_module(code=wgsl)
+            module = dev.create_shader_module(code=code)
             layout = dev.create_bind_group_layout(entries=entries)
             compute = dev.create_compute_pipeline(
                 layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
@@ -124,7 +128,7 @@ class Device(AdapterProbes):
             )
         except wgpu.GPUError as exc:
             raise ShaderCompileError(_compiler_message(str(exc))) from exc
-        return Pipeline(wgsl, digest, entry_point, interface, layout, compute)
+        return Pipeline(wgsl, digest, entry_point, interface, layout, compute, adaptations)
 
     # -- runs ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
