@@ -30,7 +30,7 @@ from verify.checks import register
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.contract import Expected, Launched
+from verify.kernels.contract import ConfigKey, Expected, Launched
 from verify.kernels.dp4a.common import A_BLOCK, BITS, BLOCK_SIZE, DTYPE, check_block_size, check_shape
 from verify.kernels.dp4a.matmul import HAS_BIAS, HAS_ZERO_POINTS, K, M, MAX_PINNED_ELEMENTS, N, Matmul, centred_weights, dp4a_exact
 from verify.kernels.dp4a.quantize import Quantize, legal_outputs
@@ -99,13 +99,15 @@ def header(kernel: str, config: dict) -> str:
 
 
 class _DerivedConfig:
-    """Config entries fixed by ORT's program (e.g. its accumulator type) rather than chosen.
+    """Config entries fixed by ORT's program (e.g. its accumulator type) rather than chosen, and
+    the backend ORT's kernels are written for (Dawn, whose Tint compiles ORT's WGSL in Chrome).
 
     They are added to every config, so the shared checks and the records read them, and a
     config that states them (a record, a case file, a `verify show` header) must state them right.
     """
 
     derived_keys: tuple = ()
+    backends = ("dawn",)
 
     def derive(self, config: dict) -> dict:
         return {}
@@ -347,6 +349,8 @@ class OrtMatmulSmallM(OrtMatmul):
     program = SMALL_M
     tile = "small_m"
     capture_m = 1
+    config_keys = (ConfigKey("dtype", "f32", ("f16", "f32"), "type of A, the scales, bias and the output (ORT runs "
+                             "this program only for f32)"),) + OrtMatmul.config_keys[1:]
     domain = f"batch·M < {MIN_TILE_M}"
     gate_shapes = (dict(dtype="f32", bits=4, block_size=32, has_zero_points=1, has_bias=1),
                    dict(dtype="f32", bits=8, block_size=128))

@@ -68,8 +68,6 @@ class OrtMatmulNBits(_DerivedConfig, Kernel):
     config_keys = (DTYPE, BITS, BLOCK_SIZE, ACCURACY_LEVEL, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
     checks = ("reference", "determinism", "accumulator_range", "quantization_error")
     derived_keys = ("acc",)
-    #: ORT runs on Dawn only; a check asked for without --backend runs there (verify.plan).
-    backends = ("dawn",)
     output_axes = {"y": ("m", "n"), "dp4a_exact": ("m", "n")}
     budget_function = staticmethod(dp4a_budget)
     #: Few configs keep the ci gate's cost down: 4- and 8-bit, f16 and f32, zero points, bias, both paths.
@@ -134,8 +132,11 @@ class OrtMatmulNBits(_DerivedConfig, Kernel):
                                 config["accuracy_level"], bool(config["has_zero_points"]), bool(config["has_bias"]))
 
     def launch(self, device, wgsl, config, case):
-        """One run of ORT's session on the case; Timing.dispatch is the run's wall time."""
-        runtime = shared_runtime(getattr(device, "driver", None), device.info.name if hasattr(device, "driver") else None)
+        """One run of ORT's session on the case; Timing.dispatch is the run's wall time.
+
+        ORT runs on the Vulkan driver of the check's dawn device and requests its adapter there
+        itself, as it does in a browser."""
+        runtime = shared_runtime(getattr(device, "driver", None))
         if config["accuracy_level"] == 4 and "subgroups" not in runtime.adapter.get("features", ()):
             raise SetupError("ORT's DP4A path needs the subgroups feature, which the adapter ORT runs on lacks "
                              f"({runtime.adapter.get('description')})")

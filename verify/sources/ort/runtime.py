@@ -143,10 +143,12 @@ _SHARED: dict[tuple, OrtRuntime] = {}
 
 
 def shared_runtime(driver: environment.VulkanDriver | None = None, adapter: str | None = None) -> OrtRuntime:
-    """One OrtRuntime per (driver, adapter) for the life of this process (closed at exit); with
-    neither given, any one already running (else the default driver's)."""
-    if driver is None and adapter is None and _SHARED:
-        return next(iter(_SHARED.values()))
+    """One OrtRuntime per (driver, adapter) for the life of this process (closed at exit). With
+    no driver, any one already running (else one on the first driver Dawn accepts); with a driver
+    and no adapter, any one already running on that driver."""
+    for running in _SHARED.values():
+        if adapter is None and (driver is None or running.driver.name == driver.name):
+            return running
     key = (driver.name if driver else None, adapter)
     if key not in _SHARED:
         if not _SHARED:
