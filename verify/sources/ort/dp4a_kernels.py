@@ -35,6 +35,7 @@ from verify.kernels.dp4a.common import A_BLOCK, BITS, BLOCK_SIZE, DTYPE, check_b
 from verify.kernels.dp4a.matmul import HAS_BIAS, HAS_ZERO_POINTS, K, M, MAX_PINNED_ELEMENTS, N, Matmul, centred_weights, dp4a_exact
 from verify.kernels.dp4a.quantize import Quantize, legal_outputs
 from verify.kernels.specialize import config_line
+from verify.profiles import Profile, get_profile
 from verify.sources.ort.capture import QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.programs import CaptureConfig, captured_programs
 from verify.sources.tvm_kernels import CaseFamilyCheck
@@ -49,6 +50,18 @@ TILE_ROWS, TILE_COLS = 64, 64
 SMALL_M_COLS = 4
 #: Smallest M ORT sends to the tile program (kMinMForTileOptimization).
 MIN_TILE_M = 4
+
+
+#: The case sizes ORT's kernels draw under each profile: one step below the toolkit's own (a
+#: launch on Dawn, or an ORT session run, costs more per case than a wgpu launch), so that the ci
+#: gate covers them within minutes; nightly draws the ci sizes.
+CASE_SIZES = {"quick": "quick", "ci": "quick", "nightly": "ci"}
+
+
+def case_profile(profile) -> Profile:
+    """The profile whose sizes ORT's kernels draw their cases from under `profile`."""
+    name = get_profile(profile).name
+    return get_profile(CASE_SIZES.get(name, name))
 
 
 def ort_grid(groups: int) -> tuple[int, int, int]:
@@ -199,10 +212,10 @@ class OrtQuantize(_DerivedConfig, Quantize):
         return header(self.name, config) + captured_programs(CaptureConfig(config["dtype"])).wgsl(QUANTIZE)
 
     def cases(self, config, profile):
-        return quantize_cases(config["dtype"], profile).map(without_zero_blocks)
+        return quantize_cases(config["dtype"], case_profile(profile)).map(without_zero_blocks)
 
     def zero_blocks_cases(self, config, profile):
-        return quantize_cases(config["dtype"], profile).map(with_zero_blocks)
+        return quantize_cases(config["dtype"], case_profile(profile)).map(with_zero_blocks)
 
     def launch(self, device, wgsl, config, case):
         a = case["a"]
@@ -304,10 +317,11 @@ class OrtMatmul(_DerivedConfig, Matmul):
             self.wgsl(config)
         return configs
 
-    #: 4- and 8-bit, block sizes 32/64/128, zero points and bias, f16 and f32.
-    gate_shapes = (dict(dtype="f16", bits=4, block_size=32),
-                   dict(dtype="f16", bits=8, block_size=64, has_zero_points=1, has_bias=1),
-                   dict(dtype="f32", bits=4, block_size=128, has_zero_points=1, has_bias=1))
+    #: Two configs (each costs a cold compile of its sanitized module on lavapipe, minutes): f16 with
+    #: ORT's f16 product and accumulator, and 8-bit f32 with zero points (ORT's zero-point correction)
+    #: and bias; ort.matmul_nbits covers the other combinations end to end.
+    gate_shapes = (dict(dtype="f16", bits=4, block_size=32, has_zero_points=1),
+                   dict(dtype="f32", bits=8, block_size=128, has_zero_points=1, has_bias=1))
 
     #: The sanitize check's finding (every config: a partial tile, or K/128 % 8 != 0, is drawn).
     sanitize_finding = UNLOADED_TILE_ROWS
@@ -325,7 +339,8 @@ class OrtMatmul(_DerivedConfig, Matmul):
     def cases(self, config, profile):
         """dp4a.matmul's cases where ORT runs the program: its rows are batch·M (ORT folds the batch
         into M, B being 2-D)."""
-        return matmul_cases(config, profile).filter(lambda case: self.runs_at(case.params["batch"] * case.params["m"]))
+        return matmul_cases(config, case_profile(profile)).filter(
+            lambda case: self.runs_at(case.params["batch"] * case.params["m"]))
 
     def grid(self, rows: int, n: int) -> tuple[int, int, int]:
         return ort_grid(-(-rows // TILE_ROWS) * -(-n // TILE_COLS))
@@ -398,7 +413,7 @@ class OrtMatmulSmallM(OrtMatmul):
         if config["m"]:
             return super().cases(config, profile)
         return st.integers(1, MIN_TILE_M - 1).flatmap(
-            lambda m: matmul_cases(dict(config, m=m), profile)).filter(
+            lambda m: matmul_cases(dict(config, m=m), case_profile(profile))).filter(
             lambda case: self.runs_at(case.params["batch"] * case.params["m"]))
 
     def grid(self, rows: int, n: int) -> tuple[int, int, int]:

@@ -30,7 +30,7 @@ from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
 from verify.kernels.dp4a.common import BITS, BLOCK_SIZE, DTYPE, check_block_size, check_shape
 from verify.kernels.dp4a.matmul import HAS_BIAS, HAS_ZERO_POINTS, K, M, N, Matmul, centred_weights
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
-from verify.sources.ort.dp4a_kernels import F16_ACCUMULATION, MIN_TILE_M, _DerivedConfig, header
+from verify.sources.ort.dp4a_kernels import F16_ACCUMULATION, MIN_TILE_M, _DerivedConfig, case_profile, header
 from verify.sources.ort.model import MatMulNBitsModel
 from verify.sources.ort.programs import CaptureConfig, captured_programs
 from verify.sources.ort.runtime import shared_runtime
@@ -125,7 +125,7 @@ class OrtMatmulNBits(_DerivedConfig, Kernel):
         return []
 
     def cases(self, config, profile):
-        return matmul_cases(config, profile)
+        return matmul_cases(config, case_profile(profile))
 
     def model(self, config, k: int, n: int) -> MatMulNBitsModel:
         return MatMulNBitsModel(config["dtype"], config["bits"], config["block_size"], k, n,
