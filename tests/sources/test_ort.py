@@ -249,6 +249,21 @@ def test_kernel_by_kernel_launches_reproduce_orts_outputs_bit_for_bit(ort, dawn,
     assert launched.outputs["y"].tobytes() == run.outputs["Y"].tobytes()
 
 
+@pytest.mark.webgpu
+def test_an_edit_of_orts_wgsl_is_checked_under_the_same_contract(ort, dawn):
+    """`verify show` prints ORT's WGSL with verify's header; an edit comes back with --wgsl. Dropping
+    the 8-bit zero-point correction (Σ a·b' - (Σ a)(zp - 128)) is caught; the text as shown passes."""
+    kernel = get_kernel("ort.dp4a.matmul")
+    config = {"dtype": "f32", "bits": 8, "has_zero_points": 1}
+    shown = kernel.wgsl(kernel.config(config))
+    correction = "local_sum -= dot(dequantized_a_sum, vec4<i32>(bias_zero));"
+    assert shown.startswith("// verify kernel: ort.dp4a.matmul\n// config: ") and correction in shown
+    for text, verdict in ((shown, Verdict.PASS), (shown.replace(correction, ""), Verdict.FAIL)):
+        results = verify.check("ort.dp4a.matmul", config, checks="reference", examples=4, wgsl=text, isolate=False,
+                               profile="quick")
+        assert results.verdict is verdict
+
+
 # -- verification -------------------------------------------------------------------------------------------
 def check(name, config, checks, examples, device=None, profile="quick"):
     kernel = get_kernel(name)

@@ -200,13 +200,16 @@ async function run(request, blobs) {
   recording.dispatches = [];
   recording.snapshots = Boolean(request.snapshots);
   let results;
+  const dispatches = recording.dispatches;
   try {
     results = await created.run(feeds);
+  } catch (error) {
+    dispatches.forEach(d => d.bindings.forEach(b => b.staging?.destroy()));
+    throw error;
   } finally {
     recording.snapshots = false;
+    recording.dispatches = null;
   }
-  const dispatches = recording.dispatches;
-  recording.dispatches = null;
   const outputs = [];
   const out = [];
   for (const name of created.outputNames) {
