@@ -41,7 +41,7 @@ from verify.profiles import get_profile
 from verify.results.record import Verdict
 from verify.sources.ort import programs, runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
-from verify.sources.ort.dp4a_kernels import bind, ort_grid, zero_blocks_per_col
+from verify.sources.ort.launch import bind, ort_grid, zero_blocks_per_col
 from verify.sources.ort.model import MatMulNBitsModel
 
 ORT_KERNELS = ("ort.matmul_nbits", "ort.dp4a.quantize", "ort.dp4a.matmul", "ort.dp4a.matmul_small_m")
@@ -519,8 +519,9 @@ def test_the_gate_runs_ort_kernels_on_dawn_when_its_backend_is_wgpu(ort):
 
 
 def hide_onnxruntime_web(monkeypatch, tmp_path):
-    """onnxruntime-web as if npm had not installed it, and an empty ORT WGSL cache."""
-    ort_runtime.close_shared()
+    """onnxruntime-web as if npm had not installed it, and an empty ORT WGSL cache (the runtimes
+    already running are set aside for the test, not closed)."""
+    monkeypatch.setattr(ort_runtime, "_SHARED", {})
     monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path / "empty-cache"))
 
     def missing():

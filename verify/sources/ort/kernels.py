@@ -30,7 +30,8 @@ from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
 from verify.kernels.dp4a.common import BITS, BLOCK_SIZE, DTYPE, check_block_size, check_shape
 from verify.kernels.dp4a.matmul import HAS_BIAS, HAS_ZERO_POINTS, K, M, N, Matmul, centred_weights
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
-from verify.sources.ort.dp4a_kernels import F16_ACCUMULATION, MIN_TILE_M, _DerivedConfig, case_profile, header
+from verify.sources.ort.dp4a_kernels import F16_ACCUMULATION
+from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
 from verify.sources.ort.model import MatMulNBitsModel
 from verify.sources.ort.programs import CaptureConfig, captured_programs
 from verify.sources.ort.runtime import shared_runtime
@@ -56,7 +57,7 @@ def dp4a_programs(config: dict, rows: int) -> tuple[str, ...]:
     return (QUANTIZE, TILE if rows >= MIN_TILE_M else SMALL_M)
 
 
-class OrtMatmulNBits(_DerivedConfig, Kernel):
+class OrtMatmulNBits(DerivedConfig, Kernel):
     """ORT's session output Y against the float64 references, under budgets for ORT's quantization."""
 
     name = "ort.matmul_nbits"
