@@ -191,7 +191,8 @@ def replay(dawn, dispatch) -> dict:
 @pytest.mark.webgpu
 @pytest.mark.parametrize("dtype,bits,block_size,zero_points,bias,m", [
     ("f32", 4, 32, False, False, 1), ("f32", 8, 128, True, True, 3), ("f32", 4, 64, True, False, 70),
-    ("f16", 4, 32, False, True, 4), ("f16", 8, 64, True, True, 130)])
+    ("f16", 4, 32, False, True, 4), ("f16", 8, 64, True, True, 130), ("f32", 2, 32, True, True, 3),
+    ("f16", 2, 64, True, False, 70)])
 def test_a_replayed_dispatch_gives_orts_output_bit_for_bit(ort, dawn, dtype, bits, block_size, zero_points, bias, m):
     _, _, run = capture(ort, dtype, bits, block_size, zero_points, bias, m=m, k=512, n=48)
     for dispatch in run.dispatches:
@@ -222,7 +223,8 @@ def _quantized_a(run, dtype, batch, m, k):
 @pytest.mark.parametrize("name,dtype,bits,block_size,zero_points,bias,batch,m", [
     ("ort.dp4a.matmul", "f16", 4, 32, True, True, 1, 70), ("ort.dp4a.matmul", "f32", 8, 64, False, True, 2, 3),
     ("ort.dp4a.matmul", "f16", 8, 128, True, False, 3, 33), ("ort.dp4a.matmul_small_m", "f32", 4, 32, True, True, 1, 3),
-    ("ort.dp4a.matmul_small_m", "f32", 8, 64, False, False, 1, 1)])
+    ("ort.dp4a.matmul_small_m", "f32", 8, 64, False, False, 1, 1), ("ort.dp4a.matmul", "f16", 2, 64, True, True, 1, 70),
+    ("ort.dp4a.matmul_small_m", "f32", 2, 32, True, False, 1, 2)])
 def test_kernel_by_kernel_launches_reproduce_orts_outputs_bit_for_bit(ort, dawn, name, dtype, bits, block_size,
                                                                       zero_points, bias, batch, m):
     """verify's launch (bindings by name, uniforms from the WGSL, ORT's dispatch sizes, batch
@@ -281,6 +283,7 @@ def check(name, config, checks, examples, device=None, profile="quick"):
     dict(dtype="f16", bits=4, block_size=32, has_zero_points=1),
     dict(dtype="f32", bits=8, block_size=64, has_bias=1),
     dict(dtype="f16", bits=8, block_size=128, has_zero_points=1, has_bias=1),
+    dict(dtype="f32", bits=2, block_size=32, has_zero_points=1),
     dict(dtype="f32", bits=4, block_size=32, accuracy_level=0, has_zero_points=1),
     dict(dtype="f16", bits=4, block_size=64, accuracy_level=0, has_bias=1)])
 def test_orts_session_output_is_within_the_end_to_end_budget(dawn, config):
@@ -299,6 +302,7 @@ def test_orts_session_output_is_within_the_end_to_end_budget(dawn, config):
     ("ort.dp4a.quantize", dict(dtype="f32"), ("reference",)),
     ("ort.dp4a.matmul", dict(dtype="f16", bits=4, block_size=64, has_bias=1), ("reference", "integer_sums")),
     ("ort.dp4a.matmul", dict(dtype="f32", bits=8, block_size=32, has_zero_points=1), ("reference", "integer_sums")),
+    ("ort.dp4a.matmul", dict(dtype="f16", bits=2, block_size=32, has_zero_points=1), ("reference", "integer_sums")),
     ("ort.dp4a.matmul_small_m", dict(dtype="f32", bits=4, block_size=128, has_zero_points=1, has_bias=1),
      ("reference", "integer_sums", "determinism"))])
 def test_orts_kernels_hold_under_the_dp4a_contracts(dawn, name, config, checks):
@@ -568,6 +572,7 @@ def test_a_config_must_state_orts_fixed_entries_right():
     assert (config["acc"], config["mul"], config["tile"]) == ("f16", "f16", "64x64")
     assert kernel.config(dict(config)) == config
     assert kernel.config({"dtype": "f32", "bits": 8})["mul"] == "f32"
+    assert kernel.config({"dtype": "f16", "bits": 2})["mul"] == "f16"
     with pytest.raises(verify.UsageError, match="acc=f32"):
         kernel.config({"dtype": "f16", "acc": "f32"})
 

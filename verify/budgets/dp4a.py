@@ -79,7 +79,7 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
     2. f32(I_c) is exact: |I_c| <= 32 * 127 * 255 < 2^24.
     3. With mul = f32: p_c = f32(I_c) * f32(sigma^_c) is rounded in f32 (fl_f32 err of
        |I_c|(|sigma_c| + |d sigma_c|)), then to T when T = f16 (fl_f16 err of that, plus the f32
-       error). With mul = T (ONNX Runtime's 4-bit programs: `mul_precision = output_element_t`),
+       error). With mul = T (ONNX Runtime's 2- and 4-bit programs: `mul_precision = output_element_t`),
        I_c is first rounded to T (fl_T err of |I_c|: f16 holds integers exactly only up to 2048,
        and |I_c| reaches 60960), then the product once in T: |I_c| |d sigma_c| + |d I_c|
        (|sigma_c| + |d sigma_c|) + fl_T err of (|I_c| + |d I_c|)(|sigma_c| + |d sigma_c|).

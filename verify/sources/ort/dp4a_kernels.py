@@ -11,7 +11,7 @@ Each kernel's cases are drawn in the domain where ORT runs its program: the tile
 M >= 4, the small-M program for M < 4 and f32 outputs (f16 models with M < 4 take ORT's non-DP4A
 MatMulNBits, except on Qualcomm adapters). The contracts are ours; two facts of ORT's arithmetic
 enter the budgets: it accumulates in the output type (no f32 accumulation option in 1.30), and
-its 4-bit programs multiply I_c by the scale in the output type (`mul_precision =
+its 2- and 4-bit programs multiply I_c by the scale in the output type (`mul_precision =
 output_element_t`), so for f16 models I_c is rounded to f16 first (verify.budgets.dp4a).
 """
 
@@ -30,7 +30,7 @@ from verify.checks import register
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Expected, Launched
-from verify.kernels.dp4a.common import A_BLOCK, BITS, BLOCK_SIZE, DTYPE, check_block_size, check_shape
+from verify.kernels.dp4a.common import A_BLOCK, BLOCK_SIZE, DTYPE, check_block_size, check_shape
 from verify.kernels.dp4a.matmul import (HAS_BIAS, HAS_ZERO_POINTS, K, M, MAX_PINNED_ELEMENTS, N, Matmul, centred_weights,
                                       dp4a_exact)
 from verify.kernels.dp4a.quantize import Quantize
@@ -39,6 +39,17 @@ from verify.sources.ort.launch import (MIN_TILE_M, QUANTIZE_LANES, SMALL_M_COLS,
                                        bind, case_profile, header, ort_grid, zero_blocks_per_col)
 from verify.sources.ort.programs import CaptureConfig, captured_programs
 from verify.sources.tvm_kernels import CaseFamilyCheck
+
+#: ORT's WebGPU provider takes 2-, 4- and 8-bit weights, all three on its DP4A path (2-bit through a
+#: lookup table of int8 weights in workgroup memory; with zero points, one table per zero point).
+BITS = ConfigKey("bits", 4, (2, 4, 8), "weight bits")
+
+
+def product_precision(config: dict) -> str:
+    """The type ORT's DP4A programs multiply I_c by the scale in (`mul_precision`): the output type
+    for 2- and 4-bit weights, f32 for 8-bit (dp4a_matmul_nbits.cc)."""
+    return "f32" if config["bits"] == 8 else config["dtype"]
+
 
 # -- quantize --------------------------------------------------------------------------------------------
 #: Known finding of ort.dp4a.quantize under `zero_blocks` (Kernel.known_finding).
@@ -187,8 +198,7 @@ class OrtMatmul(DerivedConfig, Matmul):
     capture_m = MIN_TILE_M
 
     def derive(self, config):
-        mul = config["dtype"] if config["bits"] == 4 else "f32"
-        return {"program": self.program, "tile": self.tile, "acc": config["dtype"], "mul": mul}
+        return {"program": self.program, "tile": self.tile, "acc": config["dtype"], "mul": product_precision(config)}
 
     def validate(self, config):
         check_block_size(config["block_size"])
@@ -300,7 +310,7 @@ class OrtMatmulSmallM(OrtMatmul):
                              "this program only for f32)"),) + OrtMatmul.config_keys[1:]
     domain = f"batch·M < {MIN_TILE_M}"
     gate_shapes = (dict(dtype="f32", bits=4, block_size=32, has_zero_points=1, has_bias=1),
-                   dict(dtype="f32", bits=8, block_size=128))
+                   dict(dtype="f32", bits=2, block_size=64, has_zero_points=1))
 
     def validate(self, config):
         if config["dtype"] != "f32":

@@ -27,10 +27,10 @@ from verify.cases.dp4a_matmul import matmul_cases
 from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
-from verify.kernels.dp4a.common import BITS, BLOCK_SIZE, DTYPE, check_block_size, check_shape
+from verify.kernels.dp4a.common import BLOCK_SIZE, DTYPE, check_block_size, check_shape
 from verify.kernels.dp4a.matmul import HAS_BIAS, HAS_ZERO_POINTS, K, M, N, Matmul, centred_weights
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
-from verify.sources.ort.dp4a_kernels import F16_ACCUMULATION
+from verify.sources.ort.dp4a_kernels import BITS, F16_ACCUMULATION, product_precision
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
 from verify.sources.ort.model import MatMulNBitsModel
 from verify.sources.ort.programs import CaptureConfig, captured_programs
@@ -71,10 +71,11 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
     derived_keys = ("acc",)
     output_axes = {"y": ("m", "n"), "dp4a_exact": ("m", "n")}
     budget_function = staticmethod(dp4a_budget)
-    #: Few configs keep the ci gate's cost down: 4- and 8-bit, f16 and f32, zero points, bias, both paths.
+    #: Few configs keep the ci gate's cost down: 2-, 4- and 8-bit, f16 and f32, zero points, bias, both paths.
     gate_shapes = (dict(dtype="f16", bits=4, block_size=32, has_zero_points=1),
                    dict(dtype="f32", bits=8, block_size=64, has_bias=1),
-                   dict(dtype="f16", bits=4, block_size=128, has_bias=1, accuracy_level=0))
+                   dict(dtype="f32", bits=2, block_size=128, has_zero_points=1, has_bias=1),
+                   dict(dtype="f16", bits=4, block_size=64, has_bias=1, accuracy_level=0))
 
     def derive(self, config):
         """ORT 1.30 accumulates in the output type on every path (no f32-accumulation option)."""
@@ -166,9 +167,9 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         bias = case["bias"] if config["has_bias"] else None
         zero_points = case["zero_points"] if config["has_zero_points"] else None
         if uses_dp4a(config, int(np.prod(a.shape[:-1]))):
-            mul = config["dtype"] if config["bits"] == 4 else "f32"
             centre, budget = dp4a_budget(a, centred_weights(case, config), case["b_scales"], bias, dtype=config["dtype"],
-                                         acc=config["acc"], mul=mul, block_size=config["block_size"])
+                                         acc=config["acc"], mul=product_precision(config),
+                                         block_size=config["block_size"])
         else:
             centre, budget = float_budget(a, case["b"], case["b_scales"].astype(np.float64), zero_points, bias,
                                           dtype=config["dtype"], bits=config["bits"], block_size=config["block_size"])
