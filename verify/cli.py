@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--adapter", help="run on the adapter whose name/backend contains this text "
                        "(default: $VERIFY_ADAPTER, else the best one)")
         p.add_argument("--backend", help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn (Dawn through "
-                       "Node, Tint) (default: $VERIFY_BACKEND, else wgpu)")
+                       "Node, Tint) (default: $VERIFY_BACKEND, else the kernel's own, e.g. dawn for ort.*, else wgpu)")
 
     def run_options(p, out_default: str):
         p.add_argument("--profile", default="ci", help="quick | ci | nightly: examples and case sizes (default ci)")
