@@ -40,8 +40,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
-extras="tvm"
-[ "$want_tests" = 1 ] && extras="tvm,test"
+extras="tvm,ort"
+[ "$want_tests" = 1 ] && extras="tvm,ort,test"
 # The distribution was once called "verify", a name PyPI gives an unrelated project.
 if "$VENV/bin/python" -m pip show verify 2>/dev/null | grep -q "^Location: $(pwd)"; then
   say "removing the old distribution name 'verify' of this checkout (now webgpu-verify)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the dawn backend (Dawn through Node, npm `webgpu`) needs, without touching what wgpu uses:
 #
-#   1. the pinned Node packages (verify/gpu/dawn/package-lock.json) installed with `npm ci`
-#      into verify/gpu/dawn/node_modules;
+#   1. the pinned Node packages (verify/gpu/dawn/package-lock.json: `webgpu`, which ships
+#      dawn.node, and `onnxruntime-web`, whose WebGPU kernels the ort.* kernels verify) installed
+#      with `npm ci` into verify/gpu/dawn/node_modules;
 #   2. a Vulkan driver Dawn accepts. Debian 12's Mesa 22.3 lavapipe lacks features Dawn
 #      requires (it returns no adapter), so Mesa 25's lavapipe is downloaded from
 #      bookworm-backports with a private apt state and unpacked, not installed, into
@@ -31,7 +32,8 @@ stamp="$NODE_DIR/node_modules/.verify-lock-sha256"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$lock_sum" ]; then
   say "node packages up to date ($NODE_DIR/node_modules)"
 else
-  say "installing node packages with npm ci ($NODE_DIR/package-lock.json: webgpu $(sed -n 's/.*"webgpu": "\(.*\)".*/\1/p' "$NODE_DIR/package.json"))"
+  pinned() { sed -n "s/.*\"$1\": \"\(.*\)\".*/\1/p" "$NODE_DIR/package.json"; }
+  say "installing node packages with npm ci ($NODE_DIR/package-lock.json: webgpu $(pinned webgpu), onnxruntime-web $(pinned onnxruntime-web))"
   (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock_sum" > "$stamp"
 fi

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from verify.errors import UsageError
-from verify.gpu.backends import backend_named
+from verify.gpu.backends import chosen_backend
 from verify.plan import check_jobs, read_wgsl
 from verify.profiles import Profile, get_profile
 from verify.results.record import CheckResult, CheckResults
@@ -69,7 +69,7 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
     adapter raises verify.SetupError.
     """
     chosen = get_profile(profile)
-    backend = backend_named(backend).value
+    backend = chosen_backend(backend)
     if isinstance(checks, str):
         checks = [checks]
     text, origin = _wgsl_text(wgsl)

@@ -290,7 +290,8 @@ def cmd_check(args) -> int:
                            out_dir=Path(args.out), time_limit=args.time_limit, adapter=args.adapter, checks=checks,
                            wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "",
                            subgroup_width=args.subgroup_width, backend=args.backend)
-    _check_adapter(args.adapter, args.backend)
+    for backend in sorted({job.backend for job in jobs}, key=str):  # a kernel may prefer its own backend
+        _check_adapter(args.adapter, backend)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, workers=args.jobs)
 
@@ -303,7 +304,8 @@ def cmd_gate(args) -> int:
     names = [n for n in args.kernels.split(",") if n] if args.kernels else None
     backends, unavailable = gate_backends(args.backend, args.adapter)
     jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
-                              time_limit=args.time_limit, adapter=args.adapter, backends=backends)
+                              time_limit=args.time_limit, adapter=args.adapter, backends=backends,
+                              unavailable_backends=("dawn",) if unavailable else ())
     skipped += unavailable
     planned = len(jobs) + len(skipped)
     shard = ""
@@ -413,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--adapter", help="run on the adapter whose name/backend contains this text "
                        "(default: $VERIFY_ADAPTER, else the best one)")
         p.add_argument("--backend", help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn (Dawn through "
-                       "Node, Tint) (default: $VERIFY_BACKEND, else wgpu)")
+                       "Node, Tint) (default: $VERIFY_BACKEND, else the kernel's own, e.g. dawn for ort.*, else wgpu)")
 
     def run_options(p, out_default: str):
         p.add_argument("--profile", default="ci", help="quick | ci | nightly: examples and case sizes (default ci)")
@@ -493,12 +495,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if getattr(args, "backend", None) or (hasattr(args, "backend") and os.environ.get("VERIFY_BACKEND")):
-            # resolved once here ($VERIFY_BACKEND included) and checked early; left None when
-            # neither names one, where the gate runs on both implementations
-            from verify.gpu.backends import backend_named
+        if hasattr(args, "backend"):  # resolved once here ($VERIFY_BACKEND included), checked early
+            from verify.gpu.backends import chosen_backend
 
-            args.backend = backend_named(args.backend).value
+            args.backend = chosen_backend(args.backend)
         return args.func(args)
     except UsageError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)

@@ -57,6 +57,7 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
         if unknown:
             raise UsageError(f"{instance.name} has no check {', '.join(unknown)}; its checks: {', '.join(instance.checks)}")
     selected = list(dict.fromkeys(checks)) if checks else list(instance.checks)  # in the order asked for
+    backend = backend or kernel_backend(instance, None)
     kind = "file" if wgsl is not None else (_source_kind(spec) or instance.source)
     origin = wgsl_origin if wgsl is not None else (spec.ref if kind == "package" else instance.source)
     return [Job(instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl, source_kind=kind,
@@ -66,7 +67,8 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
 
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
               adapter: str | None = None, backend: str | None = None,
-              backends: list | None = None) -> tuple[list[Job], list[CheckResult]]:
+              backends: list | None = None,
+              unavailable_backends: tuple = ()) -> tuple[list[Job], list[CheckResult]]:
     """The gate's jobs for `kernels` (default: every kernel by name), and a SKIP result for each
     kernel whose configs cannot be built on this machine (e.g. apache-tvm missing).
 
@@ -74,10 +76,10 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
     `backends` (default: [`backend`]) are the WebGPU implementations to run on: the first runs
     every check of the kernel; each other one runs the profile's `other_backend_checks`, and the
     `implementations` check (which compares the first with the others) runs only when there are
-    several.
+    several. A kernel that runs only on implementations in `unavailable_backends` (those the
+    machine lacks) is a SKIP record.
     """
     backends = list(backends or [backend])
-    primary, others = backends[0], backends[1:]
     jobs, skipped = [], []
     for name in kernels or kernel_names():
         spec = spec_of(name)
@@ -90,6 +92,14 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                                        source=Source(_source_kind(spec) or instance.source)))
             continue
         per_config = max(1, math.ceil(profile.examples / len(configs)))
+        runs_on = kernel_backends(instance, backends)
+        if runs_on[0] in unavailable_backends:
+            skipped.append(CheckResult(
+                kernel=instance.name, check="*", config={}, verdict=Verdict.SKIP, kernel_ref=spec.ref,
+                profile=profile.name, seed=seed, source=Source(_source_kind(spec) or instance.source),
+                reason=f"{instance.name} runs on {' or '.join(instance.backends)} only, which cannot run here"))
+            continue
+        primary, others = runs_on[0], runs_on[1:]
         main_checks = [c for c in instance.checks if c != "implementations" or others]
         other_checks = [c for c in instance.checks if c != "implementations" and
                         (profile.other_backend_checks is None or c in profile.other_backend_checks)]
@@ -130,6 +140,34 @@ def gate_backends(chosen: str | None, adapter: str | None) -> tuple[list[str], l
     return backends, unavailable
 
 
+def kernel_backend(kernel, backend: str | None) -> str | None:
+    """The backend a kernel's jobs run on: `backend` (the run's), unless the kernel declares the
+    WebGPU implementations it runs on (`Kernel.backends`, e.g. ORT's kernels: ("dawn",)) and the
+    run's is not among them, or the run names none; then the kernel's first. `verify check
+    --backend B` passes B explicitly and is honoured (a kernel Naga cannot compile then reports
+    its compile divergence); the gate passes its backend through here."""
+    declared = tuple(getattr(kernel, "backends", ()) or ())
+    if not declared:
+        return backend
+    from verify.gpu.backends import backend_named
+
+    if backend is not None and backend_named(backend).value in declared:
+        return backend
+    return declared[0]
+
+
+def kernel_backends(kernel, backends: list) -> list:
+    """The gate's implementations a kernel runs on, first the one that runs all its checks:
+    `backends` in order, or, for a kernel that declares its own (`Kernel.backends`), those of
+    them it declares, else its first one (ORT's kernels run on Dawn even in a gate on wgpu)."""
+    declared = tuple(getattr(kernel, "backends", ()) or ())
+    if not declared:
+        return list(backends)
+    from verify.gpu.backends import backend_named
+
+    return [b for b in backends if b is not None and backend_named(b).value in declared] or [declared[0]]
+
+
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
     """Shard `index` (1-based) of `count`: every count-th job, starting at the index-th.
 
@@ -145,6 +183,9 @@ def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
 def _validate_user_wgsl(kernel, config: dict, text: str, origin: str) -> None:
     from verify.gpu.wgsl import parse_interface
 
+    if not kernel.modules(text):
+        raise UsageError(f"{kernel.name} compiles no WGSL of its own (its source runs its programs itself), "
+                         "so --wgsl does not apply to it")
     check_recorded_config(text, config, origin)
     want = parse_interface(kernel.wgsl(config)).names
     have = parse_interface(text).names

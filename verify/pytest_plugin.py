@@ -198,7 +198,8 @@ class GateCollector(pytest.Collector):
         jobs, skipped = gate_jobs([k for k in kernels.split(",") if k] if kernels else None,
                                   profile=get_profile(config.getoption("verify_profile")),
                                   seed=config.getoption("verify_seed"), out_dir=_out_dir(config), time_limit=None,
-                                  adapter=config.getoption("verify_adapter"), backends=backends)
+                                  adapter=config.getoption("verify_adapter"), backends=backends,
+                                  unavailable_backends=("dawn",) if unavailable else ())
         skipped += unavailable
         for result in skipped:
             yield GateItem.from_parent(self, name=f"{result.kernel}::setup", job=None, setup_skip=result)

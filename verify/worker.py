@@ -97,6 +97,36 @@ def adapter_record(device) -> AdapterRecord:
                          device.subgroup_size, device.zeroes_workgroup_memory, str(info.implementation))
 
 
+def compile_divergence(refusal: ShaderCompileError, modules: list[str], devices: DeviceCache, adapter: str | None,
+                       here, limits: dict, width: int | None = None) -> str | None:
+    """The reason of a compile divergence, or None.
+
+    When one implementation's compiler (`here`) refuses the WGSL, it is compiled on the other
+    implementation (Tint for Naga's refusal, Naga for Tint's), with the same limits and subgroup
+    emulation; if every module compiles there, the two compilers disagree about what is valid
+    WGSL, and the reason carries both verdicts. Where the other implementation is missing here,
+    or refuses too, there is no divergence to report (the refusal is a plain failure).
+    """
+    from verify.errors import SetupError
+    from verify.gpu import Implementation
+
+    there = Implementation.DAWN if here is Implementation.WGPU else Implementation.WGPU
+    try:
+        other = devices.get(adapter, there.value, limits)
+        if width:
+            from verify.instrument import EmulatingDevice
+
+            other = EmulatingDevice(other, width)
+        for module in modules:
+            other.pipeline(module)
+    except (SetupError, ShaderCompileError):
+        return None
+    return (f"compile divergence: the WGSL compiles under {there.compiler} ({there.value}) but not under "
+            f"{here.compiler} ({here.value}); browsers ship both, so the kernel does not run on one of them.\n"
+            f"{here.compiler}: {refusal}\n"
+            f"{there.compiler}: compiles ({other.info.label})")
+
+
 def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
     kernel = load_kernel(job["kernel_ref"])
     config = kernel.config(job.get("config"))
@@ -126,6 +156,10 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
         for module in modules:
             device.pipeline(module)
     except ShaderCompileError as exc:
+        divergence = compile_divergence(exc, modules, devices, job.get("adapter"), device.info.implementation,
+                                        device_limits(kernel, check.name), width)
+        if divergence is not None:
+            return replace(result, verdict=Verdict.DIVERGENCE, reason=divergence)
         return replace(result, verdict=Verdict.FAIL, reason=f"WGSL does not compile:\n{exc}")
     limits = check_limits(modules, device.limits)
     result = replace(result, notes=list(limits.over_defaults))

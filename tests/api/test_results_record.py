@@ -40,10 +40,11 @@ def test_a_result_survives_its_json_unchanged():
     assert again.worst.outputs[0].max_err_over_budget == float("inf") and again.verdict is Verdict.FAIL
 
 
-def test_verdicts_rank_worst_first_and_only_fail_and_error_fail_a_run():
+def test_verdicts_rank_worst_first_and_only_fail_divergence_and_error_fail_a_run():
     assert Verdict.worst([Verdict.PASS, Verdict.KNOWN, Verdict.SKIP]) is Verdict.SKIP
     assert Verdict.worst([Verdict.PASS, Verdict.ERROR, Verdict.FAIL]) is Verdict.FAIL
-    assert [v for v in Verdict if v.fails_run] == [Verdict.FAIL, Verdict.ERROR]
+    assert Verdict.worst([Verdict.PASS, Verdict.ERROR, Verdict.DIVERGENCE]) is Verdict.DIVERGENCE
+    assert [v for v in Verdict if v.fails_run] == [Verdict.FAIL, Verdict.DIVERGENCE, Verdict.ERROR]
 
 
 @pytest.mark.parametrize("field,value,fragment", [

@@ -14,7 +14,7 @@ from tests.fixtures.mutants.regenerate import HERE as MUTANTS
 from verify.cases.attention import explicit_decode_case
 from verify.errors import SetupError
 from verify.gpu import Output
-from verify.gpu.device import _ZERO_INIT_PROBE
+from verify.gpu.probes import ZERO_INIT_PROBE as _ZERO_INIT_PROBE
 from verify.instrument import (EmulatingDevice, OutOfBounds, Race, RedundantWrites, SanitizingDevice, UninitializedRead,
                                sanitize)
 from verify.instrument.sanitize import AccessKind

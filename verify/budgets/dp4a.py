@@ -70,8 +70,9 @@ def _reference_error(a_codes, a_scales, w_centered, w_scales, bias, block_size):
     return gamma(k + 1, unit_roundoff("f64")) * magnitude
 
 
-def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: str, acc: str, block_size: int):
-    """Budget of Y = bias + sum_c T(f32(I_c) * f32(T(s_a s_b))), summed in `acc`, against the DP4A-exact Y.
+def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: str, acc: str, block_size: int,
+                  mul: str = "f32"):
+    """Budget of Y = bias + sum_c T(mul(I_c) * mul(T(s_a s_b))), summed in `acc`, against the DP4A-exact Y.
 
     Every input is exact: int8 codes, centred weight codes, stored scales, the bias. Per chunk c
     (32 K values, docs/ort-dp4a.md §5), with r_F = 2 u_F the relative error of one correctly rounded
@@ -82,8 +83,12 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
     1. sigma_c = s_a s_b rounded to T: |d sigma_c| <= fl_T(sigma_c) err. In f16 a product below
        2^-14 may flush to 0, an absolute error up to N_f16 = 6.1e-5 per chunk, scaled by |I_c|.
     2. f32(I_c) is exact: |I_c| <= 32 * 127 * 255 < 2^24.
-    3. p_c = f32(I_c) * f32(sigma^_c) is rounded in f32 (fl_f32 err of |I_c|(|sigma_c| +
-       |d sigma_c|)), then to T when T = f16 (fl_f16 err of that, plus the f32 error).
+    3. With mul = f32: p_c = f32(I_c) * f32(sigma^_c) is rounded in f32 (fl_f32 err of
+       |I_c|(|sigma_c| + |d sigma_c|)), then to T when T = f16 (fl_f16 err of that, plus the f32
+       error). With mul = T (ONNX Runtime's 2- and 4-bit programs: `mul_precision = output_element_t`),
+       I_c is first rounded to T (fl_T err of |I_c|: f16 holds integers exactly only up to 2048,
+       and |I_c| reaches 60960), then the product once in T: |I_c| |d sigma_c| + |d I_c|
+       (|sigma_c| + |d sigma_c|) + fl_T err of (|I_c| + |d I_c|)(|sigma_c| + |d sigma_c|).
     4. The C = K/32 products are summed in acc: gamma_{C-1}(r_acc) * sum_c |p^_c| for any order
        (Higham 2002 §4.2; the tile kernels add in ascending c, small_m in 16 strided partial
        sums, both covered), plus (C-1) N_acc for additions whose result flushes to zero.
@@ -112,15 +117,23 @@ def matmul_budget(a_codes, a_scales, w_centered, w_scales, bias, y, *, dtype: st
         # |I_c| < 2^20, so float64 holds I_c sigma_c exactly and representability is decidable.
         exact_product = d_sigma == 0
         product = sums * np.abs(sigma)
-        product_bound = sums * (np.abs(sigma) + d_sigma)
-        d_f32 = _rounding_error(product, product_bound, exact_product, "f32")
-        if dtype == "f32":
-            d_store = np.zeros_like(d_f32)
+        if mul == "f32":
+            product_bound = sums * (np.abs(sigma) + d_sigma)
+            d_f32 = _rounding_error(product, product_bound, exact_product, "f32")
+            if dtype == "f32":
+                d_store = np.zeros_like(d_f32)
+            else:
+                d_store = _rounding_error(product, product_bound + d_f32, exact_product & (d_f32 == 0), dtype)
+            d_product = sums * d_sigma + d_f32 + d_store
+            rounded_bound = product_bound + d_f32 + d_store
         else:
-            d_store = _rounding_error(product, product_bound + d_f32, exact_product & (d_f32 == 0), dtype)
-        error = np.where(nonzero, sums * d_sigma + d_f32 + d_store, 0.0)
-        products_error += error.sum(axis=0)
-        products_abs += np.where(nonzero, product_bound + d_f32 + d_store, 0.0).sum(axis=0)
+            d_sum = _rounding_error(sums, sums, np.ones_like(nonzero), mul)
+            product_bound = (sums + d_sum) * (np.abs(sigma) + d_sigma)
+            d_mul = _rounding_error(product, product_bound, exact_product & (d_sum == 0), mul)
+            d_product = sums * d_sigma + d_sum * (np.abs(sigma) + d_sigma) + d_mul
+            rounded_bound = product_bound + d_mul
+        products_error += np.where(nonzero, d_product, 0.0).sum(axis=0)
+        products_abs += np.where(nonzero, rounded_bound, 0.0).sum(axis=0)
     error = products_error + gamma(chunks - 1, rounding_rel(acc)) * products_abs
     error = error + (chunks - 1) * smallest_normal(acc)
     error = error + _reference_error(a_codes, a_scales, w_centered, w_scales, bias, block_size)

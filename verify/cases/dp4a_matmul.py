@@ -284,7 +284,7 @@ def accumulator_range_cases(draw, config: dict, profile: Profile):
     running sums in f16 overflows to Inf here (the f16-accumulation overflow of docs/findings.md §7,
     seen on Intel at K = 3072); one that sums in f32 is within the budget.
     """
-    small_m = config["tile"] == "small_m"
+    small_m = config.get("tile") == "small_m"
     ks = (2048, 3072, 4096) if small_m else (512, 1024, 2048, 3072, 4096)
     batch, m, n, k = draw(matmul_shapes(config, profile, ks=ks))
     chunks = k // 32

@@ -27,6 +27,15 @@ def backend_named(name: str | None) -> Implementation:
         raise UsageError(f"unknown backend {name!r}; choose one of {choices}") from None
 
 
+def chosen_backend(name: str | None) -> str | None:
+    """The backend `name` or $VERIFY_BACKEND chooses, checked ("wgpu" | "dawn"), or None when
+    neither does: then each kernel runs on its own preferred backend (Kernel.backends, see
+    verify.plan.kernel_backend), else on wgpu."""
+    if not (name or os.environ.get(BACKEND_ENV)):
+        return None
+    return backend_named(name).value
+
+
 def open_device(backend: str | None = None, adapter: str | None = None, limits: dict | None = None):
     """A device on `backend` ("wgpu" | "dawn"), on the adapter matching `adapter`, holding the
     kernel to `limits` (see verify.gpu.device.WANTED_LIMITS)."""

@@ -13,22 +13,9 @@ import numpy as np
 
 from verify.errors import KernelError, SetupError
 from verify.gpu.adapters import AdapterInfo, choose_adapter
-
-# The probes and the minimum input size moved to modules both backends share; the old names stay.
-from verify.gpu.binding import (
-    MIN_INPUT_BYTES,  # noqa: F401
-    bind_resources,
-    buffer_binding_type,
-    entry_point_of,
-    grid,
-    unpack_readbacks,
-)
-from verify.gpu.probes import SUBGROUP_PROBE as _SUBGROUP_PROBE  # noqa: F401
-from verify.gpu.probes import (
-    ZERO_INIT_GROUPS,  # noqa: F401
-    AdapterProbes,
-)
-from verify.gpu.probes import ZERO_INIT_PROBE as _ZERO_INIT_PROBE  # noqa: F401
+from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
+from verify.gpu.dialect import for_naga
+from verify.gpu.probes import AdapterProbes
 from verify.gpu.wgsl import Interface, parse_interface, sha256
 
 #: Features requested whenever the adapter has them; kernels declare which they need.
@@ -75,6 +62,8 @@ class Pipeline:
     interface: Interface
     layout: object
     compute: object
+    #: Changes made so Naga accepts the WGSL (verify.gpu.dialect.for_naga).
+    adaptations: tuple = ()
 
 
 class Device(AdapterProbes):
@@ -129,8 +118,9 @@ class Device(AdapterProbes):
         entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": buffer_binding_type(b)}}
                    for b in interface.bindings]
         dev = self._device
+        code, adaptations = for_naga(wgsl)
         try:
-            module = dev.create_shader_module(code=wgsl)
+            module = dev.create_shader_module(code=code)
             layout = dev.create_bind_group_layout(entries=entries)
             compute = dev.create_compute_pipeline(
                 layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
@@ -138,7 +128,7 @@ class Device(AdapterProbes):
             )
         except wgpu.GPUError as exc:
             raise ShaderCompileError(_compiler_message(str(exc))) from exc
-        return Pipeline(wgsl, digest, entry_point, interface, layout, compute)
+        return Pipeline(wgsl, digest, entry_point, interface, layout, compute, adaptations)
 
     # -- runs ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:

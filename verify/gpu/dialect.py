@@ -6,7 +6,9 @@ built-in function 'subgroupAdd' without extension 'subgroups'". Naga (wgpu 0.32)
 directive itself ("the `subgroups` enable-extension is not yet supported") and accepts the
 built-ins without it. So no one text compiles on both; the kernels here are written for Naga,
 and the Dawn backend adds the directive. It is added at the start of the first line, so line
-numbers in Tint's messages still match the source under test.
+numbers in Tint's messages still match the source under test. WGSL written for Tint (ONNX
+Runtime's) carries the directive, and the wgpu backend turns it into a comment on its own line
+for Naga: the same dialect gap, bridged the other way, never a divergence of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ _SUBGROUP_USE = re.compile(
     r"|\bquad(?:Broadcast|SwapX|SwapY|SwapDiagonal)\s*\("
 )
 _ENABLES_SUBGROUPS = re.compile(r"\benable\b[^;]*\bsubgroups\b[^;]*;")
+#: The directive as a statement of its own (`enable f16, subgroups;` is left to Naga to refuse).
+_ENABLE_SUBGROUPS_ALONE = re.compile(r"^[ \t]*enable[ \t]+subgroups[ \t]*;", re.M)
 
 
 @dataclass(frozen=True)
@@ -46,3 +50,16 @@ def for_tint(wgsl: str) -> tuple[str, tuple[Adaptation, ...]]:
     if _SUBGROUP_USE.search(code) and not _ENABLES_SUBGROUPS.search(code):
         return "enable subgroups;" + wgsl, (ENABLE_SUBGROUPS,)
     return wgsl, ()
+
+
+DROP_ENABLE_SUBGROUPS = Adaptation(
+    "`enable subgroups;` made a comment",
+    "Naga (wgpu 0.32) rejects the directive WGSL requires and provides subgroup built-ins without it",
+)
+
+
+def for_naga(wgsl: str) -> tuple[str, tuple[Adaptation, ...]]:
+    """(the text Naga compiles, the adaptations made): a line `enable subgroups;` becomes a
+    comment (same line, so line numbers in Naga's messages match the source under test)."""
+    adapted, count = _ENABLE_SUBGROUPS_ALONE.subn(lambda m: "// " + m[0].strip() + " (for Tint; Naga: built in)", wgsl)
+    return (adapted, (DROP_ENABLE_SUBGROUPS,)) if count else (wgsl, ())

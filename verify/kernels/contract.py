@@ -122,6 +122,10 @@ class Kernel(ABC):
     output_axes: dict = {}
     #: Kernel the "differential" check compares with (same contract and config keys).
     differential_partner: str = ""
+    #: The WebGPU implementations the kernel is meant for ("wgpu", "dawn"); empty: any. The gate
+    #: runs it on the first when its own backend is not among them, and a check that names no
+    #: backend does too (verify.plan.kernel_backend); `verify check --backend` still chooses.
+    backends: tuple = ()
 
     # -- config ------------------------------------------------------------------------
     def config(self, overrides: dict | None = None) -> dict:

@@ -37,6 +37,10 @@ _BUILT_IN = {
     "tvm.decode": "verify.sources.tvm_kernels:TvmDecode",
     "tvm.decode_sliding_window": "verify.sources.tvm_kernels:TvmDecodeSlidingWindow",
     "tvm.merge_state": "verify.sources.tvm_kernels:TvmMergeState",
+    "ort.matmul_nbits": "verify.sources.ort.kernels:OrtMatmulNBits",
+    "ort.dp4a.quantize": "verify.sources.ort.dp4a_kernels:OrtQuantize",
+    "ort.dp4a.matmul": "verify.sources.ort.dp4a_kernels:OrtMatmul",
+    "ort.dp4a.matmul_small_m": "verify.sources.ort.dp4a_kernels:OrtMatmulSmallM",
 }
 
 

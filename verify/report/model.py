@@ -20,9 +20,9 @@ from verify.results.store import ResultsDocument
 
 #: The order of sections, counts and legends, and of a matrix cell's verdict: what a kernel
 #: author reads first. Known findings come before skips: they are failures, shown in full.
-VERDICTS = ("fail", "error", "known", "skip", "pass")
+VERDICTS = ("fail", "divergence", "error", "known", "skip", "pass")
 #: Verdicts shown as a full record card (cases, plots, provenance) rather than a table row.
-CARDS = ("fail", "error", "known")
+CARDS = ("fail", "divergence", "error", "known")
 _ORDER = {v: i for i, v in enumerate(VERDICTS)}
 _SAMPLE_KEYS = ("score", "passed")
 
@@ -218,7 +218,7 @@ class Report:
     @property
     def headline(self) -> str:
         total = len(self.records)
-        bad = self.counts["fail"] + self.counts["error"]
+        bad = self.counts["fail"] + self.counts["divergence"] + self.counts["error"]
         known, passed = self.counts["known"], self.counts["pass"]
         unreproduced = sum(view.finding_not_reproduced for view in self.records)
         notes = "".join([f"; {_plural(known, 'known finding')} reproduced" if known else "",

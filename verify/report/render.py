@@ -131,7 +131,7 @@ def render_report(documents: list[ResultsDocument], path: Path) -> None:
     html = _environment().get_template("report.html.j2").render(
         report=report,
         verdicts=VERDICTS,
-        failures=report.section("fail", "error"),
+        failures=report.section("fail", "divergence", "error"),
         knowns=report.section("known"),
         skips=report.section("skip"),
         pass_groups=_pass_groups(report.section("pass")),

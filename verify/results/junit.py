@@ -53,9 +53,9 @@ def write_junit(records: list[CheckResult], path: Path) -> None:
                                  time=f"{record.duration_s:.3f}")
             reason = record.reason.strip()
             headline = reason.splitlines()[0] if reason else ""
-            if record.verdict is Verdict.FAIL:
+            if record.verdict in (Verdict.FAIL, Verdict.DIVERGENCE):
                 counts["failures"] += 1
-                ET.SubElement(case, "failure", message=headline or "failed").text = reason
+                ET.SubElement(case, "failure", message=headline or "failed", type=record.verdict.value).text = reason
             elif record.verdict is Verdict.ERROR:
                 counts["errors"] += 1
                 ET.SubElement(case, "error", message=headline or "error").text = record.traceback or reason

@@ -23,13 +23,17 @@ class Verdict(str, enum.Enum):
     """What a check concluded.
 
     PASS: every example held. FAIL: the kernel is wrong (numbers, NaN, a write past the end, a
-    compile error, a hang, a crash). KNOWN: it failed exactly as the kernel's documented finding
-    says (reported, does not fail the run). ERROR: verify itself broke (a defect of the toolkit).
-    SKIP: the check could not run here (e.g. the adapter lacks shader-f16): it proved nothing.
+    compile error, a hang, a crash). DIVERGENCE: the WGSL compiles under one WebGPU
+    implementation's compiler and not under the other's (Tint in Dawn, Naga in wgpu): it fails
+    the run, since browsers ship both; the reason carries both compilers' verdicts. KNOWN: it
+    failed exactly as the kernel's documented finding says (reported, does not fail the run).
+    ERROR: verify itself broke (a defect of the toolkit). SKIP: the check could not run here
+    (e.g. the adapter lacks shader-f16): it proved nothing.
     """
 
     PASS = "pass"
     FAIL = "fail"
+    DIVERGENCE = "divergence"
     KNOWN = "known"
     ERROR = "error"
     SKIP = "skip"
@@ -37,7 +41,7 @@ class Verdict(str, enum.Enum):
     @property
     def fails_run(self) -> bool:
         """Whether this verdict makes `verify check`/`verify gate` exit 1."""
-        return self in (Verdict.FAIL, Verdict.ERROR)
+        return self in (Verdict.FAIL, Verdict.DIVERGENCE, Verdict.ERROR)
 
     @property
     def rank(self) -> int:
@@ -54,7 +58,7 @@ class Verdict(str, enum.Enum):
 
 
 #: A skip outranks a known finding: it verified nothing and fails the run unless allowed.
-_RANK = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.SKIP: 2, Verdict.KNOWN: 3, Verdict.PASS: 4}
+_RANK = {Verdict.FAIL: 0, Verdict.DIVERGENCE: 1, Verdict.ERROR: 2, Verdict.SKIP: 3, Verdict.KNOWN: 4, Verdict.PASS: 5}
 
 
 @dataclass(frozen=True)

@@ -52,16 +52,17 @@ def _die_with_parent(parent: int):
 
 
 class NodeProcess:
-    """One `node worker.mjs` child: send a request frame, read its reply frame.
+    """One `node [node_options] script` child (worker.mjs, or another script speaking the same
+    frames): send a request frame, read its reply frame.
 
     Its stderr (Dawn's warnings, a lost device's reason) is kept, the last lines of it, to
     explain a death.
     """
 
-    def __init__(self, node: str, script: str, env: dict):
+    def __init__(self, node: str, script: str, env: dict, node_options: tuple[str, ...] = ()):
         quiet_environment()
         self.proc = subprocess.Popen(
-            [node, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [node, *node_options, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, **env}, preexec_fn=_die_with_parent(os.getpid()) if _LIBC else None,
         )
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)

@@ -1,25 +1,19 @@
-// Dawn (npm `webgpu`, dawn.node) driven by verify's Python DawnDevice over stdin/stdout.
-//
-// Frames, both directions: u32 little-endian header length, the header (UTF-8 JSON), then the
-// header's `blobs` (an array of byte lengths) worth of raw bytes, concatenated. Buffer contents
-// travel as blobs, never inside the JSON. Requests are answered in order, one reply each:
+// Dawn (npm `webgpu`, dawn.node) driven by verify's Python DawnDevice over stdin/stdout, in the
+// binary frames of frames.mjs. Requests are answered in order, one reply each:
 //   {op: "adapters"}                        -> {adapters: [info...]}
 //   {op: "open", adapter, features, limits} -> {adapter: info, features, limits}
 //   {op: "compile", id, wgsl, entry_point, bindings: [{binding, type}]}
 //                                           -> {} | {error: {kind: "compile", message, messages}}
 //   {op: "run", buffers: [{size, usage, readback}], dispatches: [{pipeline, bindings, workgroups}],
 //    timestamps}  + one blob per buffer     -> {timing, gpu_ns}  + one blob per readback buffer
-// A failure replies {error: {kind, message}}. The process exits when stdin closes: the Python
-// side holds the only write end, so its death (even kill -9) ends this process too.
+// A failure replies {error: {kind, message}}. The process exits when stdin closes (frames.mjs).
 import { pathToFileURL } from 'node:url';
+
+import { send, serve } from './frames.mjs';
 
 // The Python side finds the pinned package (verify/gpu/dawn/environment.py) and names its entry file.
 const { create, globals } = await import(pathToFileURL(process.env.VERIFY_WEBGPU_MODULE).href);
 Object.assign(globalThis, globals);
-
-process.stdin.on('end', () => process.exit(0));
-process.stdin.on('error', () => process.exit(0));
-process.stdout.on('error', () => process.exit(0));
 
 const USAGE = {
   'storage': GPUBufferUsage.STORAGE,
@@ -213,20 +207,13 @@ async function run(request, blobs) {
   return { reply: { timing, gpu_ns: gpuNs }, blobs: out };
 }
 
-// -- framing ------------------------------------------------------------------------------------
+// -- requests -----------------------------------------------------------------------------------
 const HANDLERS = {
   adapters: async () => ({ adapters: (await listAdapters()).map(({ info }) => info) }),
   open,
   compile,
   run,
 };
-
-function send(header, blobs = []) {
-  const json = Buffer.from(JSON.stringify({ ...header, blobs: blobs.map(b => b.length) }));
-  const length = Buffer.alloc(4);
-  length.writeUInt32LE(json.length);
-  process.stdout.write(Buffer.concat([length, json, ...blobs]));
-}
 
 async function handle(header, blobs) {
   try {
@@ -239,46 +226,4 @@ async function handle(header, blobs) {
   }
 }
 
-// Chunks are kept as they come and joined once a whole frame is there, so a large upload is
-// copied once rather than once per chunk.
-const chunks = [];
-let buffered = 0;
-let stage = 'length'; // then 'header', then 'body'
-let needed = 4;
-let header = null;
-let queue = Promise.resolve();
-
-function take(count) {
-  const joined = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, buffered);
-  chunks.length = 0;
-  if (joined.length > count) chunks.push(joined.subarray(count));
-  buffered = joined.length - count;
-  return joined.subarray(0, count);
-}
-
-process.stdin.on('data', chunk => {
-  chunks.push(chunk);
-  buffered += chunk.length;
-  while (buffered >= needed) {
-    if (stage === 'length') {
-      needed = take(4).readUInt32LE(0);
-      stage = 'header';
-    } else if (stage === 'header') {
-      header = JSON.parse(take(needed).toString('utf8'));
-      needed = (header.blobs || []).reduce((a, b) => a + b, 0);
-      stage = 'body';
-    } else {
-      const body = take(needed);
-      const blobs = [];
-      let offset = 0;
-      for (const size of header.blobs || []) {
-        blobs.push(body.subarray(offset, offset + size));
-        offset += size;
-      }
-      const request = header;
-      queue = queue.then(() => handle(request, blobs));
-      stage = 'length';
-      needed = 4;
-    }
-  }
-});
+serve(handle);

@@ -1,0 +1,162 @@
+"""ONNX Runtime Web (npm onnxruntime-web, pinned in verify/gpu/dawn/package.json) run in Node on Dawn.
+
+`OrtRuntime` owns one Node process running runner.mjs beside this file: ORT's own WebGPU
+execution provider (its C++ provider compiled to wasm) on a Dawn instance, with the Vulkan
+driver and adapter verify's dawn backend uses, so ORT's kernels run on the same implementation
+and adapter as the toolkit's own launches. It talks the dawn backend's binary frames
+(verify.gpu.dawn.process). Sessions are created once per model and kept; a run returns the
+outputs and what ORT dispatched (verify.sources.ort.capture).
+
+The process is started with V8's `--liftoff-only`: ORT's wasm is 27 MB, and while V8's
+optimizing compiler works through it in the background (35-55 s on two cores), Dawn's
+asynchronous pipeline creations do not complete; the baseline compiler alone takes well under a
+second and ORT's host code is not where the time goes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from verify.errors import KernelError, SetupError
+from verify.gpu.dawn import environment
+from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
+from verify.sources.ort.capture import OrtRun, parse_run
+from verify.sources.ort.model import MatMulNBitsModel
+
+RUNNER = Path(__file__).resolve().parent / "runner.mjs"
+PACKAGE = "onnxruntime-web"
+#: Sessions kept open per runtime (one per model: dtype, bits, block size, K, N, options).
+MAX_SESSIONS = 16
+SETUP_HINT = ("run scripts/setup.sh (it installs the pinned Node packages, onnxruntime-web among them, "
+              "and a Vulkan driver Dawn accepts)")
+
+
+def pinned_version() -> str:
+    """The onnxruntime-web version verify/gpu/dawn/package.json pins (exactly)."""
+    return json.loads((environment.HERE / "package.json").read_text())["dependencies"][PACKAGE]
+
+
+def find_ort_dist() -> Path:
+    """The `dist` folder of the pinned onnxruntime-web, from the folders the dawn backend searches."""
+    want = pinned_version()
+    seen = []
+    for folder in environment.node_modules_candidates():
+        manifest = folder / PACKAGE / "package.json"
+        if not manifest.is_file():
+            continue
+        version = json.loads(manifest.read_text()).get("version")
+        if version == want:
+            return folder / PACKAGE / "dist"
+        seen.append(f"{folder} has {version}")
+    searched = ", ".join(str(f) for f in environment.node_modules_candidates())
+    detail = f" (found other versions: {'; '.join(seen)})" if seen else ""
+    raise SetupError(f"ORT kernels need npm {PACKAGE} {want}, not found in {searched}{detail}; {SETUP_HINT}")
+
+
+class OrtRuntime:
+    """ONNX Runtime Web in a Node process on Dawn.
+
+    `driver` is the Vulkan driver (verify.gpu.dawn.environment) and `adapter` the adapter name
+    to run on; by default the first driver on which Dawn offers an adapter, as DawnDevice does.
+    """
+
+    def __init__(self, driver: environment.VulkanDriver | None = None, adapter: str | None = None):
+        dist = find_ort_dist()
+        env_base = {"VERIFY_WEBGPU_MODULE": str(environment.find_webgpu_module()), "VERIFY_ORT_DIST": str(dist)}
+        node = environment.find_node()
+        refusals = []
+        for candidate in [driver] if driver is not None else environment.vulkan_drivers():
+            process = NodeProcess(node, str(RUNNER), dict(candidate.env, **env_base), node_options=("--liftoff-only",))
+            try:
+                reply, _ = process.request({"op": "open", "adapter": adapter})
+            except NodeProcessDied as exc:
+                raise SetupError(f"ONNX Runtime Web could not start on the {candidate.name} Vulkan driver: {exc}") from None
+            if "error" in reply:
+                process.close()
+                raise SetupError(f"ONNX Runtime Web could not load: {reply['error']['message'].splitlines()[0]}")
+            if reply.get("adapter"):
+                break
+            process.close()
+            refusals.append(candidate.name)
+        else:
+            raise SetupError(f"no Dawn adapter for ONNX Runtime Web (tried {', '.join(refusals)}); {SETUP_HINT}")
+        self._process = process
+        self.driver = candidate
+        self.version: str = reply["ort_version"]
+        self.adapter: dict = reply["adapter"]
+        self._sessions: OrderedDict[str, int] = OrderedDict()
+        self._next_session = 1
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def close(self) -> None:
+        self._process.close()
+
+    def _request(self, header: dict, blobs=()) -> tuple[dict, list[bytes]]:
+        reply, blobs_in = self._process.request(header, list(blobs))
+        if "error" in reply:
+            error = reply["error"]
+            if error.get("kind") == "ort":
+                raise KernelError(f"ONNX Runtime failed: {error['message']}")
+            raise OrtRunnerError(f"the ONNX Runtime runner failed: {error['message']}")
+        return reply, blobs_in
+
+    def _session(self, model: MatMulNBitsModel) -> int:
+        key = model.describe()
+        if key in self._sessions:
+            self._sessions.move_to_end(key)
+            return self._sessions[key]
+        if len(self._sessions) >= MAX_SESSIONS:
+            _, oldest = self._sessions.popitem(last=False)
+            self._request({"op": "release", "session": oldest})
+        handle = self._next_session
+        self._next_session += 1
+        self._request({"op": "session", "id": handle}, [model.onnx_bytes])
+        self._sessions[key] = handle
+        return handle
+
+    def run(self, model: MatMulNBitsModel, feeds: dict[str, np.ndarray], *, snapshots: bool = False) -> OrtRun:
+        """Run `model` on `feeds` (name -> array); with `snapshots`, every dispatch's bound bytes too."""
+        session = self._session(model)
+        specs, blobs = [], []
+        for name, array in feeds.items():
+            array = np.ascontiguousarray(array)
+            specs.append({"name": name, "type": array.dtype.name, "dims": list(array.shape)})
+            blobs.append(array.tobytes())
+        reply, blobs_in = self._request({"op": "run", "session": session, "feeds": specs, "snapshots": snapshots},
+                                        blobs)
+        return parse_run(reply, blobs_in)
+
+
+class OrtRunnerError(RuntimeError):
+    """runner.mjs failed in a way that is a bug of verify, not of ONNX Runtime's kernels."""
+
+
+_SHARED: dict[tuple, OrtRuntime] = {}
+
+
+def shared_runtime(driver: environment.VulkanDriver | None = None, adapter: str | None = None) -> OrtRuntime:
+    """One OrtRuntime per (driver, adapter) for the life of this process (closed at exit). With
+    no driver, any one already running (else one on the first driver Dawn accepts); with a driver
+    and no adapter, any one already running on that driver."""
+    for running in _SHARED.values():
+        if adapter is None and (driver is None or running.driver.name == driver.name):
+            return running
+    key = (driver.name if driver else None, adapter)
+    if key not in _SHARED:
+        if not _SHARED:
+            atexit.register(close_shared)
+        _SHARED[key] = OrtRuntime(driver, adapter)
+    return _SHARED[key]
+
+
+def close_shared() -> None:
+    while _SHARED:
+        _SHARED.popitem()[1].close()
