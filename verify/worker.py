@@ -76,7 +76,7 @@ def _other_implementation(devices: DeviceCache, job: dict, device, limits: dict)
     return opened
 
 
-def _second_implementation_missing(job: dict, device, requirements) -> str:
+def _second_implementation_missing(job: dict, device, requirements, devices: DeviceCache, limits: dict) -> str:
     """Why the `implementations` check cannot run here ("" if it can): the other WebGPU
     implementation has no adapter matching this one, or lacks a feature the config needs."""
     from verify.errors import SetupError
@@ -86,8 +86,11 @@ def _second_implementation_missing(job: dict, device, requirements) -> str:
     other = Implementation.DAWN if device.info.implementation is Implementation.WGPU else Implementation.WGPU
     try:
         ensure_available(other.value, job.get("adapter"))
+        missing = devices.get(job.get("adapter"), other.value, limits).missing(requirements)
     except SetupError as exc:
         return f"no second WebGPU implementation here ({other.value}: {exc})"
+    if missing:
+        return f"the second WebGPU implementation ({other.value}) lacks {', '.join(missing)}"
     return ""
 
 
@@ -121,10 +124,14 @@ def compile_divergence(refusal: ShaderCompileError, modules: list[str], devices:
             other.pipeline(module)
     except (SetupError, ShaderCompileError):
         return None
-    return (f"compile divergence: the WGSL compiles under {there.compiler} ({there.value}) but not under "
-            f"{here.compiler} ({here.value}); browsers ship both, so the kernel does not run on one of them.\n"
-            f"{here.compiler}: {refusal}\n"
-            f"{there.compiler}: compiles ({other.info.label})")
+    return _divergence(refused_by=here, refusal=str(refusal), compiled_by=there, label=other.info.label)
+
+
+def _divergence(*, refused_by, refusal: str, compiled_by, label: str) -> str:
+    """The reason of a compile divergence: one compiler's refusal next to the other's success."""
+    return (f"compile divergence: the WGSL compiles under {compiled_by.compiler} ({compiled_by.value}) but not "
+            f"under {refused_by.compiler} ({refused_by.value}); browsers ship both, so the kernel does not run on "
+            f"one of them.\n{refused_by.compiler}: {refusal}\n{compiled_by.compiler}: compiles ({label})")
 
 
 def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
@@ -148,7 +155,8 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
     if missing:
         return replace(result, verdict=Verdict.SKIP, reason=f"adapter lacks {', '.join(missing)}")
     if check.name == "implementations":
-        unavailable = _second_implementation_missing(job, device, kernel.requirements(config))
+        unavailable = _second_implementation_missing(job, device, kernel.requirements(config), devices,
+                                                     device_limits(kernel, check.name))
         if unavailable:
             return replace(result, verdict=Verdict.SKIP, reason=unavailable)
     modules = kernel.modules(wgsl)
@@ -161,6 +169,15 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
         if divergence is not None:
             return replace(result, verdict=Verdict.DIVERGENCE, reason=divergence)
         return replace(result, verdict=Verdict.FAIL, reason=f"WGSL does not compile:\n{exc}")
+    if check.name == "implementations":  # the other compiler must accept it too, before any case
+        other = _other_implementation(devices, job, device, device_limits(kernel, check.name))
+        try:
+            for module in modules:
+                other.pipeline(module)
+        except ShaderCompileError as exc:
+            return replace(result, verdict=Verdict.DIVERGENCE, reason=_divergence(
+                refused_by=other.info.implementation, refusal=str(exc), compiled_by=device.info.implementation,
+                label=device.info.label))
     limits = check_limits(modules, device.limits)
     result = replace(result, notes=list(limits.over_defaults))
     if limits.over_limits:

@@ -1,0 +1,123 @@
+"""The `implementations` check (Naga and Tint on the same case) and the gate on both WebGPU
+implementations: who runs what, the joint budget, and compile divergences in both directions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import verify
+from verify import Verdict
+from verify.budgets.metrics import compare
+from verify.checks.implementations import joint_expected
+from verify.errors import SetupError
+from verify.kernels.contract import Expected
+from verify.kernels.registry import get_kernel
+from verify.plan import gate_jobs, kernel_backends
+from verify.profiles import get_profile
+
+
+@pytest.fixture(scope="module")
+def both_implementations():
+    """wgpu and Dawn on this machine; skipped, with the reason, where scripts/setup.sh has not run."""
+    from verify.gpu.backends import ensure_available
+
+    try:
+        ensure_available("dawn")
+    except SetupError as exc:
+        pytest.skip(str(exc))
+
+
+# -- the joint budget -----------------------------------------------------------------------------
+def test_the_joint_budget_allows_twice_the_budget_around_the_other_output_and_no_more():
+    own = Expected("o", np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.array([0.5, 0.5]), "f32")
+    other = np.array([1.2, 2.0])
+    joint = joint_expected(own, other)
+    assert compare(np.array([1.2 + 0.99, 2.0 - 0.99]), joint).passed  # 2 x 0.5 around the other output
+    assert not compare(np.array([1.2 + 1.01, 2.0]), joint).passed
+    assert not compare(np.array([1.2, 2.0 - 1.01]), joint).passed
+
+
+def test_a_legal_interval_widens_the_joint_budget_by_its_width_and_exact_elements_stay_exact():
+    # a quantized code may round either way: [3, 4] is legal, budget 0
+    own = Expected("codes", np.array([3.0]), np.array([4.0]), np.array([0.0]), "i8")
+    joint = joint_expected(own, np.array([3.0]))
+    assert compare(np.array([4.0]), joint).passed and not compare(np.array([5.0]), joint).passed
+    exact = Expected("lse", np.array([-np.inf]), np.array([-np.inf]), np.array([0.0]), "f32", exact=np.array([True]))
+    joint = joint_expected(exact, np.array([-np.inf]))
+    assert compare(np.array([-np.inf]), joint).passed and not compare(np.array([-3.0e38]), joint).passed
+
+
+# -- the gate's plan ------------------------------------------------------------------------------
+def test_the_gate_runs_every_check_on_the_first_implementation_and_the_profiles_share_on_the_second():
+    profile = get_profile("ci")
+    jobs, skipped = gate_jobs(["merge_state"], profile=profile, seed=0, out_dir=None, time_limit=None,
+                              backends=["wgpu", "dawn"])
+    assert not skipped
+    on_wgpu = {j.check for j in jobs if j.backend == "wgpu" and not j.subgroup_width}
+    on_dawn = {j.check for j in jobs if j.backend == "dawn"}
+    assert on_wgpu == set(get_kernel("merge_state").checks) and "implementations" in on_wgpu
+    assert on_dawn == set(profile.other_backend_checks)
+
+
+def test_on_one_implementation_the_gate_plans_no_implementations_check():
+    jobs, _ = gate_jobs(["merge_state"], profile=get_profile("ci"), seed=0, out_dir=None, time_limit=None,
+                        backends=["wgpu"])
+    assert jobs and "implementations" not in {j.check for j in jobs} and {j.backend for j in jobs} == {"wgpu"}
+
+
+def test_the_nightly_profile_runs_every_check_on_both_implementations():
+    jobs, _ = gate_jobs(["rope"], profile=get_profile("nightly"), seed=0, out_dir=None, time_limit=None,
+                        backends=["wgpu", "dawn"])
+    checks = set(get_kernel("rope").checks) - {"implementations"}
+    assert {j.check for j in jobs if j.backend == "dawn"} == checks
+
+
+def test_a_kernel_that_declares_its_implementation_runs_there_and_is_a_skip_where_it_cannot_run():
+    kernel = get_kernel("ort.dp4a.quantize")
+    assert kernel_backends(kernel, ["wgpu", "dawn"]) == ["dawn"]
+    assert kernel_backends(kernel, ["wgpu"]) == ["dawn"]  # `gate --backend wgpu` still runs ORT on Dawn
+    assert kernel_backends(get_kernel("rope"), ["wgpu", "dawn"]) == ["wgpu", "dawn"]
+    jobs, skipped = gate_jobs(["ort.dp4a.quantize", "rope"], profile=get_profile("quick"), seed=0, out_dir=None,
+                              time_limit=None, backends=["wgpu"], unavailable_backends=("dawn",))
+    assert [(r.kernel, r.verdict) for r in skipped] == [("ort.dp4a.quantize", Verdict.SKIP)]
+    assert "runs on dawn only, which cannot run here" in skipped[0].reason
+    assert {j.kernel for j in jobs} == {"rope"}
+
+
+# -- on the two implementations -------------------------------------------------------------------
+@pytest.mark.webgpu
+def test_the_two_implementations_agree_on_merge_state(both_implementations):
+    results = verify.check("merge_state", {"dtype": "f32"}, checks="implementations", examples=6, profile="quick")
+    result = results["implementations"]
+    assert result.verdict is Verdict.PASS and result.examples == 6, result.reason
+    assert result.adapter.implementation == "wgpu" and result.max_err_over_budget <= 1
+
+
+def _quantizer_edited(old: str, new: str) -> str:
+    wgsl = get_kernel("dp4a.quantize").wgsl(get_kernel("dp4a.quantize").config({"dtype": "f32"}))
+    assert old in wgsl
+    return wgsl.replace(old, new)
+
+
+@pytest.mark.webgpu
+def test_wgsl_only_tint_accepts_is_a_compile_divergence_with_nagas_message(both_implementations):
+    # WGSL lets subgroupShuffle take an i32 lane; Naga (wgpu 0.32) insists on u32
+    wgsl = _quantizer_edited("return subgroupShuffleXor(value, distance);",
+                             "return subgroupShuffle(value, i32((lanes.local % lanes.width) ^ distance));")
+    result = verify.check("dp4a.quantize", {"dtype": "f32"}, checks="implementations", examples=2,
+                          profile="quick", wgsl=wgsl)["implementations"]
+    assert result.verdict is Verdict.DIVERGENCE and result.verdict.fails_run
+    assert "compiles under Tint (dawn) but not under Naga (wgpu)" in result.reason
+    assert "\nNaga: " in result.reason and "\nTint: compiles" in result.reason
+
+
+@pytest.mark.webgpu
+def test_wgsl_only_naga_accepts_is_a_compile_divergence_before_any_case(both_implementations):
+    # a barrier behind a branch on a non-uniform value: Tint's uniformity analysis refuses it
+    wgsl = _quantizer_edited("return workgroupUniformLoad(&width_of_subgroups);", "return lanes.width;")
+    result = verify.check("dp4a.quantize", {"dtype": "f32"}, checks="implementations", examples=2,
+                          profile="quick", wgsl=wgsl)["implementations"]
+    assert result.verdict is Verdict.DIVERGENCE, result.reason
+    assert "compiles under Naga (wgpu) but not under Tint (dawn)" in result.reason
+    assert "must only be called from uniform control flow" in result.reason and result.examples == 0
