@@ -1,10 +1,11 @@
 """The gate's speed, per kernel and per stage, from real gate runs (not from timed tests).
 
 Runs `verify gate --profile PROFILE` once per `--jobs` value, side by side on the same machine,
-and writes JSON: wall time per run (and its ratio to the first), and per kernel (from the first
-run's records) the examples, examples per second of check time, and milliseconds per case of
-each stage: reference (float64 reference and budget), upload, dispatch, readback, compare, and
-generation (Hypothesis drawing cases, targeting, shrinking). Measure on a quiet machine.
+and writes JSON: wall time per run (and its ratio to the first), the load average before the
+first, and per kernel and WebGPU implementation (from the first run's records) the examples,
+examples per second of check time, and milliseconds per case of each stage: reference (float64
+reference and budget), upload, dispatch, readback, compare, and generation (Hypothesis drawing
+cases, targeting, shrinking). Measure on a quiet machine.
 
     python benchmarks/bench_gate.py --profile ci --jobs 1,2 --out benchmarks/results/gate_ci.json
     python benchmarks/bench_gate.py --profile quick --kernels merge_state,rope
@@ -47,8 +48,9 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path)
 def per_kernel(records: list[dict]) -> dict:
     kernels: dict = defaultdict(lambda: {"checks": 0, "examples": 0, "check_s": 0.0, "cases": 0,
                                          "stage_s": dict.fromkeys(STAGES, 0.0)})
-    for record in records:
-        entry = kernels[record["kernel"]]
+    for record in records:  # one row per kernel and WebGPU implementation (wgpu: Naga, dawn: Tint)
+        implementation = (record.get("adapter") or {}).get("implementation") or "-"
+        entry = kernels[f"{record['kernel']} [{implementation}]"]
         entry["checks"] += 1
         entry["examples"] += int(record.get("examples") or 0)
         entry["check_s"] += float(record.get("duration_s") or 0.0)
@@ -78,6 +80,7 @@ def main() -> None:
     parser.add_argument("--keep", help="keep each run's gate output (results.json, report) in this folder, "
                                        "e.g. to compare verdicts between two versions")
     args = parser.parse_args()
+    load_before = os.getloadavg()  # a busy machine skews every figure: say what it was doing
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or scratch
@@ -90,6 +93,7 @@ def main() -> None:
         "command": " ".join(sys.argv),
         "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
         "profile": args.profile, "seed": args.seed,
+        "load_average_before": [round(x, 2) for x in load_before],
         "runs": [{k: v for k, v in run.items() if k != "records"} | {"speed_up": round(base / run["wall_s"], 2)}
                  for run in runs],
         "kernels": per_kernel(runs[0]["records"]),
