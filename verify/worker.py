@@ -160,6 +160,12 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
         if unavailable:
             return replace(result, verdict=Verdict.SKIP, reason=unavailable)
     modules = kernel.modules(wgsl)
+    # The limits first, from the WGSL itself: a kernel over them fails, whichever compiler notices.
+    limits = check_limits(modules, device.limits)
+    result = replace(result, notes=list(limits.over_defaults))
+    if limits.over_limits:
+        return replace(result, verdict=Verdict.FAIL, reason="exceeds the limits verify holds it to: "
+                       + "; ".join(limits.over_limits))
     try:
         for module in modules:
             device.pipeline(module)
@@ -178,11 +184,6 @@ def execute(job: dict, devices: DeviceCache, emit) -> CheckResult:
             return replace(result, verdict=Verdict.DIVERGENCE, reason=_divergence(
                 refused_by=other.info.implementation, refusal=str(exc), compiled_by=device.info.implementation,
                 label=device.info.label))
-    limits = check_limits(modules, device.limits)
-    result = replace(result, notes=list(limits.over_defaults))
-    if limits.over_limits:
-        return replace(result, verdict=Verdict.FAIL, reason="exceeds the limits verify holds it to: "
-                       + "; ".join(limits.over_limits))
     emit({"event": "started"})
     ctx = CheckContext(kernel, config, device, wgsl, profile,
                        open_other=lambda: _other_implementation(devices, job, device, device_limits(kernel, check.name)))
@@ -223,6 +224,15 @@ def replay(job: dict, devices: DeviceCache, emit) -> dict:
     recorded = meta.get("adapter") or {}
     lines.append(f"saved on {recorded.get('name', '?')} ({recorded.get('backend', '?')}, "
                  f"{recorded.get('implementation', 'wgpu')}); replaying on {device.info.label}")
+    if check.name == "implementations":  # the other compiler must accept it too, before any case
+        other = _other_implementation(devices, job, device, device_limits(kernel, check.name))
+        try:
+            for module in modules:
+                other.pipeline(module)
+        except ShaderCompileError as exc:
+            return replace(result, verdict=Verdict.DIVERGENCE, reason=_divergence(
+                refused_by=other.info.implementation, refusal=str(exc), compiled_by=device.info.implementation,
+                label=device.info.label))
     emit({"event": "started"})
     ctx = CheckContext(kernel, config, device, meta["wgsl"], get_profile(meta.get("profile") or "ci"))
     try:
