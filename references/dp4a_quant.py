@@ -176,6 +176,28 @@ def _as_activation(a, dtype: str) -> np.ndarray:
     return a
 
 
+def quantize_nominal(a, dtype: str = "f16") -> tuple[np.ndarray, np.ndarray]:
+    """The nominal codes (int8 [..., K]) and scales (float64 [..., K/128]) of quantize_blocks,
+    without the legal ranges: s = fl_T(m/127), q = floor(0.5 + 127 * fl_T(a/m)).
+
+    What a case needs to hand a matmul the activation dp4a.quantize writes; the ranges cost
+    more than the rounding and only the quantizer's own checks read them.
+    """
+    dtype = _check_dtype(dtype)
+    a = _as_activation(a, dtype)
+    return _nominal(a.reshape(*a.shape[:-1], -1, ACTIVATION_BLOCK), a.shape, dtype)
+
+
+def _nominal(blocks: np.ndarray, shape, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    t_type = _NUMPY[dtype]
+    block_max = np.abs(blocks).max(axis=-1)
+    divisor = np.where(block_max > 0, block_max, 1.0)[..., None]
+    t = (blocks / divisor).astype(t_type).astype(np.float64)
+    codes = np.floor(0.5 + CODE_MAX * t)
+    scales = (block_max / CODE_MAX).astype(t_type).astype(np.float64)
+    return codes.reshape(shape).astype(np.int8), scales
+
+
 def quantize_blocks(a, dtype: str = "f16") -> QuantizedActivation:
     """Quantize A [..., K] (exact T-values, K % 128 == 0) the way ORT's DP4A path does.
 
@@ -195,10 +217,7 @@ def quantize_blocks(a, dtype: str = "f16") -> QuantizedActivation:
     blocks = a.reshape(*a.shape[:-1], -1, ACTIVATION_BLOCK)
     block_max = np.abs(blocks).max(axis=-1)
     divisor = np.where(block_max > 0, block_max, 1.0)[..., None]
-
-    t_type = _NUMPY[dtype]
-    t = (blocks / divisor).astype(t_type).astype(np.float64)
-    codes = np.floor(0.5 + CODE_MAX * t)
+    codes, scales = _nominal(blocks, a.shape, dtype)
 
     t_lo, t_hi = _quotient_interval(blocks, np.broadcast_to(divisor, blocks.shape), dtype)
     x_lo, _ = _f32_product_interval(CODE_MAX * np.clip(t_lo, -1.0, 1.0))
@@ -213,12 +232,11 @@ def quantize_blocks(a, dtype: str = "f16") -> QuantizedActivation:
     code_lo = np.where(unbounded, -CODE_MAX - 1, code_lo)
     code_hi = np.where(unbounded, CODE_MAX, code_hi)
 
-    scales = (block_max / CODE_MAX).astype(t_type).astype(np.float64)
     scale_lo, scale_hi = _quotient_interval(block_max, np.full_like(block_max, CODE_MAX), dtype)
     scale_lo = np.where(scale_lo < _smallest_normal(dtype), np.minimum(scale_lo, 0.0), scale_lo)
 
     return QuantizedActivation(
-        codes=codes.reshape(a.shape).astype(np.int8),
+        codes=codes,
         scales=scales,
         code_lo=code_lo.reshape(a.shape).astype(np.int16),
         code_hi=code_hi.reshape(a.shape).astype(np.int16),

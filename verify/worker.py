@@ -81,11 +81,9 @@ def _second_implementation_missing(job: dict, device, requirements, devices: Dev
     implementation has no adapter matching this one, or lacks a feature the config needs."""
     from verify.errors import SetupError
     from verify.gpu.adapters import Implementation
-    from verify.gpu.backends import ensure_available
 
     other = Implementation.DAWN if device.info.implementation is Implementation.WGPU else Implementation.WGPU
-    try:
-        ensure_available(other.value, job.get("adapter"))
+    try:  # the worker's device of that implementation (opened once): no extra adapter probe per check
         missing = devices.get(job.get("adapter"), other.value, limits).missing(requirements)
     except SetupError as exc:
         return f"no second WebGPU implementation here ({other.value}: {exc})"

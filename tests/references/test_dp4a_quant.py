@@ -17,6 +17,7 @@ from references.dp4a_quant import (
     dequantize_activation,
     pack_codes,
     quantize_blocks,
+    quantize_nominal,
     unpack_codes,
 )
 from references.mp import dp4a as mp_dp4a
@@ -353,3 +354,26 @@ def test_dequantize_activation_scales_each_block_by_its_own_scale():
 def test_bad_input_raises_a_value_error_naming_the_problem(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from(["f16", "f32"]),
+       mix=st.sampled_from(["normal", "zero_block", "huge", "tiny", "ties"]))
+def test_the_nominal_quantization_is_quantize_blocks_codes_and_scales(seed, dtype, mix):
+    """Case generation uses quantize_nominal; it must hand the matmul what quantize_blocks says."""
+    rng = np.random.default_rng(seed)
+    t = np.float16 if dtype == "f16" else np.float32
+    a = rng.standard_normal((3, 384))
+    if mix == "zero_block":
+        a[1, 128:256] = 0.0
+    elif mix == "huge":
+        a *= 6e4 / 8 if dtype == "f16" else 1e30
+    elif mix == "tiny":
+        a *= 1e-6 if dtype == "f16" else 1e-40
+    elif mix == "ties":
+        a = np.round(a * 127) / 127
+    a = a.astype(t)
+    full = quantize_blocks(a, dtype)
+    codes, scales = quantize_nominal(a, dtype)
+    assert codes.dtype == np.int8 and np.array_equal(codes, full.codes)
+    assert np.array_equal(scales, full.scales)

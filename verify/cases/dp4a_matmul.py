@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_blocks
+from references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_nominal
 from references.nbits import default_zero_point, pack_weights, pack_zero_points
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases.case import Case
@@ -199,24 +199,24 @@ def matmul_cases(draw, config: dict, profile: Profile):
     t_type = numpy_dtype(dtype)
 
     a = _activation(rng, (batch, m, k), values, mix, dtype)
-    quantized = quantize_blocks(a, dtype)
+    a_codes, a_scales = quantize_nominal(a, dtype)
     zero_points = _zero_point_array(rng, config, zero_kind, n, k)
     codes = _weight_codes(rng, code_kind, (n, k), bits, np.repeat(zero_points, block_size, axis=-1))
     b_scales = _weight_scales(rng, scale_kind, (n, k // block_size), dtype)
     bias = (rng.standard_normal(n) * 2.0 ** rng.uniform(-2, 3)).astype(t_type) if config["has_bias"] else None
-    b_scales, bias = _within_range(quantized, codes, zero_points, b_scales, bias, block_size, dtype)
+    b_scales, bias = _within_range(a_codes, a_scales, codes, zero_points, b_scales, bias, block_size, dtype)
     params = {"batch": batch, "m": m, "n": n, "k": k, "values": values, "mix": mix, "codes": code_kind,
               "scales": scale_kind, "zero_points": zero_kind if config["has_zero_points"] else "none", "seed": seed}
-    return _case(config, a, quantized.codes, quantized.scales, codes, zero_points, b_scales, bias, params)
+    return _case(config, a, a_codes, a_scales, codes, zero_points, b_scales, bias, params)
 
 
-def _within_range(quantized, codes, zero_points, b_scales, bias, block_size: int, dtype: str):
+def _within_range(a_codes, a_scales, codes, zero_points, b_scales, bias, block_size: int, dtype: str):
     """Scale weights (by a power of two) and bias down until sum_k |s_a a||s_b w| + |bias| <= MAGNITUDE."""
     limit = MAGNITUDE[dtype]
     t_type = numpy_dtype(dtype)
     if bias is not None:
         bias = np.clip(bias, -limit / 2, limit / 2).astype(t_type)
-    a_deq = np.abs(quantized.codes.astype(np.float64)) * np.repeat(quantized.scales, ACTIVATION_BLOCK, axis=-1)
+    a_deq = np.abs(a_codes.astype(np.float64)) * np.repeat(a_scales, ACTIVATION_BLOCK, axis=-1)
     w = np.abs(_centred(codes, zero_points, block_size) * np.repeat(b_scales.astype(np.float64), block_size, axis=-1))
     magnitude = float((a_deq.reshape(-1, a_deq.shape[-1]) @ w.T).max(initial=0.0))
     room = limit - (float(np.abs(bias).max()) if bias is not None else 0.0)
@@ -314,8 +314,8 @@ def accumulator_range_cases(draw, config: dict, profile: Profile):
     a = np.empty((batch, m, k), dtype=t_type)
     a[..., :half] = sign * first_max
     a[..., half:] = np.broadcast_to(-sign * second_max, (batch, m, k - half))
-    quantized = quantize_blocks(a, dtype)
+    a_codes, a_scales = quantize_nominal(a, dtype)
     bias = (rng.standard_normal(n) * 2.0**8).astype(t_type) if config["has_bias"] else None
     params = {"batch": batch, "m": m, "n": n, "k": k, "chunk_product": round(product, 1),
               "peak_partial_sum": round(product * peak_terms, 1), "seed": seed}
-    return _case(config, a, quantized.codes, quantized.scales, codes, zero_points, b_scales, bias, params)
+    return _case(config, a, a_codes, a_scales, codes, zero_points, b_scales, bias, params)
