@@ -145,15 +145,8 @@ def kernel_backend(kernel, backend: str | None) -> str | None:
     WebGPU implementations it runs on (`Kernel.backends`, e.g. ORT's kernels: ("dawn",)) and the
     run's is not among them, or the run names none; then the kernel's first. `verify check
     --backend B` passes B explicitly and is honoured (a kernel Naga cannot compile then reports
-    its compile divergence); the gate passes its backend through here."""
-    declared = tuple(getattr(kernel, "backends", ()) or ())
-    if not declared:
-        return backend
-    from verify.gpu.backends import backend_named
-
-    if backend is not None and backend_named(backend).value in declared:
-        return backend
-    return declared[0]
+    its compile divergence)."""
+    return kernel_backends(kernel, [backend])[0]
 
 
 def kernel_backends(kernel, backends: list) -> list:
