@@ -8,7 +8,7 @@ gate: setup
 	$(VENV)/bin/verify gate --profile $(PROFILE) --out reports --junit reports/junit.xml
 
 test: setup-test
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n auto
 
 setup:
 	scripts/setup.sh
