@@ -411,13 +411,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"verify {__version__} ({DISTRIBUTION} {__version__})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    def adapter_option(p):
+    def adapter_option(p, backend_default: str = "the kernel's own, e.g. dawn for ort.*, else wgpu"):
         p.add_argument("--adapter", help="run on the adapter whose name/backend contains this text "
                        "(default: $VERIFY_ADAPTER, else the best one)")
         p.add_argument("--backend", help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn (Dawn through "
-                       "Node, Tint) (default: $VERIFY_BACKEND, else the kernel's own, e.g. dawn for ort.*, else wgpu)")
+                       f"Node, Tint) (default: $VERIFY_BACKEND, else {backend_default})")
 
-    def run_options(p, out_default: str):
+    def run_options(p, out_default: str, **backend_default):
         p.add_argument("--profile", default="ci", help="quick | ci | nightly: examples and case sizes (default ci)")
         p.add_argument("--out", default=out_default,
                        help=f"folder for results.json, report.html, case files (default {out_default})")
@@ -430,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--jobs", "-j", type=_count, default=os.cpu_count() or 1, metavar="N",
                        help="checks run in N worker processes at once (default: the number of cores); the "
                        "records are the same as a serial run's")
-        adapter_option(p)
+        adapter_option(p, **backend_default)
 
     p = sub.add_parser("list", help="every kernel with its source, reference, config keys and checks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -467,7 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only shard K of the gate split N ways (deterministic), e.g. one per CI machine; "
                    "merge the shards' results.json with `verify report --strict`")
     p.add_argument("--kernels", help="comma-separated subset of kernels (names or import paths)")
-    run_options(p, "reports")
+    run_options(p, "reports", backend_default="both: wgpu runs every check, dawn the profile's share (ci: "
+                "reference) and the ort.* kernels")
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("replay", help="re-run one saved case on this machine and print the comparison")
