@@ -222,17 +222,11 @@ def replay(job: dict, devices: DeviceCache, emit) -> dict:
     recorded = meta.get("adapter") or {}
     lines.append(f"saved on {recorded.get('name', '?')} ({recorded.get('backend', '?')}, "
                  f"{recorded.get('implementation', 'wgpu')}); replaying on {device.info.label}")
-    if check.name == "implementations":  # the other compiler must accept it too, before any case
-        other = _other_implementation(devices, job, device, device_limits(kernel, check.name))
-        try:
-            for module in modules:
-                other.pipeline(module)
-        except ShaderCompileError as exc:
-            return replace(result, verdict=Verdict.DIVERGENCE, reason=_divergence(
-                refused_by=other.info.implementation, refusal=str(exc), compiled_by=device.info.implementation,
-                label=device.info.label))
     emit({"event": "started"})
-    ctx = CheckContext(kernel, config, device, meta["wgsl"], get_profile(meta.get("profile") or "ci"))
+    ctx = CheckContext(kernel, config, device, meta["wgsl"], get_profile(meta.get("profile") or "ci"),
+                       open_other=lambda: _other_implementation(
+                           devices, {"adapter": job.get("adapter"), "subgroup_width": meta.get("subgroup_width")},
+                           device, kernel.limits))
     try:
         outcome = check.run_example(ctx, case)
     except KernelError as exc:

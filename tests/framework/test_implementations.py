@@ -121,3 +121,25 @@ def test_wgsl_only_naga_accepts_is_a_compile_divergence_before_any_case(both_imp
     assert result.verdict is Verdict.DIVERGENCE, result.reason
     assert "compiles under Naga (wgpu) but not under Tint (dawn)" in result.reason
     assert "must only be called from uniform control flow" in result.reason and result.examples == 0
+
+
+@pytest.mark.webgpu
+def test_a_saved_case_replays_under_the_implementations_check(both_implementations, tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    mutant = Path(__file__).parent.parent / "fixtures" / "mutants" / "merge_state" / "natural_log.wgsl"
+    run = subprocess.run([sys.executable, "-m", "verify", "check", "merge_state", "--wgsl", str(mutant), "--checks",
+                          "reference", "--examples", "10", "--jobs", "1", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1, run.stderr
+    case = json.loads((tmp_path / "results.json").read_text())["records"][0]["shrunk"]["case_file"]
+    sidecar = Path(case).with_suffix(".json")
+    sidecar.write_text(json.dumps(dict(json.loads(sidecar.read_text()), check="implementations")))
+    # the mutant is wrong the same way under Naga and Tint: the two implementations agree on it
+    replay = subprocess.run([sys.executable, "-m", "verify", "replay", case], capture_output=True, text=True,
+                            timeout=600)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "check implementations" in replay.stdout and "PASS" in replay.stdout
