@@ -12,6 +12,7 @@ smallest normal be flushed to zero: each operation that can produce one adds FTZ
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -136,6 +137,44 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
     delta = delta.reshape(batch, qo_heads, -1)
     delta = np.where(valid, delta, 0.0)
 
+    w = weight_errors(logits, delta, n)
+    p, pi, nonempty = w.p, w.pi, w.nonempty
+
+    vg = np.abs(v)  # [B, Hkv, L, D]
+    pg = p.reshape(batch, kv_heads, group, -1)
+    spread = ((pg * pi.reshape(pg.shape)) @ vg).reshape(batch, qo_heads, head_dim)
+    a_d = (pg @ vg).reshape(batch, qo_heads, head_dim)
+    o_budget = spread + division_rel(ACC) * a_d + (2 * n[..., None] + 4) * FTZ_ABS + \
+        faithful_rounding_bound(result.o, qkv_dtype)
+
+    eps_d = _second_order(w.mean_kappa + w.eps_chain + w.gamma_n)
+    lse_budget = w.mean_delta + (-np.log2(1.0 - np.minimum(eps_d, 0.5))) + log2_abs(w.d) + \
+        r * np.abs(np.where(nonempty, result.lse2, 0.0))
+    return np.where(nonempty[..., None], o_budget, 0.0), np.where(nonempty, lse_budget, 0.0)
+
+
+@dataclass(frozen=True)
+class WeightErrors:
+    """decode_budget's softmax terms per (sequence, query head) [B, Hq] and row [B, Hq, L]:
+    p the normalised weights, pi their relative error (with gamma_n(r) + r added and to second
+    order), and the pieces the lse budget reads; rows past a sequence's length have weight 0."""
+
+    p: np.ndarray
+    pi: np.ndarray
+    nonempty: np.ndarray
+    d: np.ndarray
+    mean_kappa: np.ndarray
+    mean_delta: np.ndarray
+    eps_chain: np.ndarray
+    gamma_n: np.ndarray
+
+
+def weight_errors(logits: np.ndarray, delta: np.ndarray, n: np.ndarray) -> WeightErrors:
+    """The weight terms of decode_budget (see its docstring) from base-2 logits [B, Hq, L]
+    (-inf past the length), their errors delta (0 there) and the lengths n [B, 1]."""
+    r = rounding_rel(ACC)
+    u = unit_roundoff(ACC)
+    valid = np.isfinite(logits)
     m = np.max(np.where(valid, logits, -np.inf), axis=-1, initial=-np.inf)  # [B, Hq]
     nonempty = np.isfinite(m)
     m_safe = np.where(nonempty, m, 0.0)
@@ -152,18 +191,7 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
     mean_delta = (p * delta).sum(-1)
     pi = kappa + mean_kappa[..., None] + LN2 * (delta + mean_delta[..., None]) + (2 * eps_chain + gamma_n)[..., None]
     pi = _second_order(pi + (gamma_n + r)[..., None])
-
-    vg = np.abs(v)  # [B, Hkv, L, D]
-    pg = p.reshape(batch, kv_heads, group, -1)
-    spread = ((pg * pi.reshape(pg.shape)) @ vg).reshape(batch, qo_heads, head_dim)
-    a_d = (pg @ vg).reshape(batch, qo_heads, head_dim)
-    o_budget = spread + division_rel(ACC) * a_d + (2 * n[..., None] + 4) * FTZ_ABS + \
-        faithful_rounding_bound(result.o, qkv_dtype)
-
-    eps_d = _second_order(mean_kappa + eps_chain + gamma_n)
-    lse_budget = mean_delta + (-np.log2(1.0 - np.minimum(eps_d, 0.5))) + log2_abs(d) + \
-        r * np.abs(np.where(nonempty, result.lse2, 0.0))
-    return np.where(nonempty[..., None], o_budget, 0.0), np.where(nonempty, lse_budget, 0.0)
+    return WeightErrors(p, pi, nonempty, d, mean_kappa, mean_delta, eps_chain, gamma_n)
 
 
 def merged_parts_budget(o_a, lse_a, budget_o_a, budget_lse_a, o_b, lse_b, budget_o_b, budget_lse_b):

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from references.rope import rope_frequencies
-from verify.budgets.attention import ACC, FTZ_ABS, LN2
+from verify.budgets.attention import ACC, FTZ_ABS, weight_errors
 from verify.budgets.rope import partner_dims, rope_angle_rel, rope_error
 from verify.budgets.roundoff import gamma, unit_roundoff
 from verify.budgets.roundoff import ulp as plain_ulp
 from verify.budgets.wgsl_accuracy import (
     division_rel,
-    exp2_rel,
     log2_abs,
     rounding_rel,
     trig_abs,
@@ -124,35 +123,15 @@ class Budget:
 
     @classmethod
     def of(cls, length: np.ndarray, logits: np.ndarray, delta4: np.ndarray) -> "Budget":
-        r = rounding_rel(ACC)
-        u = unit_roundoff(ACC)
-        batch, qo_heads, longest = logits.shape
+        batch, qo_heads, _ = logits.shape
         kv_heads, group = delta4.shape[1], delta4.shape[2]
         n = length.astype(np.float64)[:, None]
-        valid = np.isfinite(logits)
-        delta = np.where(valid, delta4.reshape(batch, qo_heads, -1), 0.0)
-
-        m = np.max(np.where(valid, logits, -np.inf), axis=-1, initial=-np.inf)
-        nonempty = np.isfinite(m)
-        m_safe = np.where(nonempty, m, 0.0)
-        x_ = np.where(valid, logits - m_safe[..., None], 0.0)
-        w = np.where(valid, np.exp2(x_), 0.0)
-        d = np.where(nonempty, w.sum(-1), 1.0)
-        p = w / d[..., None]
-        kappa = np.where(valid, exp2_rel(x_) + LN2 * r * np.abs(x_), 0.0)
-        logit_range = np.where(nonempty, m - np.min(np.where(valid, logits, np.inf), axis=-1, initial=np.inf), 0.0)
-        events = 2.0 * n
-        eps_chain = 2 * u * (3 * events + 2 * logit_range) + events * r + LN2 * r * logit_range
-        gamma_n = gamma(n, r)
-        mean_kappa = (p * kappa).sum(-1)
-        mean_delta = (p * delta).sum(-1)
-        pi = kappa + mean_kappa[..., None] + LN2 * (delta + mean_delta[..., None]) + \
-            (2 * eps_chain + gamma_n)[..., None]
-        pi = pi + (gamma_n + r)[..., None]
-        pi = pi * (1.0 + pi)
+        delta = np.where(np.isfinite(logits), delta4.reshape(batch, qo_heads, -1), 0.0)
+        w = weight_errors(logits, delta, n)
+        p, pi = w.p, w.pi
         pg = p.reshape(batch, kv_heads, group, -1)
         weighted = np.concatenate([pg * pi.reshape(pg.shape), pg], axis=2)
-        return cls(n, nonempty, d, mean_kappa, mean_delta, eps_chain, gamma_n, weighted)
+        return cls(n, w.nonempty, w.d, w.mean_kappa, w.mean_delta, w.eps_chain, w.gamma_n, weighted)
 
     def finish(self, qkv_dtype: str, sums: np.ndarray, o: np.ndarray, lse2: np.ndarray):
         """The budgets from the sums over rows ([B, Hkv, 2G, D]: spread, then A_d) and o, lse2."""
