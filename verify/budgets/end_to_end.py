@@ -20,7 +20,12 @@ import numpy as np
 from references.dp4a_quant import ACTIVATION_BLOCK, quantize_blocks
 from references.nbits import dequantize_weights, matmul_nbits
 from verify.budgets.dp4a import _chunk_slabs
-from verify.budgets.roundoff import faithful_rounding_bound, gamma, smallest_normal, unit_roundoff
+from verify.budgets.roundoff import (
+    faithful_rounding_bound,
+    gamma,
+    smallest_normal,
+    unit_roundoff,
+)
 from verify.budgets.wgsl_accuracy import rounding_rel
 
 

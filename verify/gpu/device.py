@@ -13,7 +13,13 @@ import numpy as np
 
 from verify.errors import KernelError, SetupError
 from verify.gpu.adapters import AdapterInfo, choose_adapter
-from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
+from verify.gpu.binding import (
+    bind_resources,
+    buffer_binding_type,
+    entry_point_of,
+    grid,
+    unpack_readbacks,
+)
 from verify.gpu.dialect import for_naga
 from verify.gpu.probes import AdapterProbes
 from verify.gpu.wgsl import Interface, parse_interface, sha256

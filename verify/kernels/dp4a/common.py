@@ -18,6 +18,15 @@ def check_block_size(block_size: int) -> None:
                          "(each 32-value dot4 chunk must lie inside one weight block)")
 
 
+def check_pinned_shape(config: dict) -> None:
+    """A matmul config's block size and pinned m, n, k (0: drawn per case) under the DP4A rules."""
+    check_block_size(config["block_size"])
+    for key in ("m", "n", "k"):
+        if config[key] < 0:
+            raise UsageError(f"{key}={config[key]}: must be >= 0 (0 draws it per case)")
+    check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None, block_size=config["block_size"])
+
+
 def check_shape(m: int | None = None, n: int | None = None, k: int | None = None, block_size: int | None = None) -> None:
     """The DP4A path's shape rules, each broken rule named (CanApplyDP4AMatrixMatMulNBits)."""
     if k is not None and k % A_BLOCK:

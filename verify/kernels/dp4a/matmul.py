@@ -40,7 +40,7 @@ from verify.kernels.dp4a.common import (
     BITS,
     BLOCK_SIZE,
     DTYPE,
-    check_block_size,
+    check_pinned_shape,
     check_shape,
 )
 from verify.kernels.specialize import body, specialize
@@ -136,15 +136,10 @@ class Matmul(Kernel):
     budget_function = staticmethod(matmul_budget)
 
     def validate(self, config):
-        check_block_size(config["block_size"])
+        check_pinned_shape(config)
         if config["acc"] == "f16" and config["dtype"] != "f16":
             raise UsageError("acc=f16 accumulates in the output type, so it needs dtype=f16 "
                              "(with dtype=f32 the output type is f32: use acc=f32)")
-        for key in ("m", "n", "k"):
-            if config[key] < 0:
-                raise UsageError(f"{key}={config[key]}: must be >= 0 (0 draws it per case)")
-        check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None,
-                    block_size=config["block_size"])
         largest = max((config["m"] or 1) * (config["k"] or 1), (config["n"] or 1) * (config["k"] or 1),
                       (config["m"] or 1) * (config["n"] or 1))
         if largest > MAX_PINNED_ELEMENTS:

@@ -30,13 +30,39 @@ from verify.checks import register
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Expected, Launched
-from verify.kernels.dp4a.common import A_BLOCK, BLOCK_SIZE, DTYPE, check_block_size, check_shape
-from verify.kernels.dp4a.matmul import (HAS_BIAS, HAS_ZERO_POINTS, K, M, MAX_PINNED_ELEMENTS, N, Matmul, centred_weights,
-                                      dp4a_exact)
+from verify.kernels.dp4a.common import (
+    A_BLOCK,
+    BLOCK_SIZE,
+    DTYPE,
+    check_pinned_shape,
+    check_shape,
+)
+from verify.kernels.dp4a.matmul import (
+    HAS_BIAS,
+    HAS_ZERO_POINTS,
+    MAX_PINNED_ELEMENTS,
+    K,
+    M,
+    Matmul,
+    N,
+    centred_weights,
+    dp4a_exact,
+)
 from verify.kernels.dp4a.quantize import Quantize
 from verify.sources.ort.capture import QUANTIZE, SMALL_M, TILE
-from verify.sources.ort.launch import (MIN_TILE_M, QUANTIZE_LANES, SMALL_M_COLS, TILE_COLS, TILE_ROWS, DerivedConfig,
-                                       bind, case_profile, header, ort_grid, zero_blocks_per_col)
+from verify.sources.ort.launch import (
+    MIN_TILE_M,
+    QUANTIZE_LANES,
+    SMALL_M_COLS,
+    TILE_COLS,
+    TILE_ROWS,
+    DerivedConfig,
+    bind,
+    case_profile,
+    header,
+    ort_grid,
+    zero_blocks_per_col,
+)
 from verify.sources.ort.programs import CaptureConfig, captured_programs
 from verify.sources.tvm_kernels import CaseFamilyCheck
 
@@ -201,12 +227,7 @@ class OrtMatmul(DerivedConfig, Matmul):
         return {"program": self.program, "tile": self.tile, "acc": config["dtype"], "mul": product_precision(config)}
 
     def validate(self, config):
-        check_block_size(config["block_size"])
-        for key in ("m", "n", "k"):
-            if config[key] < 0:
-                raise UsageError(f"{key}={config[key]}: must be >= 0 (0 draws it per case)")
-        check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None,
-                    block_size=config["block_size"])
+        check_pinned_shape(config)
         if config["m"] and self.tile == "small_m" and not self.runs_at(config["m"]):
             raise UsageError(f"m={config['m']}: ORT runs {self.program} only for {self.domain}")
         largest = max((config["m"] or 1) * (config["k"] or 1), (config["n"] or 1) * (config["k"] or 1),

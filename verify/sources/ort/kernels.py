@@ -24,11 +24,19 @@ import numpy as np
 
 from verify.budgets.end_to_end import dp4a_budget, float_budget
 from verify.cases.dp4a_matmul import matmul_cases
-from verify.errors import SetupError, UsageError
+from verify.errors import SetupError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
-from verify.kernels.dp4a.common import BLOCK_SIZE, DTYPE, check_block_size, check_shape
-from verify.kernels.dp4a.matmul import HAS_BIAS, HAS_ZERO_POINTS, K, M, N, Matmul, centred_weights
+from verify.kernels.dp4a.common import BLOCK_SIZE, DTYPE, check_pinned_shape
+from verify.kernels.dp4a.matmul import (
+    HAS_BIAS,
+    HAS_ZERO_POINTS,
+    K,
+    M,
+    Matmul,
+    N,
+    centred_weights,
+)
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.dp4a_kernels import BITS, F16_ACCUMULATION, product_precision
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
@@ -82,12 +90,7 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         return {"acc": config["dtype"]}
 
     def validate(self, config):
-        check_block_size(config["block_size"])
-        for key in ("m", "n", "k"):
-            if config[key] < 0:
-                raise UsageError(f"{key}={config[key]}: must be >= 0 (0 draws it per case)")
-        check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None,
-                    block_size=config["block_size"])
+        check_pinned_shape(config)
 
     def requirements(self, config):
         return frozenset({"shader-f16"}) if config["dtype"] == "f16" else frozenset()
