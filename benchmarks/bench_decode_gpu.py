@@ -89,8 +89,8 @@ def resident_gpu_us(device, pipeline, resources, workgroups, repeats: int, flush
     import wgpu
 
     from verify.gpu import InOut, Output
-    from verify.gpu.buffers import array_bytes
     from verify.gpu.binding import MIN_INPUT_BYTES
+    from verify.gpu.buffers import array_bytes
 
     dev = device.wgpu_device
     grid = ((workgroups,) if isinstance(workgroups, int) else tuple(workgroups)) + (1, 1)

@@ -18,15 +18,13 @@ The import package and the command are ``verify``; the distribution is ``webgpu-
 (``pip install webgpu-verify``), since "verify" on PyPI is an unrelated project.
 """
 
-__version__ = "0.2.0"
-#: The name to `pip install`.
-DISTRIBUTION = "webgpu-verify"
-
-from verify.api import check  # noqa: E402  (after __version__: modules below read it at import)
+from verify._version import DISTRIBUTION, __version__
+from verify.api import check
+from verify.budgets.expected import Expected
 from verify.cases.case import Case
 from verify.errors import KernelError, SetupError, UsageError
 from verify.gpu.buffers import InOut, Output
-from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
+from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.profiles import Profile, get_profile
 from verify.results.record import (
     CheckResult,
@@ -36,6 +34,7 @@ from verify.results.record import (
 )
 
 __all__ = [
+    "__version__",
     "Case",
     "CheckResult",
     "CheckResults",

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from verify import DISTRIBUTION, __version__
+from verify._version import DISTRIBUTION, __version__
 from verify.errors import KernelError, UsageError
 
 EPILOG = """\

@@ -174,14 +174,14 @@ def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
 
 
 def _validate_user_wgsl(kernel, config: dict, text: str, origin: str) -> None:
-    from verify.gpu.wgsl import parse_interface
+    from verify.wgsl import read_interface
 
     if not kernel.modules(text):
         raise UsageError(f"{kernel.name} compiles no WGSL of its own (its source runs its programs itself), "
                          "so --wgsl does not apply to it")
     check_recorded_config(text, config, origin)
-    want = parse_interface(kernel.wgsl(config)).names
-    have = parse_interface(text).names
+    want = read_interface(kernel.wgsl(config)).names
+    have = read_interface(text).names
     if sorted(want) != sorted(have):
         raise UsageError(f"{origin}: bindings {sorted(have)} do not match {kernel.name}'s contract {sorted(want)}")
 

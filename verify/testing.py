@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.budgets.expected import Expected
 from verify.budgets.metrics import OutputMetrics, compare
-from verify.kernels.contract import Expected
 
 __all__ = ["assert_bitwise_equal", "assert_outputs_within_budget", "assert_within_budget"]
 

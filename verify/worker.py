@@ -19,7 +19,7 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from verify import __version__
+from verify._version import __version__
 from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.runner import RunOptions, run_check
@@ -27,12 +27,12 @@ from verify.errors import KernelError, UsageError
 from verify.gpu import ShaderCompileError
 from verify.gpu.backends import open_device
 from verify.gpu.limits import check_limits
-from verify.gpu.wgsl import sha256
 from verify.kernels.registry import load_kernel
 from verify.kernels.specialize import check_recorded_config
 from verify.profiles import get_profile
 from verify.results.casefile import load_case, save_check_cases
 from verify.results.record import AdapterRecord, CheckResult, Source, Verdict
+from verify.wgsl import sha256
 
 
 class DeviceCache:

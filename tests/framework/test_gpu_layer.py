@@ -9,7 +9,7 @@ from verify.errors import UsageError
 from verify.gpu import InOut, Output, ShaderCompileError
 from verify.gpu.buffers import GUARD_BYTES, INT_SENTINEL, poison_bytes
 from verify.gpu.uniforms import pack_struct
-from verify.gpu.wgsl import parse_interface
+from verify.wgsl import read_interface
 
 COPY = """
 struct Params { count: u32, scale: f32 }
@@ -32,22 +32,54 @@ def _uniform(webgpu_device, pipeline, count, scale=2.0):
 
 
 def test_interface_reads_bindings_structs_and_entry_points():
-    interface = parse_interface(_copy(0))
+    interface = read_interface(_copy(0))
     assert [(b.binding, b.name, b.access) for b in interface.bindings] == [
         (0, "src", "read"), (1, "dst", "read_write"), (2, "params", "read")]
-    assert interface.structs["Params"] == [("count", "u32"), ("scale", "f32")]
-    assert [e.name for e in interface.entry_points] == ["main"]
+    assert [(name, t.wgsl) for name, t in interface.structs["Params"].members] == [("count", "u32"), ("scale", "f32")]
+    assert [(e.name, e.workgroup_size) for e in interface.entry_points] == [("main", (64, 1, 1))]
+
+
+def test_interface_evaluates_constant_expressions_in_attributes():
+    interface = read_interface("""
+const BASE: u32 = 2u;
+const WG: u32 = 8u * 4u;
+@group(0) @binding(BASE + 1u) var<storage, read_write> dst: array<f32>;
+@compute @workgroup_size(WG, BASE)
+fn main() { dst[0] = 1.0; }
+""")
+    assert [(b.binding, b.name) for b in interface.bindings] == [(3, "dst")]
+    assert interface.entry_points[0].workgroup_size == (32, 2, 1)
 
 
 def test_commented_out_bindings_do_not_count():
-    interface = parse_interface("// @group(0) @binding(3) var<storage, read> ghost: array<f32>;\n" + _copy(0))
+    interface = read_interface("// @group(0) @binding(3) var<storage, read> ghost: array<f32>;\n" + _copy(0))
     assert "ghost" not in interface.names
 
 
+def _struct(body: str):
+    return read_interface(f"struct S {{ {body} }}\n@compute @workgroup_size(1) fn main() {{}}").structs["S"]
+
+
 def test_uniform_layout_aligns_vectors_and_pads_to_16_bytes():
-    packed = pack_struct([("a", "u32"), ("b", "vec4<f32>"), ("c", "f32")], {"a": 1, "b": [1, 2, 3, 4], "c": 5})
+    packed = pack_struct(_struct("a: u32, b: vec4<f32>, c: f32"), {"a": 1, "b": [1, 2, 3, 4], "c": 5})
     assert len(packed) == 48  # a at 0, b at 16 (16-byte aligned), c at 32, size rounded to 16
     assert np.frombuffer(packed[16:32], "<f4").tolist() == [1, 2, 3, 4]
+
+
+def test_uniform_layout_follows_align_and_size_attributes():
+    packed = pack_struct(_struct("a: u32, @align(16) b: f32, @size(8) c: u32, d: vec2<f32>"),
+                         {"a": 1, "b": 2.0, "c": 3, "d": [4, 5]})
+    # a at 0; b at 16 (@align(16)); c at 20 taking 8 bytes; d (8-byte aligned) at 32; the struct
+    # aligns to 16, so 40 rounds up to 48.
+    assert len(packed) == 48
+    assert np.frombuffer(packed[16:20], "<f4")[0] == 2.0
+    assert np.frombuffer(packed[20:24], "<u4")[0] == 3
+    assert np.frombuffer(packed[32:40], "<f4").tolist() == [4, 5]
+
+
+def test_uniform_packing_names_a_member_it_cannot_pack():
+    with pytest.raises(ValueError, match="field m: type mat2x2<f32> is not supported"):
+        pack_struct(_struct("m: mat2x2<f32>"), {"m": [1, 2, 3, 4]})
 
 
 @pytest.mark.webgpu

@@ -8,10 +8,10 @@ import pytest
 
 import verify
 from verify import Verdict
+from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.checks.implementations import joint_expected
 from verify.errors import SetupError
-from verify.kernels.contract import Expected
 from verify.kernels.registry import get_kernel
 from verify.plan import gate_jobs, kernel_backends
 from verify.profiles import get_profile

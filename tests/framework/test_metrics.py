@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
-from verify.kernels.contract import Expected
 
 
 def _expected(reference, budget, dtype="f32", exact=None):

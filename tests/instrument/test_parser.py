@@ -9,7 +9,7 @@ import pytest
 
 from tests.instrument.sources import TVM_CACHES, file_modules, kernel_modules
 from verify.instrument import WgslSyntaxError, parse
-from verify.instrument.parser import TEMPLATE_END, TEMPLATE_START, blank_comments, mark_template_lists
+from verify.wgsl.parser import TEMPLATE_END, TEMPLATE_START, blank_comments, mark_template_lists
 
 HERE = Path(__file__).resolve().parent
 

@@ -15,8 +15,15 @@ from verify.cases.attention import explicit_decode_case
 from verify.errors import SetupError
 from verify.gpu import Output
 from verify.gpu.probes import ZERO_INIT_PROBE as _ZERO_INIT_PROBE
-from verify.instrument import (EmulatingDevice, OutOfBounds, Race, RedundantWrites, SanitizingDevice, UninitializedRead,
-                               sanitize)
+from verify.instrument import (
+    EmulatingDevice,
+    OutOfBounds,
+    Race,
+    RedundantWrites,
+    SanitizingDevice,
+    UninitializedRead,
+    sanitize,
+)
 from verify.instrument.sanitize import AccessKind
 from verify.kernels.registry import get_kernel
 

@@ -8,7 +8,7 @@ import numpy as np
 from verify.instrument.findings import LogTruncated, OutOfBounds, Race, RedundantWrites, UninitializedRead
 from verify.instrument.sanitize import AccessKind, Sanitized, Site
 from verify.instrument.shadow import HEADER_WORDS, LANE_SHIFT, OUT_OF_BOUNDS, RECORD_WORDS, analyze
-from verify.instrument.types import Array, ModuleVar, Scalar, Vector
+from verify.wgsl.types import Array, ModuleVar, Scalar, Vector
 
 F32 = Scalar("f32")
 VARIABLES = {

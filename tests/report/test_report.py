@@ -15,10 +15,21 @@ import numpy as np
 import pytest
 
 from tests.report.dom import parse
-from tests.report.synthetic import (FAILING, GPU, PASSING, errored, known, load_fixture, on_adapter, record, skipped,
-                                    synthetic_document)
+from tests.report.synthetic import (
+    FAILING,
+    GPU,
+    PASSING,
+    errored,
+    known,
+    load_fixture,
+    on_adapter,
+    record,
+    skipped,
+    synthetic_document,
+)
 from verify.report import render_report
-from verify.report.model import build_report as _build_report, scatter_feature
+from verify.report.model import build_report as _build_report
+from verify.report.model import scatter_feature
 from verify.results.store import parse_results
 
 

@@ -33,16 +33,17 @@ from verify.checks.runner import RunOptions, run_check
 from verify.cli import main as verify_main
 from verify.errors import SetupError
 from verify.gpu import Output
-from verify.gpu.wgsl import parse_interface
 from verify.instrument import OutOfBounds, SanitizingDevice, UninitializedRead
 from verify.kernels.registry import get_kernel
 from verify.plan import check_jobs, gate_jobs
 from verify.profiles import get_profile
 from verify.results.record import Verdict
-from verify.sources.ort import programs, runtime as ort_runtime
+from verify.sources.ort import programs
+from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.launch import bind, ort_grid, zero_blocks_per_col
 from verify.sources.ort.model import MatMulNBitsModel
+from verify.wgsl import read_interface
 
 ORT_KERNELS = ("ort.matmul_nbits", "ort.dp4a.quantize", "ort.dp4a.matmul", "ort.dp4a.matmul_small_m")
 
@@ -136,7 +137,7 @@ def test_a_capture_records_workgroups_bindings_and_uniforms_as_orts_host_code_se
     quantize, tile = run.dispatch(QUANTIZE), run.dispatch(TILE)
     assert quantize.workgroups == ort_grid(-(-70 * 512 // 4 // 64)) == (140, 1, 1)
     assert tile.workgroups == kernel.grid(70, 96) == (4, 1, 1)
-    interface = parse_interface(tile.program.wgsl)
+    interface = read_interface(tile.program.wgsl)
     uniform = next(b for b in interface.bindings if b.address_space == "uniform")
     ours = bind(_Pipeline(interface), {b.name: b"" for b in interface.bindings if b.address_space != "uniform"},
                 kernel.uniforms(70, 96, 512, config))[uniform.name]
@@ -197,7 +198,7 @@ def test_a_replayed_dispatch_gives_orts_output_bit_for_bit(ort, dawn, dtype, bit
     _, _, run = capture(ort, dtype, bits, block_size, zero_points, bias, m=m, k=512, n=48)
     for dispatch in run.dispatches:
         written = replay(dawn, dispatch)
-        interface = parse_interface(dispatch.program.wgsl)
+        interface = read_interface(dispatch.program.wgsl)
         for binding in interface.bindings:
             if binding.writable:
                 ort_bytes = dispatch.binding(binding.binding).data

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from verify.budgets.metrics import compare
+from verify.budgets.rope import LITERAL_DIGITS
+from verify.budgets.wgsl_accuracy import literal_rel
 from verify.cases import Case
 from verify.cases.attention import explicit_decode_case as decode_case
 from verify.checks import get_check
@@ -23,14 +25,20 @@ from verify.checks.runner import RunOptions, run_check
 from verify.cli import main as verify_main
 from verify.errors import SetupError, UsageError
 from verify.gpu import InOut
-from verify.gpu.wgsl import parse_interface
-from verify.budgets.rope import LITERAL_DIGITS
-from verify.budgets.wgsl_accuracy import literal_rel
 from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant
 from verify.kernels.registry import get_kernel
 from verify.sources import tvm_build
-from verify.sources.tvm_kernels import (EMPTY_LSE_BAND, EMPTY_MAX, bind, below_floor, decode_schedule, merge_schedule,
-                                        pod_args, web_runtime_grid)
+from verify.sources.tvm_kernels import (
+    EMPTY_LSE_BAND,
+    EMPTY_MAX,
+    below_floor,
+    bind,
+    decode_schedule,
+    merge_schedule,
+    pod_args,
+    web_runtime_grid,
+)
+from verify.wgsl import read_interface
 
 TVM_KERNELS = ("tvm.decode", "tvm.decode_sliding_window", "tvm.merge_state")
 needs_tvm = pytest.mark.skipif(tvm_build.installed_version() is None, reason="apache-tvm is not installed")
@@ -193,7 +201,7 @@ DECODE_POD = ["B", "k_rope_pos_offset_elem_offset", "length_info_elem_offset", "
                                         ("tvm.decode_sliding_window", "batch_decode_paged_kv_sliding_window_kernel")])
 def test_decode_interface_is_the_documented_binding(name, entry):
     kernel = get_kernel(name)
-    interface = parse_interface(kernel.wgsl(kernel.config({"qo_heads": 32, "kv_heads": 8, "head_dim": 128})))
+    interface = read_interface(kernel.wgsl(kernel.config({"qo_heads": 32, "kv_heads": 8, "head_dim": 128})))
     assert interface.names == DECODE_BINDINGS
     assert [b.name for b in interface.bindings if b.writable] == ["lse_ptr", "output_ptr"]
     assert [f for f, _ in interface.structs["PODArgs"]] == DECODE_POD
@@ -210,7 +218,7 @@ def test_decode_interface_is_the_documented_binding(name, entry):
 @needs_tvm
 def test_merge_interface_is_the_documented_binding():
     kernel = get_kernel("tvm.merge_state")
-    interface = parse_interface(kernel.wgsl(kernel.config({"heads": 32, "head_dim": 128})))
+    interface = read_interface(kernel.wgsl(kernel.config({"heads": 32, "head_dim": 128})))
     assert interface.names == ["S_ptr", "S_other_ptr", "V_ptr", "V_other_ptr", "podArgs"]
     assert [b.name for b in interface.bindings if b.writable] == ["S_ptr", "V_ptr"]
     assert interface.structs["PODArgs"] == [("D", "i32"), ("H", "i32"), ("N", "i32"), ("packGridDimX", "u32")]
@@ -228,7 +236,7 @@ def test_decode_schedule_is_the_generated_workgroup(head_dim, qo_heads, kv_heads
     config = kernel.config({"head_dim": head_dim, "qo_heads": qo_heads, "kv_heads": kv_heads, "dtype": dtype})
     bdx, bdy, bdz, slices = decode_schedule(head_dim, qo_heads // kv_heads)
     assert ((bdx, bdy, bdz), slices) == (workgroup, gdz)
-    assert parse_interface(kernel.wgsl(config)).entry_points[0].workgroup_size == ", ".join(map(str, workgroup))
+    assert read_interface(kernel.wgsl(config)).entry_points[0].workgroup_size == ", ".join(map(str, workgroup))
 
 
 def test_web_runtime_grid_halves_x_past_65535_into_z():

@@ -15,7 +15,7 @@ Public, on plain numpy arrays:
 Each derivation is in its function's docstring (and in verify.budgets.attention / dp4a).
 """
 
-from verify.budgets.expected import decode_expected, merge_expected, rope_expected
+from verify.budgets.from_arrays import decode_expected, merge_expected, rope_expected
 from verify.budgets.roundoff import (
            faithful_rounding_bound,
            gamma,

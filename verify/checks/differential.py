@@ -7,11 +7,11 @@ and elements under a kernel's own convention (Expected.convention) are held to i
 
 from __future__ import annotations
 
+from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.checks import register
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
-from verify.kernels.contract import Expected
 
 
 class DifferentialCheck(Check):

@@ -7,12 +7,12 @@ import numpy as np
 
 from references.nbits import dequantize_weights, matmul_nbits
 from verify.budgets.dp4a import quantization_bound
+from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.cases.dp4a_matmul import accumulator_range_cases, integer_sum_cases
 from verify.checks import register
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
-from verify.kernels.contract import Expected
 
 #: Largest finite f16.
 F16_MAX = 65504.0

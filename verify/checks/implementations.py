@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.checks import register
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
-from verify.kernels.contract import Expected
 
 
 def joint_expected(own: Expected, other_output) -> Expected:

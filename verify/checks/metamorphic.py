@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from verify.budgets.attention import merge_budget, merged_parts_budget
+from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.cases import Case
 from verify.cases.attention import permute_pages, split_context
 from verify.checks import register
 from verify.checks.base import Check, bitwise_differences
 from verify.checks.outcome import Outcome
-from verify.kernels.contract import Expected
 
 
 class PagePermutationCheck(Check):

@@ -11,7 +11,7 @@ from verify.gpu.adapters import (
 )
 from verify.gpu.backends import open_device
 from verify.gpu.buffers import InOut, Output
-from verify.gpu.device import Device, Pipeline, RunResult, ShaderCompileError, Timing
+from verify.gpu.device import Device, Launched, Pipeline, ShaderCompileError, Timing
 
 __all__ = [
     "AdapterInfo",
@@ -20,7 +20,7 @@ __all__ = [
     "InOut",
     "Output",
     "Pipeline",
-    "RunResult",
+    "Launched",
     "ShaderCompileError",
     "Timing",
     "choose_adapter",

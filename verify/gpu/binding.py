@@ -14,7 +14,7 @@ import numpy as np
 
 from verify.errors import UsageError
 from verify.gpu import buffers
-from verify.gpu.wgsl import Binding, Interface
+from verify.wgsl import Binding, Interface
 
 #: A binding must hold one element of its array (WebGPU minBindingSize), even for an empty input
 #: such as the pages of a batch of empty contexts; vec4<f32> is the widest element kernels bind.

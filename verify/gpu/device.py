@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verify.errors import KernelError, SetupError
-from verify.gpu.adapters import AdapterInfo, choose_adapter
+from verify.gpu.adapters import choose_adapter
 from verify.gpu.binding import (
     bind_resources,
     buffer_binding_type,
@@ -22,7 +22,7 @@ from verify.gpu.binding import (
 )
 from verify.gpu.dialect import for_naga
 from verify.gpu.probes import AdapterProbes
-from verify.gpu.wgsl import Interface, parse_interface, sha256
+from verify.wgsl import Interface, read_interface, sha256
 
 #: Features requested whenever the adapter has them; kernels declare which they need.
 OPTIONAL_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
@@ -54,9 +54,16 @@ class Timing:
 
 
 @dataclass
-class RunResult:
+class Launched:
+    """What one dispatch produced: the writable buffers read back (by binding name), whether each
+    one's guard past its end is intact (False: the kernel wrote past the end), and the timing.
+
+    `Device.run` returns one, and a kernel's `launch` returns one (the contract's name for it),
+    renaming outputs to the contract's names where the WGSL's differ.
+    """
+
     outputs: dict
-    guard_intact: dict
+    guard_intact: dict = field(default_factory=dict)
     timing: Timing = field(default_factory=Timing)
 
 
@@ -92,10 +99,6 @@ class Device(AdapterProbes):
         self._pipelines: dict = {}
 
     @property
-    def adapter(self) -> AdapterInfo:
-        return self.info
-
-    @property
     def wgpu_device(self):
         """The wgpu device itself, for tools that record their own dispatches (benchmarks)."""
         return self._device
@@ -119,7 +122,7 @@ class Device(AdapterProbes):
 
     def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> Pipeline:
         wgpu = self._wgpu
-        interface = parse_interface(wgsl)
+        interface = read_interface(wgsl)
         entry_point = entry_point_of(interface, entry_point)
         entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": buffer_binding_type(b)}}
                    for b in interface.bindings]
@@ -137,7 +140,7 @@ class Device(AdapterProbes):
         return Pipeline(wgsl, digest, entry_point, interface, layout, compute, adaptations)
 
     # -- runs ----------------------------------------------------------------------------
-    def run(self, pipeline: Pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+    def run(self, pipeline: Pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
         """Bind `resources` (name -> ndarray | bytes | Output | InOut) and dispatch once.
 
         ndarrays and bytes are read-only inputs (bytes for uniforms); Output and InOut
@@ -189,7 +192,7 @@ class Device(AdapterProbes):
             stamps = np.frombuffer(_read(staging["__timestamps__"]), dtype="<u8")
             timing.gpu_ns = float(stamps[1] - stamps[0])
         timing.readback = time.perf_counter() - start
-        return RunResult(outputs, guards, timing)
+        return Launched(outputs, guards, timing)
 
     def _staging(self, size: int):
         usage = self._wgpu.BufferUsage.MAP_READ | self._wgpu.BufferUsage.COPY_DST

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from verify.gpu.wgsl import strip_comments
+from verify.wgsl.parser import blank_comments
 
 _SUBGROUP_USE = re.compile(
     r"\bsubgroup(?:Add|ExclusiveAdd|InclusiveAdd|Mul|ExclusiveMul|InclusiveMul|And|Or|Xor|Min|Max|"
@@ -46,7 +46,7 @@ ENABLE_SUBGROUPS = Adaptation(
 def for_tint(wgsl: str) -> tuple[str, tuple[Adaptation, ...]]:
     """(the text Tint compiles, the adaptations made): `enable subgroups;` when the module uses
     subgroup built-ins without it."""
-    code = strip_comments(wgsl)
+    code = blank_comments(wgsl)
     if _SUBGROUP_USE.search(code) and not _ENABLES_SUBGROUPS.search(code):
         return "enable subgroups;" + wgsl, (ENABLE_SUBGROUPS,)
     return wgsl, ()

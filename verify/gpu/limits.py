@@ -9,16 +9,17 @@ limits the toolkit opens devices with (a FAIL naming the limit), and reports whi
 *default* limits it exceeds (a note: the kernel runs here, but not everywhere).
 
 Constant expressions (`const N: u32 = HEAD_DIM / 4u;`, array sizes, `@workgroup_size(BDX, BDY)`)
-are evaluated with a small integer evaluator; a size that depends on something it cannot
-evaluate (an `override`) is reported as unknown rather than guessed.
+are evaluated by the one WGSL front end (verify.wgsl), overrides at their defaults (verify passes
+no pipeline constants); a size it cannot evaluate is reported as unknown rather than guessed.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from verify.gpu.wgsl import parse_interface, strip_comments
+from verify.wgsl.interface import declared, interface_of
+from verify.wgsl.types import UnsupportedWgsl, byte_size
 
 #: WebGPU's default limits (WebGPU spec §3.6.2 "Limits"), the ones a compute kernel meets.
 WEBGPU_DEFAULTS = {
@@ -30,13 +31,6 @@ WEBGPU_DEFAULTS = {
     "max-storage-buffers-per-shader-stage": 8,
     "max-uniform-buffers-per-shader-stage": 12,
 }
-
-_SCALARS = {"f32": (4, 4), "i32": (4, 4), "u32": (4, 4), "f16": (2, 2), "bool": (4, 4)}
-
-
-class UnknownSize(Exception):
-    """A size or constant the evaluator cannot compute (e.g. it depends on an override)."""
-
 
 @dataclass(frozen=True)
 class Resources:
@@ -71,24 +65,29 @@ class Resources:
 
 
 def resources(wgsl: str) -> Resources:
-    """The resources `wgsl` (one module) declares."""
-    code = strip_comments(wgsl)
-    scope = _Scope(code)
+    """The resources `wgsl` (one module) declares; sizes it cannot compute are listed in `unknown`."""
+    return _resources(wgsl)
+
+
+@lru_cache(maxsize=256)
+def _resources(wgsl: str) -> Resources:
+    module, declarations = declared(wgsl)
+    interface = interface_of(module, declarations)
     arrays, unknown = {}, []
-    for name, type_text in re.findall(r"var\s*<\s*workgroup\s*>\s*(\w+)\s*:\s*([^;]+);", code):
+    for var in declarations.variables.values():
+        if var.space != "workgroup":
+            continue
         try:
-            arrays[name] = scope.size_of(type_text)
-        except UnknownSize as exc:
-            unknown.append(f"workgroup array {name}: {exc}")
+            arrays[var.name] = byte_size(var.type)
+        except UnsupportedWgsl as exc:
+            unknown.append(f"workgroup array {var.name}: {exc}")
     total = None if unknown else sum(arrays.values())
-    interface = parse_interface(wgsl)
     size = None
     if interface.entry_points:
-        try:
-            dims = [scope.evaluate(part) for part in _split_args(interface.entry_points[0].workgroup_size)] or [1]
-            size = tuple((dims + [1, 1])[:3])
-        except UnknownSize as exc:
-            unknown.append(f"@workgroup_size: {exc}")
+        entry = interface.entry_points[0]
+        size = entry.workgroup_size
+        if size is None:
+            unknown.append(f"@workgroup_size: {entry.unknown_size}")
     storage = sum(1 for b in interface.bindings if b.address_space == "storage")
     uniform = sum(1 for b in interface.bindings if b.address_space == "uniform")
     return Resources(total, arrays, size, storage, uniform, tuple(unknown))
@@ -127,168 +126,3 @@ def _detail(limit: str, found: Resources) -> str:
     if limit.startswith("max-compute-"):
         return f"@workgroup_size{found.workgroup_size}"
     return "bindings"
-
-
-def _split_args(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        depth += ch in "(<"
-        depth -= ch in ")>"
-        current += ch
-    if current.strip():
-        parts.append(current)
-    return [p.strip() for p in parts if p.strip()]
-
-
-class _Scope:
-    """Module-scope constants, aliases and structs, evaluated on demand."""
-
-    def __init__(self, code: str):
-        self.consts = dict(re.findall(r"\bconst\s+(\w+)\s*(?::\s*[\w<>]+)?\s*=\s*([^;]+);", code))
-        self.aliases = dict(re.findall(r"\balias\s+(\w+)\s*=\s*([^;]+);", code))
-        self.structs = {name: body for name, body in re.findall(r"\bstruct\s+(\w+)\s*\{([^}]*)\}", code)}
-        self._values: dict = {}
-
-    # -- integer constant expressions ---------------------------------------------------------
-    def evaluate(self, text: str) -> int:
-        parser = _Expression(text.strip(), self)
-        value = parser.parse()
-        return int(value)
-
-    def constant(self, name: str) -> int:
-        if name not in self._values:
-            if name not in self.consts:
-                raise UnknownSize(f"{name} is not a module-scope constant")
-            self._values[name] = None  # a cycle raises below instead of recursing forever
-            self._values[name] = self.evaluate(self.consts[name])
-        if self._values[name] is None:
-            raise UnknownSize(f"{name} is defined in terms of itself")
-        return self._values[name]
-
-    # -- layout (WGSL §14.4) ------------------------------------------------------------------------
-    def layout(self, type_text: str) -> tuple[int, int]:
-        """(size, alignment) of a type."""
-        t = type_text.strip()
-        while t in self.aliases:
-            t = self.aliases[t].strip()
-        if t.startswith("atomic<"):
-            return self.layout(t[len("atomic<"):-1])
-        if t in _SCALARS:
-            return _SCALARS[t]
-        vec = re.fullmatch(r"vec([234])\s*<\s*(\w+)\s*>", t) or re.fullmatch(r"vec([234])([fhiu])", t)
-        if vec:
-            n = int(vec[1])
-            scalar = {"f": "f32", "h": "f16", "i": "i32", "u": "u32"}.get(vec[2], vec[2])
-            size, align = self.layout(scalar)
-            return n * size, (2 if n == 2 else 4) * align
-        mat = re.fullmatch(r"mat([234])x([234])\s*<\s*(\w+)\s*>", t)
-        if mat:
-            columns, rows = int(mat[1]), int(mat[2])
-            size, align = self.layout(f"vec{rows}<{mat[3]}>")
-            stride = -(-size // align) * align
-            return columns * stride, align
-        if t.startswith("array"):
-            inner = t[t.index("<") + 1 : t.rindex(">")]
-            parts = _split_args(inner)
-            if len(parts) != 2:
-                raise UnknownSize(f"{t} has no fixed element count")
-            size, align = self.layout(parts[0])
-            stride = -(-size // align) * align
-            return self.evaluate(parts[1]) * stride, align
-        if t in self.structs:
-            offset, largest = 0, 1
-            for member in filter(None, (m.strip() for m in self.structs[t].split(","))):
-                member = re.sub(r"@\w+(\([^)]*\))?\s*", "", member)
-                _, member_type = member.split(":", 1)
-                size, align = self.layout(member_type)
-                offset = -(-offset // align) * align + size
-                largest = max(largest, align)
-            return -(-offset // largest) * largest, largest
-        raise UnknownSize(f"type {t!r} is not one verify lays out")
-
-    def size_of(self, type_text: str) -> int:
-        return self.layout(type_text)[0]
-
-
-class _Expression:
-    """A recursive-descent evaluator of WGSL integer constant expressions."""
-
-    _TOKEN = re.compile(r"\s*(0[xX][0-9a-fA-F]+[iu]?|\d+[iu]?|[A-Za-z_]\w*|<<|>>|[-+*/%()&|^,])")
-    _LEVELS = (("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
-
-    def __init__(self, text: str, scope: _Scope):
-        self.tokens, position = [], 0
-        while position < len(text):
-            match = self._TOKEN.match(text, position)
-            if not match:
-                if text[position:].strip():
-                    raise UnknownSize(f"cannot evaluate {text!r}")
-                break
-            self.tokens.append(match[1])
-            position = match.end()
-        self.scope, self.position, self.text = scope, 0, text
-
-    def parse(self) -> int:
-        value = self._binary(0)
-        if self.position != len(self.tokens):
-            raise UnknownSize(f"cannot evaluate {self.text!r}")
-        return value
-
-    def _peek(self):
-        return self.tokens[self.position] if self.position < len(self.tokens) else None
-
-    def _take(self):
-        token = self._peek()
-        self.position += 1
-        return token
-
-    def _binary(self, level: int) -> int:
-        if level == len(self._LEVELS):
-            return self._unary()
-        value = self._binary(level + 1)
-        while self._peek() in self._LEVELS[level]:
-            op = self._take()
-            right = self._binary(level + 1)
-            value = {"|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "&": lambda a, b: a & b,
-                     "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "+": lambda a, b: a + b,
-                     "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-                     "/": lambda a, b: int(a / b) if b else _zero(), "%": lambda a, b: a % b if b else _zero()}[op](
-                value, right)
-        return value
-
-    def _unary(self) -> int:
-        token = self._take()
-        if token is None:
-            raise UnknownSize(f"cannot evaluate {self.text!r}")
-        if token == "-":
-            return -self._unary()
-        if token == "(":
-            value = self._binary(0)
-            if self._take() != ")":
-                raise UnknownSize(f"cannot evaluate {self.text!r}")
-            return value
-        if token[0].isdigit():
-            return int(token.rstrip("iu"), 0)
-        if token in ("true", "false"):
-            return int(token == "true")
-        if self._peek() == "(":  # u32(x), i32(x), min(a, b), max(a, b)
-            self._take()
-            args = [self._binary(0)]
-            while self._peek() == ",":
-                self._take()
-                args.append(self._binary(0))
-            if self._take() != ")":
-                raise UnknownSize(f"cannot evaluate {self.text!r}")
-            functions = {"u32": lambda a: a, "i32": lambda a: a, "min": min, "max": max}
-            if token not in functions:
-                raise UnknownSize(f"{token}(...) in {self.text!r}")
-            return functions[token](*args)
-        return self.scope.constant(token)
-
-
-def _zero():
-    raise UnknownSize("division by zero in a constant expression")

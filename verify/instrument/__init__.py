@@ -19,10 +19,10 @@ from verify.instrument.findings import (
                                         SanitizerReport,
                                         UninitializedRead,
 )
-from verify.instrument.parser import Module, WgslSyntaxError, parse
 from verify.instrument.sanitize import Sanitized, sanitize
 from verify.instrument.subgroups import emulate_subgroups
-from verify.instrument.types import UnsupportedWgsl
+from verify.wgsl.parser import Module, WgslSyntaxError, parse
+from verify.wgsl.types import UnsupportedWgsl
 
 __all__ = [
     "Access", "EmulatingDevice", "Finding", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from verify.instrument.infer import abstract_default, type_of
 from verify.instrument.memory import Index, Member, Reference
-from verify.instrument.types import (
+from verify.wgsl.types import (
     Array,
     Scalar,
     Struct,

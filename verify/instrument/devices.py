@@ -16,12 +16,12 @@ import numpy as np
 
 from verify.errors import SetupError
 from verify.gpu.buffers import GUARD_BYTES, InOut, Output
-from verify.gpu.device import Pipeline, RunResult
-from verify.gpu.wgsl import Interface, parse_interface, sha256
+from verify.gpu.device import Launched, Pipeline
 from verify.instrument.findings import SanitizerReport
 from verify.instrument.sanitize import Sanitized, sanitize
 from verify.instrument.shadow import HEADER_WORDS, RECORD_WORDS, analyze, log_words
 from verify.instrument.subgroups import WIDTHS, emulate_subgroups
+from verify.wgsl import Interface, read_interface, sha256
 
 #: Records a pipeline's log holds at first (1.5 MiB). A dispatch that logs more is run again
 #: with room for all of them (and a quarter more), up to the device's largest storage binding;
@@ -85,7 +85,7 @@ class SanitizingDevice(_Wrapper):
     def pipeline(self, wgsl: str, entry_point: str | None = None) -> InstrumentedPipeline:
         key = (wgsl, entry_point)
         if key not in self._sanitized:
-            interface = parse_interface(wgsl)
+            interface = read_interface(wgsl)
             sanitized = sanitize(wgsl)
             self._check_limits(interface)
             instrumented = self._device.pipeline(sanitized.wgsl, entry_point)
@@ -99,7 +99,7 @@ class SanitizingDevice(_Wrapper):
             raise SetupError(f"sanitize needs one more storage buffer than the kernel's {storage}, but this device "
                              f"allows {limit} per shader stage ({_STORAGE_LIMIT})")
 
-    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
         if not isinstance(pipeline, InstrumentedPipeline):
             return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)
         sanitized = pipeline.sanitized
@@ -172,10 +172,10 @@ class EmulatingDevice(_Wrapper):
         if key not in self._emulated:
             emulated = emulate_subgroups(wgsl, self.width)
             instrumented = self._device.pipeline(emulated, entry_point)
-            self._emulated[key] = InstrumentedPipeline(wgsl, parse_interface(wgsl), instrumented)
+            self._emulated[key] = InstrumentedPipeline(wgsl, read_interface(wgsl), instrumented)
         return self._emulated[key]
 
-    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
         if isinstance(pipeline, InstrumentedPipeline) and pipeline.sanitized is None:
             pipeline = pipeline.instrumented
         return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from verify.instrument.sanitize import Site
-from verify.instrument.types import Array, Matrix, Struct, Vector
+from verify.wgsl.types import Array, Matrix, Struct, Vector
 
 _COMPONENTS = "xyzw"
 

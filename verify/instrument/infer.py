@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
-from verify.instrument.declarations import (
+from verify.wgsl.declarations import (
     Declarations,
     arguments,
     callee,
     literal_type,
     template_args,
 )
-from verify.instrument.types import (
+from verify.wgsl.types import (
     ABSTRACT_FLOAT,
     ABSTRACT_INT,
     Array,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lark import Token, Tree
 
 from verify.instrument.infer import is_swizzle, swizzle_components
-from verify.instrument.types import (
+from verify.wgsl.types import (
     Array,
     Matrix,
     ModuleVar,

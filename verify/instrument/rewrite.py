@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from lark import Token, Tree
 
-from verify.instrument.parser import Module, span
+from verify.wgsl.parser import Module, span
 
 
 class Rewriter:

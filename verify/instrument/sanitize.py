@@ -38,7 +38,6 @@ from verify.instrument.access_helpers import (
     operand_type,
     wgsl_type,
 )
-from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.infer import abstract_default
 from verify.instrument.memory import (
     TRACKED_SPACES,
@@ -47,15 +46,17 @@ from verify.instrument.memory import (
     alias_target,
     reference_root,
 )
-from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
-from verify.instrument.types import Atomic, UnsupportedWgsl
 from verify.instrument.walk import (
     STATEMENTS,
     entry_builtins,
     functions,
     statement_scopes,
 )
+from verify.wgsl.declarations import Declarations, arguments, callee
+from verify.wgsl.interface import interface_of
+from verify.wgsl.parser import Module, parse
+from verify.wgsl.types import Atomic, UnsupportedWgsl
 
 LOG_NAME = "_san_log"
 #: Sites fit in the low 20 bits of a record's first word (lane above, the out-of-bounds flag on top).
@@ -137,7 +138,7 @@ class Sanitized:
     wgsl: str
     original: str
     sites: tuple[Site, ...]
-    variables: dict  # name -> verify.instrument.types.ModuleVar, for naming addresses
+    variables: dict  # name -> verify.wgsl.types.ModuleVar, for naming addresses
     log_binding: int
     runtime_arrays: tuple[RuntimeArray, ...] = ()
     log_name: str = LOG_NAME
@@ -193,12 +194,7 @@ class _Instrumenter:
         return f"min(arrayLength(&{prefix}), {LENGTHS_NAME}[{k // 4}].{'xyzw'[k % 4]})"
 
     def _group0_bindings(self):
-        for var in self.variables.values():
-            attributes = var.node.children[0].children
-            numbers = {a.children[0].value: self.declarations.evaluate(a.children[1].children[0])
-                       for a in attributes if a.data == "attribute" and len(a.children) > 1}
-            if numbers.get("group") == 0 and "binding" in numbers:
-                yield int(numbers["binding"])
+        return (b.binding for b in interface_of(self.module, self.declarations).bindings if b.group == 0)
 
     # -- functions and statements -------------------------------------------------------------
     def _instrument(self, function: Tree) -> None:

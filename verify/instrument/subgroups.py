@@ -23,11 +23,8 @@ from string import Template
 
 from lark import Token, Tree
 
-from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.infer import abstract_default, type_of
-from verify.instrument.parser import Module, parse
 from verify.instrument.rewrite import Rewriter
-from verify.instrument.types import Scalar, UnsupportedWgsl, Vector
 from verify.instrument.uniformity import non_uniform_calls
 from verify.instrument.walk import (
     STATEMENTS,
@@ -38,6 +35,9 @@ from verify.instrument.walk import (
     parameters,
     statement_scopes,
 )
+from verify.wgsl.declarations import Declarations, arguments, callee
+from verify.wgsl.parser import Module, parse
+from verify.wgsl.types import Scalar, UnsupportedWgsl, Vector
 
 WIDTHS = (4, 8, 16, 32, 64, 128)
 PREFIX = "_sg_"

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from lark import Token, Tree
 
-from verify.instrument.declarations import Declarations, arguments, callee
 from verify.instrument.walk import (
     builtin_of,
     function_name,
@@ -30,6 +29,7 @@ from verify.instrument.walk import (
     is_entry_point,
     parameters,
 )
+from verify.wgsl.declarations import Declarations, arguments, callee
 
 #: Built-in inputs that differ between the invocations of a workgroup.
 NON_UNIFORM_BUILTINS = frozenset(("local_invocation_id", "local_invocation_index", "global_invocation_id",

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
-from verify.instrument.declarations import Declarations
 from verify.instrument.infer import Scope, abstract_default, type_of
+from verify.wgsl.declarations import Declarations
 
 #: Nodes that are statements (the rest are expressions, clauses or declarations' parts).
 STATEMENTS = frozenset((

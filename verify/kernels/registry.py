@@ -63,7 +63,7 @@ class KernelSpec:
 
 
 def _own_distribution() -> tuple[str, str]:
-    from verify import DISTRIBUTION, __version__
+    from verify._version import DISTRIBUTION, __version__
 
     return DISTRIBUTION, __version__
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 from markupsafe import Markup
 
-from verify import __version__
+from verify._version import __version__
 from verify.report import plots
 from verify.report.model import (
     CARDS,

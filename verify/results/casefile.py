@@ -19,9 +19,9 @@ import numpy as np
 
 from verify.cases import Case
 from verify.errors import UsageError
-from verify.gpu.wgsl import sha256
 from verify.results.atomic import write_atomic
 from verify.results.record import to_json_value
+from verify.wgsl import sha256
 
 #: Written into every sidecar; a newer schema is refused rather than misread.
 SCHEMA = "verify.case/1"

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify import __version__
+from verify._version import __version__
 from verify.errors import UsageError
 from verify.results.atomic import write_atomic
 from verify.results.record import CheckResult, to_json_value

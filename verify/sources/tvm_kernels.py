@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from verify.budgets.expected import Expected
 from verify.budgets.roundoff import ulp
 from verify.cases.attention import merge_cases
 from verify.checks import register
@@ -54,7 +55,7 @@ from verify.kernels.attention.rope_variant import (
     SCALING_KEYS,
     RopeVariant,
 )
-from verify.kernels.contract import ConfigKey, Expected, Launched
+from verify.kernels.contract import ConfigKey, Launched
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
 from verify.sources.tvm_build import decode_build, load, merge_build
@@ -123,7 +124,7 @@ def bind(interface, inputs: dict, outputs: dict, pod: dict, offsets: dict | None
     resources = {}
     for binding in interface.bindings:
         if binding.address_space == "uniform":
-            resources[binding.name] = pod_args(interface.structs.get(binding.type), pod, offsets)
+            resources[binding.name] = pod_args(interface.struct_of(binding), pod, offsets)
             continue
         param = binding.name.removesuffix("_ptr")
         source = outputs if param in outputs else inputs
@@ -134,13 +135,13 @@ def bind(interface, inputs: dict, outputs: dict, pod: dict, offsets: dict | None
     return resources
 
 
-def pod_args(fields, pod: dict, offsets: dict | None = None) -> bytes:
+def pod_args(struct, pod: dict, offsets: dict | None = None) -> bytes:
     """PODArgs as the web runtime packs it: every field 4 bytes in order; element offsets from
     `offsets` (by field name), else 0."""
-    if fields is None:
+    if struct is None:
         raise UsageError("the WGSL's uniform is not a struct it declares (TVM's is `struct PODArgs`)")
     values = {}
-    for name, _ in fields:
+    for name, _ in struct.members:
         if name.endswith("_elem_offset"):
             values[name] = (offsets or {}).get(name, 0)
         elif name in pod:
@@ -148,7 +149,7 @@ def pod_args(fields, pod: dict, offsets: dict | None = None) -> bytes:
         else:
             raise UsageError(f"PODArgs field {name!r} is none the TVM launch supplies "
                              f"({', '.join(pod)}, *_elem_offset)")
-    return pack_struct(fields, values)
+    return pack_struct(struct, values)
 
 
 def _by_param(results: dict, names: dict) -> dict:

@@ -28,13 +28,13 @@ from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
 from verify.gpu.device import (
     OPTIONAL_FEATURES,
     WANTED_LIMITS,
-    RunResult,
+    Launched,
     ShaderCompileError,
     Timing,
 )
 from verify.gpu.dialect import Adaptation, for_tint
 from verify.gpu.probes import AdapterProbes
-from verify.gpu.wgsl import Interface, parse_interface, sha256
+from verify.wgsl import Interface, read_interface, sha256
 
 #: Our feature names (wgpu's) -> Dawn's, where they differ.
 _DAWN_FEATURE = {"subgroup": "subgroups"}
@@ -170,7 +170,7 @@ class DawnDevice(AdapterProbes):
         return self._pipelines[key]
 
     def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> DawnPipeline:
-        interface = parse_interface(wgsl)
+        interface = read_interface(wgsl)
         entry_point = entry_point_of(interface, entry_point)
         bindings = [{"binding": b.binding, "type": buffer_binding_type(b)} for b in interface.bindings]
         compiled, adaptations = for_tint(wgsl)
@@ -182,7 +182,7 @@ class DawnDevice(AdapterProbes):
         return DawnPipeline(wgsl, digest, entry_point, interface, handle, compiled, adaptations)
 
     # -- runs ----------------------------------------------------------------------------
-    def run(self, pipeline: DawnPipeline, resources: dict, workgroups, *, timestamps: bool = False) -> RunResult:
+    def run(self, pipeline: DawnPipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
         """Bind `resources` (name -> ndarray | bytes | Output | InOut) and dispatch once, as
         verify.gpu.Device.run: one submission carries the dispatch, the readback copies and the
         timestamps."""
@@ -192,7 +192,7 @@ class DawnDevice(AdapterProbes):
         raw, timing = self._submit(plan, [dispatch], timestamps, start)
         outputs, guards = unpack_readbacks(plan, raw)
         timing.readback += time.perf_counter() - start - (timing.upload + timing.dispatch + timing.readback)
-        return RunResult(outputs, guards, timing)
+        return Launched(outputs, guards, timing)
 
     def _submit(self, plan: list[BoundBuffer], dispatches: list[Dispatch], timestamps: bool,
                 start: float) -> tuple[dict[str, bytes], Timing]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from verify.budgets.attention import decode_budget
+from verify.budgets.expected import Expected
 from verify.cases.attention import decode_cases
 from verify.errors import UsageError
 from verify.fastpath.decode import DecodeEvaluation, DecodeInputs, remembered
@@ -44,7 +45,7 @@ from verify.kernels.attention.rope_variant import (
     trim_config,
     validate_variant,
 )
-from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
+from verify.kernels.contract import ConfigKey, Kernel
 from verify.kernels.specialize import specialize
 
 SLIDING_WINDOW = ConfigKey("sliding_window", 0, (0, 1), "1: length_info is [3, B] with window offset and sinks")
@@ -122,7 +123,7 @@ class DecodeKernel(Kernel):
         resources.update(output=Output(dtype, (batch, qo_heads, head_dim)), lse=Output(np.float32, (batch, qo_heads)),
                          params=uniform)
         run = device.run(pipeline, resources, self.workgroups(config, case))
-        return Launched(run.outputs, run.guard_intact, run.timing)
+        return run
 
     def decode_inputs(self, config, case) -> DecodeInputs:
         """What the reference and budget of `case` read, under this config."""
@@ -132,10 +133,6 @@ class DecodeKernel(Kernel):
             case["k_rope_pos_offset"], case["q_rope_position"], sm_scale=p["sm_scale"], rotary_mode=p["rotary_mode"],
             rope_theta=p["rope_theta"], rope_scale=p["rope_scale"], sliding_window=bool(config["sliding_window"]),
             qkv_dtype=config["dtype"], page_size=config["page_size"], llama3=RopeVariant.from_config(config).llama3)
-
-    def reference_result(self, config, case):
-        """references.decode.decode_attention of the case, with every intermediate (the plain path)."""
-        return self.decode_inputs(config, case).reference()
 
     def evaluation(self, config, case) -> DecodeEvaluation:
         """The case's reference outputs and budgets (verify.fastpath.decode: the numbers of

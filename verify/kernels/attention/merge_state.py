@@ -6,6 +6,7 @@ import numpy as np
 
 from references.softmax import merge_outputs
 from verify.budgets.attention import merge_budget
+from verify.budgets.expected import Expected
 from verify.cases.attention import merge_cases
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.gpu import InOut
@@ -16,7 +17,7 @@ from verify.kernels.attention.common import (
     dtype_enables,
     dtype_features,
 )
-from verify.kernels.contract import Expected, Kernel, Launched
+from verify.kernels.contract import Kernel
 from verify.kernels.specialize import body, specialize
 from verify.profiles import get_profile
 
@@ -71,7 +72,7 @@ class MergeState(Kernel):
             "v": InOut(case["v"]), "s": InOut(case["s"]),
             "v_other": case["v_other"], "s_other": case["s_other"], "params": uniform,
         }, grid)
-        return Launched(run.outputs, run.guard_intact, run.timing)
+        return run
 
     def expected(self, config, case):
         v, s, v_other, s_other = (np.asarray(case[n], np.float64) for n in ("v", "s", "v_other", "s_other"))

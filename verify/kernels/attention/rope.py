@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.budgets.expected import Expected
 from verify.budgets.rope import rope_budget
 from verify.cases.rope import rope_cases
 from verify.cases.values import with_grid_limit, wrapped_grid
@@ -37,7 +38,7 @@ from verify.kernels.attention.rope_variant import (
     trim_config,
     validate_variant,
 )
-from verify.kernels.contract import Expected, Kernel, Launched
+from verify.kernels.contract import Kernel
 from verify.kernels.specialize import body, specialize
 
 #: Invocations per workgroup the layout aims for (WebGPU's portable limit is 256).
@@ -116,7 +117,7 @@ class Rope(Kernel):
         run = device.run(pipeline, {
             "q": InOut(case["q"]), "k": InOut(case["k"]), "positions": case["positions"], "params": uniform,
         }, grid)
-        return Launched(run.outputs, run.guard_intact, run.timing)
+        return run
 
     def expected(self, config, case):
         positions = case["positions"].astype(np.int64)[:, None]

@@ -28,6 +28,7 @@ from references.nbits import (
     unpack_zero_points,
 )
 from verify.budgets.dp4a import matmul_budget
+from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases.dp4a_matmul import matmul_cases
 from verify.errors import UsageError
@@ -35,7 +36,7 @@ from verify.fastpath.dp4a import MatmulInputs, remembered
 from verify.gpu import Output
 from verify.gpu.buffers import INT_SENTINEL
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
+from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.kernels.dp4a.common import (
     BITS,
     BLOCK_SIZE,

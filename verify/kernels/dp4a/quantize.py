@@ -18,12 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from references.dp4a_quant import quantize_blocks, unpack_codes
+from verify.budgets.expected import Expected
 from verify.cases.dp4a_quantize import quantize_cases
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
+from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.kernels.dp4a.common import A_BLOCK, DTYPE, check_shape
 from verify.kernels.specialize import body, specialize
 

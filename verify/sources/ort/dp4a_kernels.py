@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
 from verify.budgets.dp4a import matmul_budget
+from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
 from verify.cases.dp4a_matmul import matmul_cases
@@ -29,7 +30,7 @@ from verify.cases.dp4a_quantize import quantize_cases
 from verify.checks import register
 from verify.errors import UsageError
 from verify.gpu import Output
-from verify.kernels.contract import ConfigKey, Expected, Launched
+from verify.kernels.contract import ConfigKey, Launched
 from verify.kernels.dp4a.common import (
     A_BLOCK,
     BLOCK_SIZE,

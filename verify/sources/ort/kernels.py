@@ -23,10 +23,11 @@ import time
 import numpy as np
 
 from verify.budgets.end_to_end import dp4a_budget, float_budget
+from verify.budgets.expected import Expected
 from verify.cases.dp4a_matmul import matmul_cases
 from verify.errors import SetupError
 from verify.gpu.device import Timing
-from verify.kernels.contract import ConfigKey, Expected, Kernel, Launched
+from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.kernels.dp4a.common import BLOCK_SIZE, DTYPE, check_pinned_shape
 from verify.kernels.dp4a.matmul import (
     HAS_BIAS,

@@ -68,14 +68,14 @@ def bind(pipeline, arrays: dict, uniforms: dict) -> dict:
     resources = {}
     for binding in pipeline.interface.bindings:
         if binding.address_space == "uniform":
-            fields = pipeline.interface.structs.get(binding.type)
-            if fields is None:
+            struct = pipeline.interface.struct_of(binding)
+            if struct is None:
                 raise UsageError(f"the uniform {binding.name!r} is not a struct the WGSL declares")
-            unknown = [name for name, _ in fields if name not in uniforms]
+            unknown = [name for name, _ in struct.members if name not in uniforms]
             if unknown:
                 raise UsageError(f"uniform field(s) {', '.join(unknown)} are none the ORT launch supplies "
                                  f"({', '.join(uniforms)})")
-            resources[binding.name] = pack_struct(fields, uniforms)
+            resources[binding.name] = pack_struct(struct, uniforms)
         elif binding.name in arrays:
             resources[binding.name] = arrays[binding.name]
         else:

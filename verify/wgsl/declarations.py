@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
-from verify.instrument.parser import Module, line_of
-from verify.instrument.types import (
+from verify.wgsl.parser import Module, line_of
+from verify.wgsl.types import (
     ABSTRACT_FLOAT,
     ABSTRACT_INT,
     SCALARS,
@@ -163,7 +163,7 @@ class Declarations:
             if callee in ("min", "max") and len(args) == 2:
                 return (min if callee == "min" else max)(args)
         raise UnsupportedWgsl(f"line {node.meta.line}: {self.module.text(node)!r} is not a constant expression "
-                              "the instrumentation can evaluate")
+                              "verify can evaluate")
 
     # -- types ------------------------------------------------------------------------------
     def resolve(self, node):
@@ -203,7 +203,16 @@ class Declarations:
                 "read" if space in ("storage", "uniform") else "read_write")
             return Pointer(space, self.resolve(template[1]), access)
         line = line_of(node)
-        raise UnsupportedWgsl(f"line {line}: type {self.module.text(node)!r} is not one the instrumentation knows")
+        raise UnsupportedWgsl(f"line {line}: type {self.module.text(node)!r} is not one verify models")
+
+    @property
+    def struct_names(self) -> list[str]:
+        """The names of the structs the module declares, in order."""
+        return list(self._struct_nodes)
+
+    def resolve_struct(self, name: str) -> Struct:
+        """The struct declared as `name`, with its members' types and layout attributes."""
+        return self._struct(name)
 
     def _struct(self, name: str) -> Struct:
         if name not in self.structs:
@@ -230,7 +239,12 @@ class Declarations:
             words = [self.module.text(c) for c in template.children]
             space = words[0]
             access = words[1] if len(words) > 1 else ("read" if space in ("storage", "uniform") else "read_write")
-        type_ = self.resolve(type_node) if type_node is not None else None
+        try:
+            type_ = self.resolve(type_node) if type_node is not None else None
+        except UnsupportedWgsl:
+            if space != "handle":
+                raise
+            type_ = None  # a texture or sampler: bound, never read as memory
         return ModuleVar(name, space, access, type_, node)
 
 

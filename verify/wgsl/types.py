@@ -2,8 +2,10 @@
 their byte layout.
 
 Layout here is of two kinds: logical, in scalars (`.scalars`: two accesses conflict when they
-touch a common scalar, which is what the sanitizer's log records), and bytes (WGSL §14.4), to
-know how many elements of a runtime-sized array the host actually bound.
+touch a common scalar, which is what the sanitizer's log records), and bytes (WGSL §14.4): what a
+workgroup array costs against the device's limit (verify.gpu.limits), where each member of a
+uniform struct goes (verify.gpu.uniforms), and how many elements of a runtime-sized array the host
+actually bound.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ ABSTRACT_FLOAT = "abstract-float"
 
 
 class UnsupportedWgsl(ValueError):
-    """WGSL the instrumentation cannot rewrite faithfully; the message names the line."""
+    """WGSL verify cannot model faithfully (a type it does not lay out, an expression it cannot
+    evaluate, a construct the instrumentation cannot rewrite); the message names the line."""
 
 
 @dataclass(frozen=True)
