@@ -26,8 +26,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
 
-from verify.gpu import Output
-from verify.gpu.backends import open_device
+from verify.gpu import Output, open_device
 from verify.kernels.registry import get_kernel
 
 ROUND_TRIP = """

@@ -39,7 +39,7 @@ QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SPARE_PAGES = 32, 8, "f16", 16, 4
 
 def make_case(head_dim: int, context: int, seed: int = 0):
     from verify.cases import Case
-    from verify.cases.attention import build_paged_cache
+    from verify.kernels.attention.cases import build_paged_cache
 
     rng = np.random.default_rng([seed, head_dim, context])
     q = rng.standard_normal((1, QO_HEADS, head_dim)).astype(np.float16)
@@ -209,7 +209,7 @@ def main() -> int:
         os.environ["VERIFY_TVM_CACHE"] = str(Path(args.tvm_cache).resolve())
 
     from verify.errors import UsageError
-    from verify.gpu import Device
+    from verify.gpu import open_device
     from verify.kernels.registry import get_kernel
 
     head_dims = [int(d) for d in args.head_dims.split(",")]
@@ -230,7 +230,7 @@ def main() -> int:
                                             "dtype": DTYPE})
                     key = json.dumps(kernel.limits, sort_keys=True)
                     if key not in devices:
-                        devices[key] = CapturingDevice(Device(args.adapter, kernel.limits), args.upload_each_run)
+                        devices[key] = CapturingDevice(open_device("wgpu", args.adapter, kernel.limits), args.upload_each_run)
                     started = time.perf_counter()
                     samples, clock, outputs = time_kernel(devices[key], kernel, config, case, args.repeats,
                                                           args.flush_mib, args.warmup, args.upload_each_run)

@@ -27,13 +27,13 @@ from pathlib import Path
 STAGES = ("reference", "upload", "dispatch", "readback", "compare", "generation")
 
 
-def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path, backend: str | None = None) -> dict:
+def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path, implementation: str | None = None) -> dict:
     command = [sys.executable, "-m", "verify", "gate", "--profile", profile, "--jobs", str(jobs), "--seed", str(seed),
                "--out", str(out), "--allow-skip"]
     if kernels:
         command += ["--kernels", kernels]
-    if backend:
-        command += ["--backend", backend]
+    if implementation:
+        command += ["--implementation", implementation]
     start = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -78,7 +78,8 @@ def main() -> None:
     parser.add_argument("--jobs", default=f"1,{os.cpu_count() or 1}", help="comma-separated worker counts to compare")
     parser.add_argument("--kernels", help="comma-separated subset of kernels")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", help="one WebGPU implementation (wgpu or dawn); default: the gate's, both")
+    parser.add_argument("--implementation", help="one WebGPU implementation (e.g. wgpu or dawn); default: the gate's, "
+                        "every one installed")
     parser.add_argument("--out", help="write the JSON here (default: print it)")
     parser.add_argument("--keep", help="keep each run's gate output (results.json, report) in this folder, "
                                        "e.g. to compare verdicts between two versions")
@@ -90,13 +91,13 @@ def main() -> None:
         for jobs in dict.fromkeys(int(j) for j in args.jobs.split(",")):
             print(f"bench_gate: verify gate --profile {args.profile} --jobs {jobs} ...", file=sys.stderr, flush=True)
             runs.append(run_gate(args.profile, jobs, args.kernels, args.seed, Path(folder) / f"jobs{jobs}",
-                                 args.backend))
+                                 args.implementation))
             print(f"bench_gate:   {runs[-1]['wall_s']} s, {runs[-1]['verdicts']}", file=sys.stderr, flush=True)
     base = runs[0]["wall_s"]
     report = {
         "command": " ".join(sys.argv),
         "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-        "profile": args.profile, "seed": args.seed, "backend": args.backend or "wgpu and dawn",
+        "profile": args.profile, "seed": args.seed, "implementation": args.implementation or "every one installed",
         "load_average_before": [round(x, 2) for x in load_before],
         "runs": [{k: v for k, v in run.items() if k != "records"} | {"speed_up": round(base / run["wall_s"], 2)}
                  for run in runs],

@@ -20,7 +20,7 @@ from hypothesis import seed as hseed
 
 from verify.checks import get_check
 from verify.checks.context import CheckContext
-from verify.gpu import Device, Output
+from verify.gpu import Device, Output, open_device
 from verify.kernels.registry import get_kernel
 
 ROUND_TRIP = """
@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--profile", default="ci")
     parser.add_argument("--kernels", default="merge_state,rope,decode.tiled,decode.sharded,dp4a.quantize,dp4a.matmul")
     args = parser.parse_args()
-    device = Device()
+    device = open_device()
     floor = bare_round_trip_ms(device)
     print(f"adapter: {device.info.name} ({device.info.backend}); bare round trip {floor:.3f} ms (median of 50)")
     header = f"{'kernel':16} {'cases':>5} {'wall':>8} {'reference':>9} {'upload':>8} {'dispatch':>8} {'readback':>8} " \

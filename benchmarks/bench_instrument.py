@@ -65,7 +65,7 @@ def parse_ms(wgsl: str, repeats: int = 5) -> float:
 
 def bench_kernel(device, name: str, overrides: dict, count: int, widths: list[int]) -> dict:
     import verify.instrument.devices as devices
-    from verify.gpu import Device
+    from verify.gpu import open_device
     from verify.instrument import EmulatingDevice, SanitizingDevice, emulate_subgroups, sanitize
     from verify.kernels.registry import get_kernel
 
@@ -81,7 +81,7 @@ def bench_kernel(device, name: str, overrides: dict, count: int, widths: list[in
         "parse_ms": parse_ms(module), "sanitize_rewrite_ms": instrument_ms, "access_sites": len(sanitized.sites),
         "first_launch_ms": first, "plain_ms": plain,
     }
-    sanitizing = SanitizingDevice(Device())  # a fresh device: its first launch compiles
+    sanitizing = SanitizingDevice(open_device())  # a fresh device: its first launch compiles
     analysis = []
     analyze = devices.analyze
 
@@ -104,7 +104,7 @@ def bench_kernel(device, name: str, overrides: dict, count: int, widths: list[in
     if "subgroup" in kernel.requirements(config):
         record["emulated"] = {}
         for width in widths:
-            emulating = EmulatingDevice(Device(), width)
+            emulating = EmulatingDevice(open_device(), width)
             _, rewrite_ms = timed(lambda w=width: emulate_subgroups(module, w))
             first, ms = per_case_ms(lambda c, e=emulating: kernel.launch(e, wgsl, config, c), cases)
             record["emulated"][str(width)] = {"rewrite_ms": rewrite_ms, "first_launch_ms": first, "per_case_ms": ms,
@@ -122,14 +122,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the records as JSON")
     args = parser.parse_args()
     from verify.errors import SetupError
-    from verify.gpu import Device
+    from verify.gpu import open_device
 
     overrides: dict = {}
     for item in args.config:
         name, _, pair = item.partition(":")
         key, _, value = pair.partition("=")
         overrides.setdefault(name, {})[key] = value
-    device = Device()
+    device = open_device()
     widths = [int(w) for w in args.widths.split(",") if w]
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"adapter: {device.info.name} ({device.info.backend}); load average {load}")

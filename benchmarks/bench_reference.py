@@ -5,9 +5,9 @@ times, per case and interleaved, the plain pair the fast path must equal and ver
 
 - decode (decode.tiled, decode.sharded, decode and TVM's decode share the contract):
   references.decode.decode_attention + verify.budgets.attention.decode_budget, against
-  verify.fastpath.decode.evaluate;
+  verify.kernels.attention.fastpath.evaluate;
 - dp4a.matmul: references.nbits.dp4a_product + verify.budgets.dp4a.matmul_budget, against
-  verify.fastpath.dp4a.evaluate.
+  verify.kernels.dp4a.fastpath.evaluate.
 
 Each timing is the best of --repeats runs (load on a shared machine only ever adds time), wall
 clock and process CPU time. The machine's load averages are recorded before and after. Writes JSON.

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from verify.errors import UsageError
-from verify.gpu.backends import chosen_backend
+from verify.gpu.implementations import chosen_implementation
 from verify.plan import check_jobs, read_wgsl
 from verify.profiles import Profile, get_profile
 from verify.results.record import CheckResult, CheckResults
@@ -38,7 +38,7 @@ def default_out_dir() -> Path:
 
 
 def check(kernel, config: dict | None = None, *, checks=None, examples: int | None = None, seed: int = 0,
-          profile: str | Profile = "ci", adapter: str | None = None, backend: str | None = None,
+          profile: str | Profile = "ci", adapter: str | None = None, implementation: str | None = None,
           wgsl: str | os.PathLike | None = None, isolate: bool = True, time_limit: float | None = None,
           out_dir: str | os.PathLike | None = None) -> CheckResults:
     """Property-test `kernel` on this machine's WebGPU adapter; one CheckResult per check.
@@ -52,8 +52,10 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
     profile:    "quick" | "ci" | "nightly" (or a Profile): how big the drawn cases get.
     adapter:    run on the adapter whose name or backend contains this text (default:
                 $VERIFY_ADAPTER, else the best adapter).
-    backend:    the WebGPU implementation: "wgpu" (wgpu-native, Naga) or "dawn" (Dawn through
-                Node, Tint) (default: $VERIFY_BACKEND, else "wgpu"; see docs/backends.md).
+    implementation:
+                the WebGPU implementation to run on: "wgpu" (wgpu-native, Naga), "dawn" (Dawn
+                through Node, Tint), or another registered one (default: $VERIFY_IMPLEMENTATION,
+                else the kernel's own, else "wgpu"; see docs/backends.md).
     wgsl:       WGSL source text, or a pathlib.Path to a .wgsl file, to check instead of the
                 kernel's own WGSL under the kernel's contract (its bindings must match).
     isolate:    run in a worker process with `time_limit` (a hung kernel fails instead of
@@ -69,14 +71,14 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
     adapter raises verify.SetupError.
     """
     chosen = get_profile(profile)
-    backend = chosen_backend(backend)
+    implementation = chosen_implementation(implementation)
     if isinstance(checks, str):
         checks = [checks]
     text, origin = _wgsl_text(wgsl)
     jobs = check_jobs(kernel, _as_overrides(config), profile=chosen,
                       examples=chosen.examples if examples is None else int(examples), seed=seed,
                       out_dir=Path(out_dir) if out_dir is not None else default_out_dir(), time_limit=time_limit,
-                      adapter=adapter, backend=backend, checks=list(checks) if checks else None, wgsl=text,
+                      adapter=adapter, implementation=implementation, checks=list(checks) if checks else None, wgsl=text,
                       wgsl_origin=origin)
     results: list[CheckResult] = []
     if isolate:
@@ -111,4 +113,4 @@ def _run_here(job) -> CheckResult:
 
     if _devices is None:
         _devices = worker.DeviceCache()
-    return worker.execute(job.payload(), _devices, lambda event: None)
+    return worker.execute(job, _devices, lambda event: None)

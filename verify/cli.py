@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from verify._version import DISTRIBUTION, __version__
-from verify.errors import KernelError, UsageError
+from verify.errors import FailureKind, KernelError, UsageError
+from verify.results.record import Verdict
 
 EPILOG = """\
 examples:
@@ -81,23 +82,23 @@ def cmd_list(args) -> int:
 
 
 def cmd_adapters(args) -> int:
-    from verify.gpu.adapters import NO_ADAPTER_HELP
-    from verify.gpu.backends import list_backend_adapters, open_device
+    from verify.gpu.implementations import list_implementation_adapters, open_device
 
-    listed = list_backend_adapters()
-    if not any(b.adapters for b in listed):
-        raise UsageError(NO_ADAPTER_HELP)
-    chosen = open_device(args.backend, args.adapter)
+    listed = list_implementation_adapters()
+    if not any(found.adapters for found in listed):
+        raise UsageError("no WebGPU adapter was found by any implementation: "
+                         + "; ".join(f"{found.implementation}: {found.unavailable}" for found in listed))
+    chosen = open_device(args.implementation, args.adapter)
     rows = []
-    for backend in listed:
-        for info in backend.adapters:
+    for found in listed:
+        for info in found.adapters:
             row = dict(info.as_record(), features=list(info.features))
             if info == chosen.info:
                 row.update(selected=True, subgroup_size=chosen.subgroup_size,
                            zeroes_workgroup_memory=chosen.zeroes_workgroup_memory,
                            granted_features=sorted(chosen.features), granted_limits=chosen.limits)
             rows.append(row)
-    unavailable = {str(b.implementation): b.unavailable for b in listed if b.unavailable}
+    unavailable = {found.implementation.name: found.unavailable for found in listed if found.unavailable}
     if args.json:
         print(json.dumps(rows + [{"implementation": k, "unavailable": v} for k, v in unavailable.items()], indent=1))
         return 0
@@ -112,10 +113,10 @@ def cmd_adapters(args) -> int:
             print(f"    subgroup size (measured): {row['subgroup_size']}")
             zeroed = row["zeroes_workgroup_memory"]
             print(f"    workgroup memory zero-initialised: {'yes' if zeroed else 'NO (WGSL requires it; kernels relying on it break here)'}")
-    for implementation, reason in unavailable.items():
-        print(f"  [{implementation}] unavailable: {reason}")
-    print(f"\n* = the adapter checks run on ({chosen.info.implementation} backend; choose with --backend or "
-          "VERIFY_BACKEND, and --adapter or VERIFY_ADAPTER)")
+    for name, reason in unavailable.items():
+        print(f"  [{name}] unavailable: {reason}")
+    print(f"\n* = the adapter checks run on ({chosen.info.implementation}; choose the WebGPU implementation with "
+          "--implementation or VERIFY_IMPLEMENTATION, and the adapter with --adapter or VERIFY_ADAPTER)")
     return 0
 
 
@@ -152,7 +153,7 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
             raise UsageError(f"--junit {junit}: cannot write ({exc.strerror or exc}); results and report are written") from None
     if interrupted:
         return 130
-    skips = [r for r in records if r.verdict.value == "skip"]
+    skips = [r for r in records if r.verdict is Verdict.SKIP]
     if skips and not allow_skip:
         print(f"verify: {len(skips)} of {len(records)} checks were SKIPPED (not verified): "
               + "; ".join(sorted({r.reason for r in skips}))
@@ -172,13 +173,9 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
 
     writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile, shard=shard,
                            planned=planned)
-    position = {(j.kernel, j.check, _config_key(j.config), j.subgroup_width, j.backend or "wgpu"): i
-                for i, j in enumerate(jobs)}
 
     def plan_order(record):
-        implementation = record.adapter.implementation if record.adapter is not None else "wgpu"
-        return position.get((record.kernel, record.check, _config_key(record.config), record.subgroup_width,
-                             implementation), -1)
+        return record.job_id if record.job_id is not None else -1
 
     display = Display(len(jobs))
     for record in prior or []:
@@ -215,10 +212,6 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
     print(summary(writer.records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
     print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
     return writer.records, interrupted
-
-
-def _config_key(config: dict) -> str:
-    return json.dumps(config, sort_keys=True, default=str)
 
 
 def _junit_path(junit: str | None) -> Path | None:
@@ -275,7 +268,7 @@ def _out_dir(path: str) -> Path:
 
 
 def cmd_check(args) -> int:
-    from verify.plan import check_jobs, read_wgsl
+    from verify.plan import check_jobs, numbered, read_wgsl
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
@@ -289,52 +282,62 @@ def cmd_check(args) -> int:
         jobs += check_jobs(name, overrides, profile=profile, examples=args.examples, seed=args.seed,
                            out_dir=Path(args.out), time_limit=args.time_limit, adapter=args.adapter, checks=checks,
                            wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "",
-                           subgroup_width=args.subgroup_width, backend=args.backend)
-    for backend in sorted({job.backend for job in jobs}, key=str):  # a kernel may prefer its own backend
-        _check_adapter(args.adapter, backend)
+                           subgroup_width=args.subgroup_width, implementation=args.implementation)
+    jobs = numbered(jobs)
+    for name in sorted({job.implementation for job in jobs}, key=str):  # a kernel may prefer its own
+        _check_adapter(args.adapter, name)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, workers=args.jobs)
 
 
 def cmd_gate(args) -> int:
-    from verify.plan import gate_backends, gate_jobs, select_shard
+    from verify.plan import gate_implementations, gate_jobs, select_shard
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
     names = [n for n in args.kernels.split(",") if n] if args.kernels else None
-    backends, unavailable = gate_backends(args.backend, args.adapter)
+    chosen = gate_implementations(args.implementation, args.adapter)
     jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
-                              time_limit=args.time_limit, adapter=args.adapter, backends=backends,
-                              unavailable_backends=("dawn",) if unavailable else ())
-    skipped += unavailable
+                              time_limit=args.time_limit, adapter=args.adapter, implementations=list(chosen.run_on),
+                              unavailable=tuple(chosen.unavailable))
+    skipped += chosen.skips()
     planned = len(jobs) + len(skipped)
     shard = ""
     if args.shard:
         index, count = args.shard
         jobs, skipped = select_shard(jobs, index, count), (skipped if index == 1 else [])
         shard = f"{index}/{count}"
-    _check_adapter(args.adapter, backends[0])
+    _check_adapter(args.adapter, chosen.run_on[0])
     return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned)
 
 
-def _check_adapter(name: str | None, backend: str | None) -> None:
-    """A typo in --adapter (or $VERIFY_ADAPTER), or a backend this machine cannot run, is a
+def _check_adapter(name: str | None, implementation: str | None) -> None:
+    """A typo in --adapter (or $VERIFY_ADAPTER), or an implementation this machine cannot run, is a
     usage error before anything is written."""
-    from verify.gpu.backends import ensure_available
+    from verify.gpu.implementations import default_implementation
+    from verify.gpu.implementations import implementation as named
 
-    ensure_available(backend, name)
+    named(implementation or default_implementation()).available(name)
 
 
 # -- replay / report -------------------------------------------------------------------------------
-def cmd_replay(args) -> int:
-    from verify.results.casefile import load_case
-    from verify.session import ReplayJob, Session
+#: Replays of a case saved by a nondeterminism failure, when --repeat is not given: a race shows in
+#: some runs only, so one passing replay would say nothing.
+NONDETERMINISTIC_REPLAYS = 10
 
-    load_case(args.case)  # a bad file is a usage error here, before a worker starts
+
+def cmd_replay(args) -> int:
+    from verify.protocol import ReplayJob
+    from verify.results.casefile import load_case
+    from verify.session import Session
+
+    _, meta = load_case(args.case)  # a bad file is a usage error here, before a worker starts
+    if args.repeat is None:
+        args.repeat = NONDETERMINISTIC_REPLAYS if meta.get("failure_kind") == FailureKind.NONDETERMINISTIC.value else 1
     with Session() as session:
-        replayed = session.replay(ReplayJob(os.path.abspath(args.case), args.adapter, args.backend,
-                                            time_limit=args.time_limit or 600.0))
+        replayed = session.replay(ReplayJob(os.path.abspath(args.case), args.adapter, args.implementation,
+                                            time_limit=args.time_limit or 600.0, repeat=args.repeat))
     args._exit_code = 0 if replayed.passed else 1  # kept if the reader closes the pipe early
     for line in replayed.lines:
         print(line)
@@ -411,13 +414,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"verify {__version__} ({DISTRIBUTION} {__version__})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    def adapter_option(p, backend_default: str = "the kernel's own, e.g. dawn for ort.*, else wgpu"):
-        p.add_argument("--adapter", help="run on the adapter whose name/backend contains this text "
+    def adapter_option(p, default: str = "the kernel's own (e.g. dawn for ort.*), else the first registered, wgpu"):
+        p.add_argument("--adapter", help="run on the adapter whose name, vendor, backend or driver contains this text "
                        "(default: $VERIFY_ADAPTER, else the best one)")
-        p.add_argument("--backend", help="WebGPU implementation: wgpu (wgpu-native, Naga) or dawn (Dawn through "
-                       f"Node, Tint) (default: $VERIFY_BACKEND, else {backend_default})")
+        p.add_argument("--implementation", metavar="NAME",
+                       help="the WebGPU implementation to run on, e.g. wgpu (wgpu-native, Naga) or dawn (Dawn through "
+                       f"Node, Tint); `verify adapters` lists them (default: $VERIFY_IMPLEMENTATION, else {default})")
+        p.add_argument("--backend", dest="renamed_backend", help=argparse.SUPPRESS)
 
-    def run_options(p, out_default: str, **backend_default):
+    def run_options(p, out_default: str, **implementation_default):
         p.add_argument("--profile", default="ci", help="quick | ci | nightly: examples and case sizes (default ci)")
         p.add_argument("--out", default=out_default,
                        help=f"folder for results.json, report.html, case files (default {out_default})")
@@ -430,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--jobs", "-j", type=_count, default=os.cpu_count() or 1, metavar="N",
                        help="checks run in N worker processes at once (default: the number of cores); the "
                        "records are the same as a serial run's")
-        adapter_option(p, **backend_default)
+        adapter_option(p, **implementation_default)
 
     p = sub.add_parser("list", help="every kernel with its source, reference, config keys and checks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -467,13 +472,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only shard K of the gate split N ways (deterministic), e.g. one per CI machine; "
                    "merge the shards' results.json with `verify report --strict`")
     p.add_argument("--kernels", help="comma-separated subset of kernels (names or import paths)")
-    run_options(p, "reports", backend_default="both: wgpu runs every check, dawn the profile's share (ci: "
-                "reference) and the ort.* kernels")
+    run_options(p, "reports", default="every one installed: the first runs every check, the others the checks "
+                "that run on every implementation (reference), a kernel that names its own on that one")
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("replay", help="re-run one saved case on this machine and print the comparison")
     p.add_argument("case", help="a case file (.npz, with its .json beside it)")
     p.add_argument("--time-limit", type=_seconds, metavar="S", help="seconds before the replay fails as a hang")
+    p.add_argument("--repeat", type=_count, default=None, metavar="N",
+                   help="replay N times and say how many failed (default: 1, or 10 for a case of a check that "
+                   "failed as nondeterministic, whose failure may show in some runs only)")
     adapter_option(p)
     p.set_defaults(func=cmd_replay)
 
@@ -496,10 +504,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if hasattr(args, "backend"):  # resolved once here ($VERIFY_BACKEND included), checked early
-            from verify.gpu.backends import chosen_backend
+        if getattr(args, "renamed_backend", None):
+            raise UsageError("--backend is now --implementation (the WebGPU implementation: wgpu, dawn, ...); "
+                             "`backend` names the native API under it (Vulkan, Metal, D3D12)")
+        if hasattr(args, "implementation"):  # resolved once here ($VERIFY_IMPLEMENTATION included), checked early
+            from verify.gpu.implementations import chosen_implementation
 
-            args.backend = chosen_backend(args.backend)
+            args.implementation = chosen_implementation(args.implementation)
         return args.func(args)
     except UsageError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)

@@ -1,7 +1,37 @@
-"""The two kinds of expected failure, and the exit code each maps to (docs/architecture.md §5).
+"""The kinds of expected failure, and the exit code each maps to (docs/architecture.md §5).
 
-Anything raised as one of these is reported as a one-line message, never a traceback.
+Anything raised as a UsageError or a KernelError is reported as a one-line message, never a
+traceback. `FailureKind` names what kind of failure a failing record is; it is set where the
+failure is known (a check's outcome, the worker's preflight, the session's time limit) and read by
+the report and the console, never recovered from the wording of a message.
 """
+
+from __future__ import annotations
+
+import enum
+
+
+class FailureKind(str, enum.Enum):
+    """What kind of failure a record is (the report's defect classes, as Allure's categories)."""
+
+    OVER_BUDGET = "over budget"
+    NAN = "NaN"
+    NOT_BIT_EXACT = "not bit-exact"
+    WRITE_OUT_OF_BOUNDS = "write out of bounds"
+    NONDETERMINISTIC = "nondeterministic"
+    RELATION_BROKEN = "relation broken"
+    SANITIZER = "sanitizer finding"
+    COMPILE_ERROR = "compile error"
+    COMPILE_DIVERGENCE = "compile divergence"
+    OVER_LIMIT = "over a device limit"
+    TIME_LIMIT = "time limit"
+    CRASH = "crash or device lost"
+    KERNEL_CODE = "error in the kernel's code"
+    INTERNAL = "internal error"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class UsageError(Exception):
@@ -16,6 +46,7 @@ class SetupError(UsageError):
 
 class KernelError(Exception):
     """The kernel under test is broken in a way that stops it running (compile error,
-    device lost, time limit): a verification failure, exit 1."""
+    device lost, time limit): a verification failure, exit 1. `kind` says which."""
 
     exit_code = 1
+    kind = FailureKind.FAILED

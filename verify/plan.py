@@ -9,27 +9,34 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify.errors import UsageError
+from verify.checks import get_check
+from verify.errors import SetupError, UsageError
+from verify.gpu.device import SUBGROUP_WIDTHS
+from verify.gpu.implementations import implementation, implementation_names
 from verify.kernels.registry import get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
 from verify.profiles import Profile
+from verify.protocol import Job
 from verify.results.record import CheckResult, Source, Verdict
-from verify.session import Job
-
-#: Subgroup widths WebGPU allows (subgroupMinSize >= 4, subgroupMaxSize <= 128).
-SUBGROUP_WIDTHS = (4, 8, 16, 32, 64, 128)
-#: The checks a kernel runs again at each emulated subgroup width of the gate.
-WIDTH_CHECKS = ("reference",)
 
 
-def _source_kind(spec) -> str:
-    return "package" if spec.origin != "built in" else ""
+def _source(spec, kernel) -> Source:
+    """Where a kernel's WGSL comes from: another package's kernel, or the kernel's own source."""
+    if spec.origin != "built in":
+        return Source("package", spec.ref)
+    return Source(kernel.source, kernel.source)
+
+
+def numbered(jobs: list[Job]) -> list[Job]:
+    """`jobs` with their ids set to their places in the plan."""
+    return [job.with_id(i) for i, job in enumerate(jobs)]
 
 
 def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: int, seed: int, out_dir: Path | None,
-               time_limit: float | None, adapter: str | None = None, backend: str | None = None,
+               time_limit: float | None, adapter: str | None = None, implementation: str | None = None,
                checks: list[str] | None = None, wgsl: str | None = None, wgsl_origin: str = "",
                subgroup_width: int | None = None) -> list[Job]:
     """The jobs of `verify check KERNEL`: each of the kernel's checks (or `checks`) on one config.
@@ -57,108 +64,125 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
         if unknown:
             raise UsageError(f"{instance.name} has no check {', '.join(unknown)}; its checks: {', '.join(instance.checks)}")
     selected = list(dict.fromkeys(checks)) if checks else list(instance.checks)  # in the order asked for
-    backend = backend or kernel_backend(instance, None)
-    kind = "file" if wgsl is not None else (_source_kind(spec) or instance.source)
-    origin = wgsl_origin if wgsl is not None else (spec.ref if kind == "package" else instance.source)
-    return [Job(instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl, source_kind=kind,
-                origin=origin, out_dir=str(out_dir) if out_dir is not None else None, adapter=adapter, backend=backend,
-                time_limit=time_limit or profile.time_limit, subgroup_width=subgroup_width) for check in selected]
+    implementation = implementation or kernel_implementation(instance, None)
+    source = Source("file", wgsl_origin) if wgsl is not None else _source(spec, instance)
+    return numbered([Job(0, instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl,
+                         source=source, out_dir=str(out_dir) if out_dir is not None else None, adapter=adapter,
+                         implementation=implementation, time_limit=time_limit or profile.time_limit,
+                         subgroup_width=subgroup_width) for check in selected])
+
+
+def skipped(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile | None = None, seed: int = 0,
+            source: Source | None = None) -> CheckResult:
+    """The SKIP record of something a plan cannot run here (no job is made for it)."""
+    return CheckResult(kernel=kernel, check="*", config={}, verdict=Verdict.SKIP, reason=reason, kernel_ref=kernel_ref,
+                       profile=profile.name if profile is not None else "", seed=seed, source=source)
 
 
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
-              adapter: str | None = None, backend: str | None = None,
-              backends: list | None = None,
-              unavailable_backends: tuple = ()) -> tuple[list[Job], list[CheckResult]]:
+              adapter: str | None = None, implementations: list | None = None,
+              unavailable: tuple = ()) -> tuple[list[Job], list[CheckResult]]:
     """The gate's jobs for `kernels` (default: every kernel by name), and a SKIP result for each
     kernel whose configs cannot be built on this machine (e.g. apache-tvm missing).
 
     A kernel's examples are shared among its gate configs: ceil(profile.examples / configs) each.
-    `backends` (default: [`backend`]) are the WebGPU implementations to run on: the first runs
-    every check of the kernel; each other one runs the profile's `other_backend_checks`, and the
-    `implementations` check (which compares the first with the others) runs only when there are
-    several. A kernel that runs only on implementations in `unavailable_backends` (those the
-    machine lacks) is a SKIP record.
+    `implementations` (default: the default one) are the WebGPU implementations to run on: the
+    first runs every check of the kernel; each further one runs the checks that run on every
+    implementation (Check.on_every_implementation; every check under a profile that says so), and
+    a check that compares implementations (Check.needs_other_implementation) runs only when there
+    are several. A kernel that runs only on implementations in `unavailable` (those the machine
+    lacks) is a SKIP record. A kernel built on subgroups also runs the checks that say so
+    (Check.at_every_subgroup_width) at each of the profile's subgroup widths, emulated.
     """
-    backends = list(backends or [backend])
-    jobs, skipped = [], []
+    implementations = list(implementations or [None])
+    jobs, skips = [], []
     for name in kernels or kernel_names():
         spec = spec_of(name)
         instance = get_kernel(name)
+        source = _source(spec, instance)
         try:
             configs = instance.gate_configs(profile)
         except UsageError as exc:
-            skipped.append(CheckResult(kernel=instance.name, check="*", config={}, verdict=Verdict.SKIP,
-                                       reason=str(exc), kernel_ref=spec.ref, profile=profile.name, seed=seed,
-                                       source=Source(_source_kind(spec) or instance.source)))
+            skips.append(skipped(instance.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed,
+                                 source=source))
             continue
         per_config = max(1, math.ceil(profile.examples / len(configs)))
-        runs_on = kernel_backends(instance, backends)
-        if runs_on[0] in unavailable_backends:
-            skipped.append(CheckResult(
-                kernel=instance.name, check="*", config={}, verdict=Verdict.SKIP, kernel_ref=spec.ref,
-                profile=profile.name, seed=seed, source=Source(_source_kind(spec) or instance.source),
-                reason=f"{instance.name} runs on {' or '.join(instance.backends)} only, which cannot run here"))
+        runs_on = kernel_implementations(instance, implementations)
+        if runs_on[0] in unavailable:
+            skips.append(skipped(instance.name, f"{instance.name} runs on {' or '.join(instance.implementations)} "
+                                 "only, which cannot run here", kernel_ref=spec.ref, profile=profile, seed=seed,
+                                 source=source))
             continue
         primary, others = runs_on[0], runs_on[1:]
-        main_checks = [c for c in instance.checks if c != "implementations" or others]
-        other_checks = [c for c in instance.checks if c != "implementations" and
-                        (profile.other_backend_checks is None or c in profile.other_backend_checks)]
+        checks = [get_check(c) for c in instance.checks]
+        main_checks = [c.name for c in checks if not c.needs_other_implementation or others]
+        other_checks = [c.name for c in checks if not c.needs_other_implementation and
+                        (profile.every_check_on_every_implementation or c.on_every_implementation)]
+        width_checks = [c.name for c in checks if c.at_every_subgroup_width]
         for config in configs:
-            jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
-                               time_limit=time_limit, adapter=adapter, backend=primary, checks=main_checks)
+            def plan(checks, **options):
+                return check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
+                                  time_limit=time_limit, adapter=adapter, checks=checks, **options)
+            jobs += plan(main_checks, implementation=primary)
             for other in others:
                 if other_checks:
-                    jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed,
-                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter, backend=other,
-                                       checks=other_checks)
+                    jobs += plan(other_checks, implementation=other)
             # A kernel built on subgroups runs at the widths real GPUs have, emulated on any adapter.
-            if "subgroup" in instance.requirements(instance.config(config)):
+            if width_checks and "subgroup" in instance.requirements(instance.config(config)):
                 for width in profile.subgroup_widths:
-                    jobs += check_jobs(name, config, profile=profile, examples=per_config, seed=seed,
-                                       out_dir=out_dir, time_limit=time_limit, adapter=adapter, backend=primary,
-                                       checks=list(WIDTH_CHECKS), subgroup_width=width)
-    return jobs, skipped
+                    jobs += plan(width_checks, implementation=primary, subgroup_width=width)
+    return numbered(jobs), skips
 
 
-def gate_backends(chosen: str | None, adapter: str | None) -> tuple[list[str], list]:
-    """The implementations the gate runs on: the chosen one, else both wgpu and Dawn (browsers
-    run both). One that cannot run here is a SKIP record saying why (a skip fails the gate unless
-    --allow-skip), not a silent omission."""
-    from verify.errors import SetupError
-    from verify.gpu.backends import ensure_available
-    from verify.results.record import CheckResult, Verdict
+@dataclass(frozen=True)
+class ImplementationChoice:
+    """The implementations a gate runs on (default first), and those that cannot run here with why."""
 
-    if chosen or os.environ.get("VERIFY_BACKEND"):
-        return [chosen or os.environ["VERIFY_BACKEND"]], []
-    backends, unavailable = ["wgpu"], []
-    try:
-        ensure_available("dawn", adapter)
-        backends.append("dawn")
-    except SetupError as exc:
-        unavailable.append(CheckResult(kernel="*", check="*", config={}, verdict=Verdict.SKIP,
-                                       reason=f"the dawn backend cannot run here, so no kernel ran on Dawn/Tint: {exc}"))
-    return backends, unavailable
+    run_on: tuple[str, ...]
+    unavailable: dict = field(default_factory=dict)
+
+    def skips(self) -> list[CheckResult]:
+        """A SKIP record per implementation that cannot run here (a skip fails the gate unless
+        --allow-skip), not a silent omission."""
+        return [skipped("*", f"the {name} implementation cannot run here, so no kernel ran on it: {reason}")
+                for name, reason in self.unavailable.items()]
 
 
-def kernel_backend(kernel, backend: str | None) -> str | None:
-    """The backend a kernel's jobs run on: `backend` (the run's), unless the kernel declares the
-    WebGPU implementations it runs on (`Kernel.backends`, e.g. ORT's kernels: ("dawn",)) and the
-    run's is not among them, or the run names none; then the kernel's first. `verify check
-    --backend B` passes B explicitly and is honoured (a kernel Naga cannot compile then reports
-    its compile divergence)."""
-    return kernel_backends(kernel, [backend])[0]
+def gate_implementations(chosen: str | None, adapter: str | None) -> ImplementationChoice:
+    """The implementations the gate runs on: the chosen one, else every registered one (browsers
+    ship several), default first; the default must be able to run here (SetupError otherwise)."""
+    if chosen:
+        return ImplementationChoice((implementation(chosen).name,))
+    names, unavailable = [], {}
+    for position, name in enumerate(implementation_names()):
+        try:
+            implementation(name).available(adapter)
+            names.append(name)
+        except SetupError as exc:
+            if position == 0:
+                raise  # nothing can be verified without the default implementation
+            unavailable[name] = str(exc)
+    return ImplementationChoice(tuple(names), unavailable)
 
 
-def kernel_backends(kernel, backends: list) -> list:
+def kernel_implementation(kernel, chosen: str | None) -> str | None:
+    """The implementation a kernel's jobs run on: `chosen` (the run's), unless the kernel declares
+    the WebGPU implementations it runs on (`Kernel.implementations`, e.g. ORT's kernels: ("dawn",))
+    and the run's is not among them, or the run names none; then the kernel's first. `verify check
+    --implementation NAME` passes NAME explicitly and is honoured (a kernel another compiler
+    cannot compile then reports its compile divergence)."""
+    return kernel_implementations(kernel, [chosen])[0]
+
+
+def kernel_implementations(kernel, implementations: list) -> list:
     """The gate's implementations a kernel runs on, first the one that runs all its checks:
-    `backends` in order, or, for a kernel that declares its own (`Kernel.backends`), those of
-    them it declares, else its first one (ORT's kernels run on Dawn even in a gate on wgpu)."""
-    declared = tuple(getattr(kernel, "backends", ()) or ())
+    `implementations` in order, or, for a kernel that declares its own (`Kernel.implementations`),
+    those of them it declares, else its first one (ORT's kernels run on Dawn even in a gate that
+    runs on wgpu only)."""
+    declared = tuple(kernel.implementations or ())
     if not declared:
-        return list(backends)
-    from verify.gpu.backends import backend_named
-
-    return [b for b in backends if b is not None and backend_named(b).value in declared] or [declared[0]]
+        return list(implementations)
+    return [i for i in implementations if i is not None and implementation(i).name in declared] or [declared[0]]
 
 
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:

@@ -4,45 +4,25 @@ quick: a smoke test in well under a minute. ci: the per-change gate, sized for t
 running a software Vulkan driver. nightly: many more examples and long contexts, meant for a
 GPU machine or a night on a CPU.
 
-A Profile carries both how many examples a check draws and how big the drawn cases get, so the
-case strategies of every family read their sizes from here rather than from tables of their
-own. A kernel from another package sizes its cases from the nearest of these fields (or from
-`name`).
+A Profile holds generic knobs only: examples per check, the time limit, the emulated subgroup
+widths, a row count for row-wise kernels, and its `scale` ("quick" | "ci" | "nightly"). How big
+one family's cases get at each scale is the family's own declaration (`FamilySizes`, in its
+folder, e.g. verify.kernels.attention.sizes); a Profile may replace a family's sizes through its
+`sizes` mapping, keyed by family name. A kernel from another package sizes its cases from
+`max_tokens`, its own FamilySizes, or `scale`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from verify.errors import UsageError
 
+#: The scales a profile can have; a family declares its case sizes at each.
+SCALES = ("quick", "ci", "nightly")
 
-@dataclass(frozen=True)
-class DecodeSizes:
-    """Paged decode cases: sequences per batch and attended context length."""
-
-    max_batch: int
-    max_context: int
-
-
-@dataclass(frozen=True)
-class QuantizeSizes:
-    """Activation quantization cases: rows, K (values per row) and leading batch."""
-
-    max_rows: int
-    max_k: int
-    max_batch: int
-
-
-@dataclass(frozen=True)
-class MatmulSizes:
-    """Matmul cases: M, N, K, batch, and a cap on batch·M·N·K unless a config pins the shape."""
-
-    max_m: int
-    max_n: int
-    max_k: int
-    max_batch: int
-    max_macs: int
+Sizes = TypeVar("Sizes")
 
 
 @dataclass(frozen=True)
@@ -56,31 +36,52 @@ class Profile:
     #: Seconds one check of one config may run before it is failed as a hang.
     time_limit: float
     doc: str
-    decode: DecodeSizes
-    #: Rows of row-wise kernels (merge states, rotary tokens).
+    #: Rows of row-wise kernels (merge states, rotary tokens, normalised rows).
     max_tokens: int
-    quantize: QuantizeSizes
-    matmul: MatmulSizes
+    #: The size class of the cases: one of SCALES (each family declares its sizes per scale).
+    scale: str = "ci"
     #: Subgroup widths the gate runs every subgroup-using kernel at, emulated (docs/instrumentation.md).
     subgroup_widths: tuple = ()
-    #: The checks the gate runs on its second WebGPU implementation (None: all of them); the
-    #: first runs every check, and `implementations` compares the two on the same cases.
-    other_backend_checks: tuple | None = ("reference",)
+    #: Whether the gate runs every check on each further WebGPU implementation; False: only the
+    #: checks that say they run on every implementation (Check.on_every_implementation), the first
+    #: implementation running them all.
+    every_check_on_every_implementation: bool = False
+    #: Family name -> sizes replacing that family's own at this profile's scale.
+    sizes: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.scale not in SCALES:
+            raise UsageError(f"profile {self.name!r}: scale {self.scale!r} is not one of {', '.join(SCALES)}")
 
     def __str__(self) -> str:
         return self.name
 
 
 PROFILES = {
-    "quick": Profile("quick", 24, 300.0, "smoke test: few examples, short contexts",
-                     DecodeSizes(2, 70), 4, QuantizeSizes(64, 1024, 2), MatmulSizes(70, 96, 512, 2, 1 << 20)),
-    "ci": Profile("ci", 200, 900.0, "per-change gate: >= 200 examples per check, contexts up to ~1k",
-                  DecodeSizes(4, 520), 16, QuantizeSizes(300, 4096, 3), MatmulSizes(300, 288, 4096, 3, 1 << 23),
+    "quick": Profile("quick", 24, 300.0, "smoke test: few examples, short contexts", 4, "quick"),
+    "ci": Profile("ci", 200, 900.0, "per-change gate: >= 200 examples per check, contexts up to ~1k", 16, "ci",
                   (4, 16, 32, 64, 128)),
-    "nightly": Profile("nightly", 1000, 3600.0, "long contexts (>= 4096), many examples",
-                       DecodeSizes(8, 8192), 64, QuantizeSizes(1024, 8192, 4), MatmulSizes(300, 1024, 4096, 3, 1 << 26),
-                       (4, 8, 16, 32, 64, 128), None),
+    "nightly": Profile("nightly", 1000, 3600.0, "long contexts (>= 4096), many examples", 64, "nightly",
+                       (4, 8, 16, 32, 64, 128), True),
 }
+
+
+@dataclass(frozen=True)
+class FamilySizes(Generic[Sizes]):
+    """How big one kernel family's cases get at each scale, declared in the family's folder.
+
+    `sizes(profile)` is the family's sizes at the profile's scale, unless the profile replaces
+    them (`Profile.sizes[family]`).
+    """
+
+    family: str
+    quick: Sizes
+    ci: Sizes
+    nightly: Sizes
+
+    def __call__(self, profile: "str | Profile") -> Sizes:
+        chosen = get_profile(profile)
+        return chosen.sizes.get(self.family) or getattr(self, chosen.scale)
 
 
 def get_profile(profile: "str | Profile") -> Profile:

@@ -35,9 +35,9 @@ def pytest_addoption(parser):
                     help="run on the WebGPU adapter whose name/backend contains TEXT (default: $VERIFY_ADAPTER, "
                     "else the best one)")
     group.addoption("--verify-seed", type=int, default=0, metavar="N", help="Hypothesis seed of verify's checks (default 0)")
-    group.addoption("--verify-backend", default=None, metavar="NAME",
-                    help="WebGPU implementation: wgpu (Naga) or dawn (Tint) (default: $VERIFY_BACKEND, else wgpu; "
-                    "the gate runs on both unless one is named)")
+    group.addoption("--verify-implementation", default=None, metavar="NAME",
+                    help="WebGPU implementation, e.g. wgpu (Naga) or dawn (Tint) (default: $VERIFY_IMPLEMENTATION, "
+                    "else the first registered; the gate runs on every one installed unless one is named)")
     group.addoption("--verify-gate", action="store_true",
                     help="collect every (kernel, config, check) of `verify gate` as a test item (instead of the "
                     "test files, unless paths are given)")
@@ -60,20 +60,24 @@ def pytest_configure(config):
 class _AdapterProbe:
     """Which adapter the session runs on and its features, found once without opening a device."""
 
-    def __init__(self, name: str | None):
+    def __init__(self, name: str | None, implementation: str | None):
         self.name = name
+        self.implementation = implementation
         self._found = None
 
     def features(self) -> tuple[frozenset | None, str]:
         """(features, "") of the chosen adapter, or (None, why there is none)."""
         if self._found is None:
-            from verify.errors import SetupError
-            from verify.gpu.adapters import choose_adapter
+            from verify.errors import UsageError
+            from verify.gpu.implementations import default_implementation, implementation
 
             try:
-                _, info = choose_adapter(self.name)
-                self._found = (frozenset(info.features), "")
-            except SetupError as exc:
+                chosen = implementation(self.implementation or default_implementation())
+                adapters = [info for info in chosen.adapters() if info.matches(self.name or "")]
+                if not adapters:
+                    raise UsageError(f"{chosen.name}: no adapter matches {self.name!r}")
+                self._found = (frozenset(adapters[0].features), "")
+            except UsageError as exc:
                 self._found = (None, str(exc))
         return self._found
 
@@ -84,7 +88,8 @@ _session_key = pytest.StashKey[object]()
 
 def _probe(config) -> _AdapterProbe:
     if _probe_key not in config.stash:
-        config.stash[_probe_key] = _AdapterProbe(config.getoption("verify_adapter"))
+        config.stash[_probe_key] = _AdapterProbe(config.getoption("verify_adapter"),
+                                                 config.getoption("verify_implementation"))
     return config.stash[_probe_key]
 
 
@@ -104,13 +109,13 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def webgpu_device(pytestconfig):
-    """A device (verify.gpu.Device, or DawnDevice with --verify-backend dawn) on the session's
-    adapter; the test is skipped (with the install hint) on a machine without one."""
+    """A device (verify.gpu.Device) on the session's adapter and implementation
+    (--verify-implementation); the test is skipped (with the install hint) on a machine without one."""
     from verify.errors import SetupError
-    from verify.gpu.backends import open_device
+    from verify.gpu.implementations import open_device
 
     try:
-        return open_device(pytestconfig.getoption("verify_backend"), pytestconfig.getoption("verify_adapter"))
+        return open_device(pytestconfig.getoption("verify_implementation"), pytestconfig.getoption("verify_adapter"))
     except SetupError as exc:
         pytest.skip(str(exc))
 
@@ -146,7 +151,7 @@ def verify_check(request):
     def run(kernel, kernel_config: dict | None = None, **options):
         options.setdefault("profile", config.getoption("verify_profile"))
         options.setdefault("adapter", config.getoption("verify_adapter"))
-        options.setdefault("backend", config.getoption("verify_backend"))
+        options.setdefault("implementation", config.getoption("verify_implementation"))
         options.setdefault("seed", config.getoption("verify_seed"))
         options.setdefault("out_dir", _out_dir(config))
         results = verify.check(kernel, kernel_config, **options)
@@ -189,26 +194,29 @@ class GateCollector(pytest.Collector):
     """The gate's jobs, planned exactly as `verify gate` plans them."""
 
     def collect(self):
-        from verify.plan import gate_backends, gate_jobs
+        from verify.gpu.implementations import chosen_implementation, default_implementation
+        from verify.plan import gate_implementations, gate_jobs
         from verify.profiles import get_profile
 
         config = self.config
         kernels = config.getoption("verify_kernels")
-        backends, unavailable = gate_backends(config.getoption("verify_backend"), config.getoption("verify_adapter"))
+        chosen = gate_implementations(chosen_implementation(config.getoption("verify_implementation")),
+                                      config.getoption("verify_adapter"))
         jobs, skipped = gate_jobs([k for k in kernels.split(",") if k] if kernels else None,
                                   profile=get_profile(config.getoption("verify_profile")),
                                   seed=config.getoption("verify_seed"), out_dir=_out_dir(config), time_limit=None,
-                                  adapter=config.getoption("verify_adapter"), backends=backends,
-                                  unavailable_backends=("dawn",) if unavailable else ())
-        skipped += unavailable
+                                  adapter=config.getoption("verify_adapter"), implementations=list(chosen.run_on),
+                                  unavailable=tuple(chosen.unavailable))
+        skipped += chosen.skips()
+        default = default_implementation()
         for result in skipped:
             yield GateItem.from_parent(self, name=f"{result.kernel}::setup", job=None, setup_skip=result)
         for job in jobs:
             config_text = ",".join(f"{k}={v}" for k, v in sorted(job.config.items()))
             if job.subgroup_width:
                 config_text += f",subgroup_width={job.subgroup_width}"
-            if job.backend and job.backend != "wgpu":
-                config_text += f",backend={job.backend}"
+            if job.implementation and job.implementation != default:
+                config_text += f",implementation={job.implementation}"
             yield GateItem.from_parent(self, name=f"{job.kernel}::{job.check}[{config_text}]", job=job)
 
 

@@ -13,76 +13,30 @@ plugin reuse it across calls); the worker dies with the process that started it.
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from verify.errors import UsageError
-from verify.results.record import CheckResult, Source, Verdict
+from verify.errors import FailureKind, UsageError
+from verify.protocol import (
+    Finished,
+    Job,
+    Progress,
+    Refused,
+    Replayed,
+    ReplayJob,
+    Started,
+    decode_event,
+    encode_job,
+)
+from verify.results.record import CheckResult
 
 #: Seconds a worker may take to import a kernel, open the device and compile its WGSL before
 #: the check's own time limit starts.
 STARTUP_ALLOWANCE_S = 180.0
-
-
-@dataclass
-class Job:
-    """One check of one kernel config, as the worker runs it."""
-
-    kernel: str
-    #: The import path the worker loads the kernel from ("pkg.module:Class").
-    kernel_ref: str
-    config: dict
-    check: str
-    examples: int
-    seed: int
-    profile: str = "ci"
-    #: WGSL to run instead of the kernel's own (a user's file under the kernel's contract).
-    wgsl: str | None = None
-    source_kind: str = "own"
-    origin: str = ""
-    out_dir: str | None = None
-    adapter: str | None = None
-    backend: str | None = None
-    time_limit: float = 600.0
-    #: Run with subgroups of this many lanes, emulated in workgroup memory (None: native).
-    subgroup_width: int | None = None
-
-    def payload(self) -> dict:
-        return {"kind": "check", **asdict(self)}
-
-    def unfinished(self, verdict: Verdict, reason: str, duration_s: float, examples: int = 0) -> CheckResult:
-        """The result of a job whose worker could not report one (time limit, crash)."""
-        return CheckResult(kernel=self.kernel, check=self.check, config=dict(self.config), verdict=verdict,
-                           reason=reason, kernel_ref=self.kernel_ref, profile=self.profile, seed=self.seed,
-                           examples=examples, duration_s=round(duration_s, 3),
-                           source=Source(self.source_kind, self.origin), subgroup_width=self.subgroup_width)
-
-
-@dataclass
-class ReplayJob:
-    """Re-run one saved case under its check."""
-
-    case_path: str
-    adapter: str | None = None
-    backend: str | None = None
-    time_limit: float = 600.0
-
-    def payload(self) -> dict:
-        return {"kind": "replay", **asdict(self)}
-
-
-@dataclass
-class Replayed:
-    """What a replay printed about the case, and whether it held."""
-
-    passed: bool
-    lines: list = field(default_factory=list)
 
 
 #: Process settings for workers, each taken only where the environment does not set it. The
@@ -115,11 +69,11 @@ class _Worker:
         self.selector.register(self.proc.stdout, selectors.EVENT_READ)
         self.pending = b""
 
-    def send(self, payload: dict) -> None:
-        self.proc.stdin.write(json.dumps(payload) + "\n")
+    def send(self, job: Job | ReplayJob) -> None:
+        self.proc.stdin.write(encode_job(job) + "\n")
         self.proc.stdin.flush()
 
-    def next_event(self, deadline: float) -> dict | None:
+    def next_event(self, deadline: float):
         """The next event, None at the deadline; raises EOFError if the worker died.
 
         Reads the pipe's bytes itself: readline() would read ahead into a buffer select()
@@ -135,7 +89,7 @@ class _Worker:
                     raise EOFError
                 self.pending += chunk
         line, self.pending = self.pending.split(b"\n", 1)
-        return json.loads(line)
+        return decode_event(line)
 
     def stop(self, kill: bool = False) -> None:
         if self.proc.poll() is None:
@@ -184,15 +138,15 @@ class Session:
                 on_start(job)
             on_record(self._run_one(job, on_progress))
 
-    def _send(self, payload: dict) -> _Worker:
+    def _send(self, job: Job | ReplayJob) -> _Worker:
         """Send a job; a worker that died while idle (nothing of it is lost) is replaced once."""
         worker = self._started_worker()
         try:
-            worker.send(payload)
+            worker.send(job)
         except (BrokenPipeError, OSError):
             self.close(kill=True)
             worker = self._started_worker()
-            worker.send(payload)
+            worker.send(job)
         return worker
 
     def _died(self) -> str:
@@ -203,7 +157,7 @@ class Session:
             _log_hint(self.log_path)
 
     def _run_one(self, job: Job, on_progress) -> CheckResult:
-        worker = self._send(job.payload())
+        worker = self._send(job)
         sent = time.monotonic()
         started = None
         deadline = sent + STARTUP_ALLOWANCE_S
@@ -212,42 +166,41 @@ class Session:
             try:
                 event = worker.next_event(deadline)
             except EOFError:
-                return job.unfinished(Verdict.FAIL, self._died(), time.monotonic() - sent, done)
+                return job.unfinished(FailureKind.CRASH, self._died(), time.monotonic() - sent, done)
             if event is None:
                 self.close(kill=True)
-                return job.unfinished(Verdict.FAIL, _time_limit_reason(job, started, done, last_progress),
+                return job.unfinished(FailureKind.TIME_LIMIT, _time_limit_reason(job, started, done, last_progress),
                                       time.monotonic() - sent, done)
-            kind = event["event"]
-            if kind == "started":
+            if isinstance(event, Started):
                 started = time.monotonic()
                 deadline = started + job.time_limit
-            elif kind == "progress":
-                done, last_progress = int(event["done"]), time.monotonic()
+            elif isinstance(event, Progress):
+                done, last_progress = event.done, time.monotonic()
                 if on_progress:
-                    on_progress(job, event["done"], event["total"])
-            elif kind == "usage_error":
-                raise UsageError(event["message"])
-            elif kind == "record":
-                return CheckResult.from_dict(event["record"], "worker record")
+                    on_progress(job, event.done, event.total)
+            elif isinstance(event, Refused):
+                raise UsageError(event.message)
+            elif isinstance(event, Finished):
+                return event.record
 
     def replay(self, job: ReplayJob) -> Replayed:
-        worker = self._send(job.payload())
+        worker = self._send(job)
         deadline = time.monotonic() + STARTUP_ALLOWANCE_S
         while True:
             try:
                 event = worker.next_event(deadline)
             except EOFError:
-                return Replayed(False, [self._died()])
+                return Replayed(False, (self._died(),))
             if event is None:
                 self.close(kill=True)
-                return Replayed(False, [f"did not finish within the {job.time_limit:g} s time limit "
-                                        "(a kernel that never terminates?)"])
-            if event["event"] == "started":
-                deadline = time.monotonic() + job.time_limit
-            elif event["event"] == "usage_error":
-                raise UsageError(event["message"])
-            elif event["event"] == "replayed":
-                return Replayed(bool(event["passed"]), list(event["lines"]))
+                return Replayed(False, (f"did not finish within the {job.time_limit:g} s time limit "
+                                        "(a kernel that never terminates?)",))
+            if isinstance(event, Started):
+                deadline = time.monotonic() + job.time_limit * job.repeat
+            elif isinstance(event, Refused):
+                raise UsageError(event.message)
+            elif isinstance(event, Replayed):
+                return event
 
 
 def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, log_path: Path | None = None,

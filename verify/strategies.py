@@ -29,10 +29,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from verify.budgets.roundoff import numpy_dtype
-from verify.cases import attention as _attention
-from verify.cases import dp4a_matmul as _matmul
-from verify.cases import dp4a_quantize as _quantize
 from verify.cases.values import VALUE_KINDS, make_values, seeds
+from verify.kernels.attention import cases as _attention
+from verify.kernels.dp4a import matmul_cases as _matmul
+from verify.kernels.dp4a import quantize_cases as _quantize
 from verify.profiles import Profile, get_profile
 
 __all__ = [

@@ -55,7 +55,7 @@ def gate_verdicts_by_cli(tmp_path, kernels: str) -> dict:
     def config(record):
         text = ",".join(f"{k}={v}" for k, v in sorted(record["config"].items()))
         implementation = (record.get("adapter") or {}).get("implementation", "wgpu")
-        return text + (f",backend={implementation}" if implementation != "wgpu" else "")
+        return text + (f",implementation={implementation}" if implementation != "wgpu" else "")
 
     return {(r["kernel"], r["check"], config(r)): r["verdict"] for r in records}
 

@@ -1,4 +1,4 @@
-"""verify.fastpath.decode gives the plain path's numbers: references.decode.decode_attention and
+"""verify.kernels.attention.fastpath gives the plain path's numbers: references.decode.decode_attention and
 verify.budgets.attention.decode_budget, on cases drawn as the gate draws them.
 
 - the rotated, rounded keys and queries, the logits, the softmax's d and the LSE are bit for bit
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from references.paged_kv import gather_kv
 from verify.budgets.roundoff import faithful_rounding_bound, float64_reference_bound
-from verify.cases.attention import decode_cases, explicit_decode_case
 from verify.fastpath import decode as fast
+from verify.kernels.attention.cases import decode_cases, explicit_decode_case
 from verify.kernels.attention.common import STORAGE
 from verify.kernels.attention.decode_tiled import DecodeTiled
 from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant

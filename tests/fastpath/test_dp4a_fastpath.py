@@ -1,4 +1,4 @@
-"""verify.fastpath.dp4a gives the plain path's numbers bit for bit: references.nbits.dp4a_product
+"""verify.kernels.dp4a.fastpath gives the plain path's numbers bit for bit: references.nbits.dp4a_product
 and verify.budgets.dp4a.matmul_budget, on the cases every dp4a.matmul check draws."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from references.dp4a_quant import unpack_codes
-from verify.cases.dp4a_matmul import accumulator_range_cases, integer_sum_cases, matmul_cases
 from verify.fastpath import dp4a as fast
 from verify.kernels.dp4a.matmul import GATE_CONFIGS, Matmul
+from verify.kernels.dp4a.matmul_cases import accumulator_range_cases, integer_sum_cases, matmul_cases
 
 KERNEL = Matmul()
 CONFIGS = {f"{c['tile']}-{c['dtype']}-{c['bits']}bit-bs{c['block_size']}-acc{c['acc']}"

@@ -116,13 +116,13 @@ def test_no_adapter_says_how_to_get_one(monkeypatch, capsys):
     """With no WebGPU adapter at all, the device cannot open: exit 2 naming the driver to install."""
     from verify import cli
     from verify.errors import SetupError
-    from verify.gpu import Device, adapters
+    from verify.gpu import open_device, wgpu_adapters
 
-    monkeypatch.setattr(adapters, "enumerate_adapters", lambda: [])
-    assert cli.main(["adapters"]) == 2
+    monkeypatch.setattr(wgpu_adapters, "enumerate_adapters", lambda: [])
+    assert cli.main(["adapters", "--implementation", "wgpu"]) == 2
     assert "mesa-vulkan-drivers" in capsys.readouterr().err
     with pytest.raises(SetupError, match="mesa-vulkan-drivers"):
-        Device()
+        open_device("wgpu")
 
 
 @pytest.mark.webgpu

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from verify.gpu import InOut, Output, ShaderCompileError
-from verify.gpu.adapters import Implementation
 from verify.gpu.dialect import ENABLE_SUBGROUPS
 from verify.gpu.probes import ZERO_INIT_GROUPS, ZERO_INIT_PROBE
 from verify.gpu.uniforms import pack_struct
@@ -79,7 +78,7 @@ def verify(*args, env=None, timeout=900):
 
 # -- the device contract ----------------------------------------------------------------------------
 def test_dawn_device_names_its_implementation(dawn):
-    assert dawn.info.implementation is Implementation.DAWN
+    assert dawn.info.implementation == "dawn"
     assert dawn.info.as_record()["implementation"] == "dawn"
     assert dawn.info.label.endswith(f"[{dawn.info.backend}, dawn]")
 
@@ -271,7 +270,7 @@ def _orphaned_dawn_workers() -> set[int]:
 def test_a_kernel_that_hangs_on_dawn_fails_at_the_time_limit_and_leaves_no_node_process(tmp_path):
     before = _orphaned_dawn_workers()
     hang = REPO / "tests" / "fixtures" / "wgsl" / "merge_state_never_finishes.wgsl"
-    result = verify("check", "merge_state", "--wgsl", str(hang), "--backend", "dawn", "--checks", "reference",
+    result = verify("check", "merge_state", "--wgsl", str(hang), "--implementation", "dawn", "--checks", "reference",
                     "--examples", "2", "--time-limit", "8", "--out", str(tmp_path), timeout=300)
     assert result.returncode == 1 and "time limit" in result.stderr, result.stderr
     deadline = time.monotonic() + 10
@@ -319,20 +318,20 @@ def test_verify_adapters_lists_adapters_of_both_implementations():
 
 def test_own_kernels_pass_on_dawn(tmp_path):
     result = verify("check", "merge_state", "rope", "decode.tiled", "decode.sharded", "dp4a.quantize",
-                    "dp4a.matmul", "--backend", "dawn", "--examples", "5", "--out", str(tmp_path))
+                    "dp4a.matmul", "--implementation", "dawn", "--examples", "5", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr[-4000:]
     assert "fail" not in result.stderr.splitlines()[-2].lower() and "skip" not in result.stderr.splitlines()[-2]
 
 
 def test_tvm_decode_passes_on_dawn(tmp_path):
     pytest.importorskip("tvm", reason="apache-tvm is installed by scripts/setup.sh")
-    result = verify("check", "tvm.decode", "--backend", "dawn", "--examples", "5", "--out", str(tmp_path))
+    result = verify("check", "tvm.decode", "--implementation", "dawn", "--examples", "5", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr[-4000:]
 
 
-def test_the_backend_can_be_chosen_by_environment_variable(tmp_path):
+def test_the_implementation_can_be_chosen_by_environment_variable(tmp_path):
     result = verify("check", "merge_state", "--checks", "reference", "--examples", "2", "--out", str(tmp_path),
-                    env={"VERIFY_BACKEND": "dawn"})
+                    env={"VERIFY_IMPLEMENTATION": "dawn"})
     assert result.returncode == 0, result.stderr
     import json
 
@@ -346,19 +345,23 @@ def _one_line_exit_2(result, fragment):
     assert len(lines) == 1 and lines[0].startswith("verify: error:") and fragment in lines[0], result.stderr
 
 
-def test_without_node_the_dawn_backend_is_one_line_and_exit_2(tmp_path):
-    result = verify("check", "merge_state", "--backend", "dawn", "--out", str(tmp_path),
+def test_without_node_the_dawn_implementation_is_one_line_and_exit_2(tmp_path):
+    result = verify("check", "merge_state", "--implementation", "dawn", "--out", str(tmp_path),
                     env={"VERIFY_NODE": str(tmp_path / "no-node")})
     _one_line_exit_2(result, "Node.js")
 
 
 def test_an_adapter_dawn_does_not_offer_is_one_line_and_exit_2(tmp_path):
-    result = verify("check", "merge_state", "--backend", "dawn", "--adapter", "no-such-gpu", "--out", str(tmp_path))
+    result = verify("check", "merge_state", "--implementation", "dawn", "--adapter", "no-such-gpu", "--out", str(tmp_path))
     _one_line_exit_2(result, "no Dawn adapter matching 'no-such-gpu'")
 
 
-def test_an_unknown_backend_is_one_line_and_exit_2(tmp_path):
-    _one_line_exit_2(verify("check", "merge_state", "--backend", "metal", "--out", str(tmp_path)), "wgpu, dawn")
+def test_an_unknown_implementation_is_one_line_and_exit_2(tmp_path):
+    _one_line_exit_2(verify("check", "merge_state", "--implementation", "metal", "--out", str(tmp_path)), "wgpu, dawn")
+
+
+def test_the_old_backend_option_says_it_is_now_implementation(tmp_path):
+    _one_line_exit_2(verify("check", "merge_state", "--backend", "dawn", "--out", str(tmp_path)), "--implementation")
 
 
 def test_dawn_setup_is_a_quick_no_op_when_already_done():

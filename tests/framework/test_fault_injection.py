@@ -99,9 +99,9 @@ def test_killing_the_workers_costs_at_most_the_checks_they_ran(tmp_path, seed):
     assert all(r.verdict.value == "pass" for r in others)
     dawn_lost = any(r.verdict.value == "skip" for r in died)
     expected = subprocess.run([sys.executable, "-c", (
-        "from verify.plan import gate_backends, gate_jobs; from verify.profiles import get_profile;"
-        f"backends, skipped = gate_backends({'wgpu' if dawn_lost else None!r}, None);"
+        "from verify.plan import gate_implementations, gate_jobs; from verify.profiles import get_profile;"
+        f"chosen = gate_implementations({'wgpu' if dawn_lost else None!r}, None);"
         "jobs, unbuilt = gate_jobs(['merge_state','rope','dp4a.quantize'], profile=get_profile('quick'), seed=0,"
-        " out_dir=None, time_limit=None, backends=backends);"
-        "print(len(jobs) + len(unbuilt) + len(skipped))")], capture_output=True, text=True).stdout
+        " out_dir=None, time_limit=None, implementations=list(chosen.run_on));"
+        "print(len(jobs) + len(unbuilt) + len(chosen.skips()))")], capture_output=True, text=True).stdout
     assert len(document.records) == int(expected) + dawn_lost

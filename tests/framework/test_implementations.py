@@ -13,17 +13,17 @@ from verify.budgets.metrics import compare
 from verify.checks.implementations import joint_expected
 from verify.errors import SetupError
 from verify.kernels.registry import get_kernel
-from verify.plan import gate_jobs, kernel_backends
+from verify.plan import gate_jobs, kernel_implementations
 from verify.profiles import get_profile
 
 
 @pytest.fixture(scope="module")
 def both_implementations():
     """wgpu and Dawn on this machine; skipped, with the reason, where scripts/setup.sh has not run."""
-    from verify.gpu.backends import ensure_available
+    from verify.gpu.implementations import implementation
 
     try:
-        ensure_available("dawn")
+        implementation("dawn").available()
     except SetupError as exc:
         pytest.skip(str(exc))
 
@@ -49,37 +49,37 @@ def test_a_legal_interval_widens_the_joint_budget_by_its_width_and_exact_element
 
 
 # -- the gate's plan ------------------------------------------------------------------------------
-def test_the_gate_runs_every_check_on_the_first_implementation_and_the_profiles_share_on_the_second():
+def test_the_gate_runs_every_check_on_the_first_implementation_and_the_shared_ones_on_the_second():
     profile = get_profile("ci")
     jobs, skipped = gate_jobs(["merge_state"], profile=profile, seed=0, out_dir=None, time_limit=None,
-                              backends=["wgpu", "dawn"])
+                              implementations=["wgpu", "dawn"])
     assert not skipped
-    on_wgpu = {j.check for j in jobs if j.backend == "wgpu" and not j.subgroup_width}
-    on_dawn = {j.check for j in jobs if j.backend == "dawn"}
+    on_wgpu = {j.check for j in jobs if j.implementation == "wgpu" and not j.subgroup_width}
+    on_dawn = {j.check for j in jobs if j.implementation == "dawn"}
     assert on_wgpu == set(get_kernel("merge_state").checks) and "implementations" in on_wgpu
-    assert on_dawn == set(profile.other_backend_checks)
+    assert on_dawn == {"reference"}  # the only check of merge_state that runs on every implementation
 
 
 def test_on_one_implementation_the_gate_plans_no_implementations_check():
     jobs, _ = gate_jobs(["merge_state"], profile=get_profile("ci"), seed=0, out_dir=None, time_limit=None,
-                        backends=["wgpu"])
-    assert jobs and "implementations" not in {j.check for j in jobs} and {j.backend for j in jobs} == {"wgpu"}
+                        implementations=["wgpu"])
+    assert jobs and "implementations" not in {j.check for j in jobs} and {j.implementation for j in jobs} == {"wgpu"}
 
 
 def test_the_nightly_profile_runs_every_check_on_both_implementations():
     jobs, _ = gate_jobs(["rope"], profile=get_profile("nightly"), seed=0, out_dir=None, time_limit=None,
-                        backends=["wgpu", "dawn"])
+                        implementations=["wgpu", "dawn"])
     checks = set(get_kernel("rope").checks) - {"implementations"}
-    assert {j.check for j in jobs if j.backend == "dawn"} == checks
+    assert {j.check for j in jobs if j.implementation == "dawn"} == checks
 
 
 def test_a_kernel_that_declares_its_implementation_runs_there_and_is_a_skip_where_it_cannot_run():
     kernel = get_kernel("ort.dp4a.quantize")
-    assert kernel_backends(kernel, ["wgpu", "dawn"]) == ["dawn"]
-    assert kernel_backends(kernel, ["wgpu"]) == ["dawn"]  # `gate --backend wgpu` still runs ORT on Dawn
-    assert kernel_backends(get_kernel("rope"), ["wgpu", "dawn"]) == ["wgpu", "dawn"]
+    assert kernel_implementations(kernel, ["wgpu", "dawn"]) == ["dawn"]
+    assert kernel_implementations(kernel, ["wgpu"]) == ["dawn"]  # `gate --implementation wgpu` still runs ORT on Dawn
+    assert kernel_implementations(get_kernel("rope"), ["wgpu", "dawn"]) == ["wgpu", "dawn"]
     jobs, skipped = gate_jobs(["ort.dp4a.quantize", "rope"], profile=get_profile("quick"), seed=0, out_dir=None,
-                              time_limit=None, backends=["wgpu"], unavailable_backends=("dawn",))
+                              time_limit=None, implementations=["wgpu"], unavailable=("dawn",))
     assert [(r.kernel, r.verdict) for r in skipped] == [("ort.dp4a.quantize", Verdict.SKIP)]
     assert "runs on dawn only, which cannot run here" in skipped[0].reason
     assert {j.kernel for j in jobs} == {"rope"}

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.fixtures.mutants.regenerate import HERE as MUTANTS
-from verify.cases.attention import explicit_decode_case
 from verify.errors import SetupError
 from verify.gpu import Output
 from verify.gpu.probes import ZERO_INIT_PROBE as _ZERO_INIT_PROBE
@@ -25,6 +24,7 @@ from verify.instrument import (
     sanitize,
 )
 from verify.instrument.sanitize import AccessKind
+from verify.kernels.attention.cases import explicit_decode_case
 from verify.kernels.registry import get_kernel
 
 pytestmark = pytest.mark.webgpu

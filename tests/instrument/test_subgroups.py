@@ -17,10 +17,10 @@ from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.runner import RunOptions, run_check
 from verify.gpu import Output
-from verify.gpu.adapters import choose_adapter
+from verify.gpu.device import SUBGROUP_WIDTHS
+from verify.gpu.wgpu_adapters import choose_adapter
 from verify.instrument import EmulatingDevice, UnsupportedWgsl, emulate_subgroups
 from verify.instrument.subgroups import WIDTHS
-from verify.kernels.dp4a.quantize import SUBGROUP_WIDTHS
 from verify.kernels.registry import get_kernel
 
 WGSL = Path(__file__).resolve().parent / "wgsl"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from verify.budgets.metrics import compare
-from verify.cases.attention import explicit_decode_case as decode_case
+from verify.kernels.attention.cases import explicit_decode_case as decode_case
 from verify.kernels.attention.decode_sharded import DecodeSharded, shard_layout
 from verify.kernels.attention.decode_switch import DecodeSwitch, use_sharded
 
@@ -52,10 +52,10 @@ def test_layout_fits_webgpu_defaults(head_dim):
 @pytest.mark.webgpu
 def test_every_layout_compiles_within_16_kib():
     """The device is opened with 16 KiB of workgroup storage, so pipeline creation enforces it."""
-    from verify.gpu import Device
+    from verify.gpu import open_device
 
     kernel = DecodeSharded()
-    device = Device(limits=kernel.limits)
+    device = open_device(limits=kernel.limits)
     assert device.limits["max-compute-workgroup-storage-size"] == 16384
     for head_dim in HEAD_DIMS:
         config = kernel.config({"head_dim": head_dim, "qo_heads": 8, "kv_heads": 2, "dtype": "f32"})

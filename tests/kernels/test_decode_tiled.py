@@ -10,7 +10,7 @@ import pytest
 
 from verify.budgets.metrics import compare
 from verify.cases import Case
-from verify.cases.attention import explicit_decode_case as decode_case
+from verify.kernels.attention.cases import explicit_decode_case as decode_case
 from verify.kernels.attention.decode_tiled import MAX_WORKGROUP_BYTES, DecodeTiled, tiled_layout
 
 HEAD_DIMS = (64, 96, 128, 256)
@@ -79,10 +79,10 @@ def test_every_layout_fits_webgpu_limits(head_dim, dtype):
 @pytest.mark.webgpu
 def test_every_layout_compiles_within_the_kernels_limits():
     """Pipeline creation enforces the workgroup size and storage limits the kernel declares."""
-    from verify.gpu import Device
+    from verify.gpu import open_device
 
     kernel = DecodeTiled()
-    device = Device(limits=kernel.limits)
+    device = open_device(limits=kernel.limits)
     assert device.limits["max-compute-workgroup-storage-size"] == MAX_WORKGROUP_BYTES
     for head_dim in HEAD_DIMS:
         for group in (1, 3, 16):

@@ -21,15 +21,15 @@ from references.nbits import dp4a_product, pack_weights, pack_zero_points
 from verify.budgets.dp4a import matmul_budget
 from verify.budgets.roundoff import gamma, rounding_floor
 from verify.cases import Case
-from verify.cases.dp4a_matmul import (
+from verify.errors import UsageError
+from verify.kernels.dp4a.matmul import Matmul, centred_weights, dp4a_exact
+from verify.kernels.dp4a.matmul_cases import (
     EXACT_INTEGERS,
     MAGNITUDE,
     accumulator_range_cases,
     integer_sum_cases,
     matmul_cases,
 )
-from verify.errors import UsageError
-from verify.kernels.dp4a.matmul import Matmul, centred_weights, dp4a_exact
 
 KERNEL = Matmul()
 TILES = ("64x64", "128x32", "small_m")

@@ -11,9 +11,10 @@ import pytest
 from references.dp4a_quant import quantize_blocks
 from verify.budgets.metrics import compare
 from verify.cases import Case
-from verify.cases.dp4a_quantize import BLOCK_KINDS, make_activation, make_blocks
 from verify.errors import UsageError
-from verify.kernels.dp4a.quantize import SUBGROUP_WIDTHS, Quantize
+from verify.gpu.device import SUBGROUP_WIDTHS
+from verify.kernels.dp4a.quantize import Quantize
+from verify.kernels.dp4a.quantize_cases import BLOCK_KINDS, make_activation, make_blocks
 
 KERNEL = Quantize()
 _TYPES = {"f16": np.float16, "f32": np.float32}
@@ -133,13 +134,14 @@ def test_cli_rejects_an_emulated_config_without_width_with_exit_code_2():
 @pytest.mark.webgpu
 def test_subgroup_reduce_on_a_device_without_subgroups_is_skipped(webgpu_device, monkeypatch):
     """The check is skipped with the reason, not passed: verify.worker asks the device first."""
+    from verify.protocol import Job
     from verify.results.record import Verdict
     from verify.worker import DeviceCache, execute
 
     monkeypatch.setattr(webgpu_device, "features", webgpu_device.features - {"subgroup"})
     devices = DeviceCache()
-    monkeypatch.setattr(devices, "get", lambda adapter, backend, limits: webgpu_device)
-    job = {"kernel_ref": "verify.kernels.dp4a.quantize:Quantize", "config": {"dtype": "f32", "reduce": "subgroup"},
-           "check": "reference", "examples": 5, "seed": 0}
+    monkeypatch.setattr(devices, "get", lambda adapter, implementation, limits: webgpu_device)
+    job = Job(0, "dp4a.quantize", "verify.kernels.dp4a.quantize:Quantize", {"dtype": "f32", "reduce": "subgroup"},
+              "reference", 5, 0)
     record = execute(job, devices, lambda event: None)
     assert record.verdict is Verdict.SKIP and "subgroup" in record.reason and record.examples == 0

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from verify.budgets.metrics import compare
 from verify.budgets.rope import partner_dims, rope_budget
 from verify.cases import Case
-from verify.cases.rope import (
+from verify.kernels.attention.rope import Rope, rows_per_group
+from verify.kernels.attention.rope_cases import (
     LLAMA3_MAX_POSITION,
     LLAMA3_THETA,
     ROPE_MAX_POSITION,
@@ -28,7 +29,6 @@ from verify.cases.rope import (
     rope_cases,
     rope_positions,
 )
-from verify.kernels.attention.rope import Rope, rows_per_group
 from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant
 
 KERNEL = Rope()

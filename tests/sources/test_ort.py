@@ -475,7 +475,7 @@ def test_the_kernels_state_their_findings_to_the_gate_and_they_reproduce_as_know
 @pytest.mark.webgpu
 def test_naga_refusing_orts_tile_program_is_a_compile_divergence(ort, tmp_path):
     junit = tmp_path / "junit.xml"
-    result = subprocess.run([sys.executable, "-m", "verify", "check", "ort.dp4a.matmul", "--backend", "wgpu",
+    result = subprocess.run([sys.executable, "-m", "verify", "check", "ort.dp4a.matmul", "--implementation", "wgpu",
                              "--checks", "reference", "--examples", "2", "--jobs", "1", "--out", str(tmp_path),
                              "--junit", str(junit)], capture_output=True, text=True, timeout=600)
     assert result.returncode == 1, result.stderr
@@ -495,32 +495,32 @@ def test_naga_refusing_orts_tile_program_is_a_compile_divergence(ort, tmp_path):
 @pytest.mark.webgpu
 def test_orts_quantizer_compiles_under_both_compilers(ort):
     """Only `enable subgroups;` separates it from Naga, and the wgpu backend bridges that, recorded."""
-    results = verify.check("ort.dp4a.quantize", {"dtype": "f32"}, checks="reference", examples=3, backend="wgpu",
+    results = verify.check("ort.dp4a.quantize", {"dtype": "f32"}, checks="reference", examples=3, implementation="wgpu",
                            isolate=False, profile="quick")
     assert results.verdict is Verdict.PASS
 
 
 # -- backends, setup ----------------------------------------------------------------------------------------
-def test_ort_kernels_run_on_dawn_unless_a_check_names_another_backend():
+def test_ort_kernels_run_on_dawn_unless_a_check_names_another_implementation():
     profile = get_profile("quick")
     for name in ORT_KERNELS:
-        assert get_kernel(name).backends == ("dawn",)
+        assert get_kernel(name).implementations == ("dawn",)
     jobs = check_jobs("ort.dp4a.quantize", {}, profile=profile, examples=1, seed=0, out_dir=None, time_limit=None)
-    assert {job.backend for job in jobs} == {"dawn"}
+    assert {job.implementation for job in jobs} == {"dawn"}
     jobs = check_jobs("ort.dp4a.quantize", {}, profile=profile, examples=1, seed=0, out_dir=None, time_limit=None,
-                      backend="wgpu")
-    assert {job.backend for job in jobs} == {"wgpu"}
+                      implementation="wgpu")
+    assert {job.implementation for job in jobs} == {"wgpu"}
     jobs = check_jobs("dp4a.quantize", {}, profile=profile, examples=1, seed=0, out_dir=None, time_limit=None)
-    assert {job.backend for job in jobs} == {None}
+    assert {job.implementation for job in jobs} == {None}
 
 
 @pytest.mark.webgpu
-def test_the_gate_runs_ort_kernels_on_dawn_when_its_backend_is_wgpu(ort):
+def test_the_gate_runs_ort_kernels_on_dawn_when_it_runs_on_wgpu(ort):
     jobs, skipped = gate_jobs(list(ORT_KERNELS) + ["dp4a.quantize"], profile=get_profile("ci"), seed=0, out_dir=None,
-                              time_limit=None, backend="wgpu")
+                              time_limit=None, implementations=["wgpu"])
     assert not skipped
-    assert {job.backend for job in jobs if job.kernel.startswith("ort.")} == {"dawn"}
-    assert {job.backend for job in jobs if not job.kernel.startswith("ort.")} == {"wgpu"}
+    assert {job.implementation for job in jobs if job.kernel.startswith("ort.")} == {"dawn"}
+    assert {job.implementation for job in jobs if not job.kernel.startswith("ort.")} == {"wgpu"}
 
 
 def hide_onnxruntime_web(monkeypatch, tmp_path):

@@ -18,17 +18,17 @@ from verify.budgets.metrics import compare
 from verify.budgets.rope import LITERAL_DIGITS
 from verify.budgets.wgsl_accuracy import literal_rel
 from verify.cases import Case
-from verify.cases.attention import explicit_decode_case as decode_case
 from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.runner import RunOptions, run_check
 from verify.cli import main as verify_main
 from verify.errors import SetupError, UsageError
 from verify.gpu import InOut
+from verify.kernels.attention.cases import explicit_decode_case as decode_case
 from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant
 from verify.kernels.registry import get_kernel
-from verify.sources import tvm_build
-from verify.sources.tvm_kernels import (
+from verify.sources.tvm import build as tvm_build
+from verify.sources.tvm.kernels import (
     EMPTY_LSE_BAND,
     EMPTY_MAX,
     below_floor,

@@ -1,9 +1,34 @@
-"""A check: a property of a kernel, tested over the cases its strategy draws."""
+"""A check: a property of a kernel, tested over the cases its strategy draws.
+
+A check says what it needs of the runtime through attributes and hooks, so the runtime (plan,
+worker) never names a check:
+
+- `device_limits(kernel, config)`: the limits the device is opened with (default: the kernel's);
+- `preflight(ctx)`: a verdict before any case is drawn (a SKIP when what the check needs is
+  missing here, a DIVERGENCE when a second compiler refuses the WGSL), or None to run;
+- `needs_other_implementation`: the check compares two WebGPU implementations; the gate plans it
+  only where it runs on several, and the worker gives its context the second one;
+- `on_every_implementation` / `at_every_subgroup_width`: the gate runs it again on each further
+  implementation and at each emulated subgroup width of the profile.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
+from verify.results.record import FailureKind, Verdict
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """A check's verdict before any case: why it cannot run here (SKIP), or a failure it finds
+    without running (DIVERGENCE, FAIL), with the kind of failure."""
+
+    verdict: Verdict
+    reason: str
+    kind: FailureKind | None = None
 
 
 class Check:
@@ -13,9 +38,24 @@ class Check:
     #: At most this many examples per config, whatever the run asks for (None: no cap), for a
     #: check whose examples are costly and small cases suffice.
     max_examples: int | None = None
+    #: The check compares the kernel on two WebGPU implementations (CheckContext.other_implementation).
+    needs_other_implementation: bool = False
+    #: The gate also runs this check on each further implementation (the first runs every check).
+    on_every_implementation: bool = False
+    #: The gate also runs this check at each subgroup width of the profile, emulated.
+    at_every_subgroup_width: bool = False
 
     def applies(self, kernel) -> bool:
         return self.name in kernel.checks
+
+    def device_limits(self, kernel, config: dict) -> dict:
+        """The device limits to hold the kernel to while this check runs (default: the kernel's)."""
+        return dict(kernel.limits)
+
+    def preflight(self, ctx: CheckContext) -> Preflight | None:
+        """A verdict before any case is drawn, or None to run the check (default). Called after the
+        kernel's WGSL compiled on the check's device."""
+        return None
 
     def strategy(self, ctx: CheckContext):
         return ctx.kernel.cases(ctx.config, ctx.profile)

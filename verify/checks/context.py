@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from verify.budgets.metrics import compare
 from verify.checks.outcome import Outcome, StageTimer
+from verify.errors import FailureKind
 from verify.profiles import Profile, get_profile
 
 
@@ -55,4 +56,5 @@ class CheckContext:
                    for name, intact in launched.guard_intact.items() if not intact]
         score = max((m.max_err_over_budget for m in metrics), default=0.0)
         passed = not reasons and all(m.passed for m in metrics)
-        return Outcome(passed, score, metrics, reasons, kernel.features(case), case)
+        return Outcome(passed, score, metrics, reasons, kernel.features(case), case,
+                       FailureKind.WRITE_OUT_OF_BOUNDS if reasons else None)

@@ -2,6 +2,7 @@
 
 from verify.checks.base import Check, bitwise_differences
 from verify.checks.outcome import Outcome
+from verify.errors import FailureKind
 
 
 class DeterminismCheck(Check):
@@ -12,4 +13,5 @@ class DeterminismCheck(Check):
         first = ctx.launch(case).outputs
         second = ctx.launch(case).outputs
         reasons = [f"nondeterministic {r}" for r in bitwise_differences(first, second)]
-        return Outcome(not reasons, float(len(reasons)), [], reasons, ctx.kernel.features(case), case)
+        return Outcome(not reasons, float(len(reasons)), [], reasons, ctx.kernel.features(case), case,
+                       FailureKind.NONDETERMINISTIC)

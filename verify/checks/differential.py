@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
-from verify.checks import register
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
 
@@ -17,6 +16,19 @@ from verify.checks.outcome import Outcome
 class DifferentialCheck(Check):
     name = "differential"
     doc = "agrees with a second implementation of the same contract within their joint budget"
+
+    def device_limits(self, kernel, config):
+        """The kernel's limits and its partner's (per key, the larger): both run on one device, and
+        WebGPU refuses a pipeline beyond the device's limits (Dawn enforces it; wgpu 0.32 does not
+        check workgroup storage)."""
+        from verify.kernels.registry import get_kernel
+
+        if not kernel.differential_partner:
+            return dict(kernel.limits)
+        partner = get_kernel(kernel.differential_partner).limits
+        mine = kernel.limits
+        return {key: max(v for v in (mine.get(key), partner.get(key)) if v is not None)
+                for key in set(mine) | set(partner)}
 
     def run_example(self, ctx, case):
         from verify.kernels.registry import get_kernel
@@ -36,6 +48,3 @@ class DifferentialCheck(Check):
         score = max(m.max_err_over_budget for m in metrics)
         features = dict(ctx.kernel.features(case), partner=partner.name)
         return Outcome(all(m.passed for m in metrics), score, metrics, [], features, case)
-
-
-register(DifferentialCheck())

@@ -7,11 +7,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from verify.cases import Case
+from verify.errors import FailureKind
 
 
 @dataclass
 class Outcome:
-    """One example: pass/fail, the score Hypothesis climbs (max err/budget), and why."""
+    """One example: pass/fail, the score Hypothesis climbs (max err/budget), why, and what kind
+    of failure it is (`kind`; for a failure judged by outputs alone it is read from the metrics)."""
 
     passed: bool
     score: float
@@ -19,6 +21,23 @@ class Outcome:
     reasons: list = field(default_factory=list)
     features: dict = field(default_factory=dict)
     case: Case | None = None
+    kind: FailureKind | None = None
+
+    @property
+    def failure_kind(self) -> FailureKind | None:
+        """None for a pass; else `kind`, or the worst the output metrics show (NaN, then values
+        that must be bit-exact, then over budget)."""
+        if self.passed:
+            return None
+        if self.kind is not None:
+            return self.kind
+        if any(m.nan_count for m in self.outputs):
+            return FailureKind.NAN
+        if any(m.exact_mismatches for m in self.outputs):
+            return FailureKind.NOT_BIT_EXACT
+        if any(m.failing for m in self.outputs):
+            return FailureKind.OVER_BUDGET
+        return FailureKind.FAILED
 
     def message(self) -> str:
         lines = list(self.reasons) + [m.message() for m in self.outputs if not m.passed]

@@ -7,17 +7,19 @@ shrinks to a minimal case. The record keeps both: the *shrunk* case (easy to rea
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.errors import Flaky
 
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
-from verify.errors import KernelError
+from verify.errors import FailureKind, KernelError
 from verify.results.detail import error_detail
 from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
 
@@ -66,8 +68,9 @@ class CheckRun:
     worst: Outcome | None = None
 
 
-def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> CheckRun:
-    """Run `check` over `options.examples` drawn cases: its result, with the cases to keep."""
+def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult, progress=None) -> CheckRun:
+    """Run `check` over `options.examples` drawn cases: `base` (the job's record) with the outcome
+    filled in, and the cases to keep."""
     started = time.perf_counter()
     state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0,
              "paths": Counter()}
@@ -85,7 +88,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
         try:
             outcome = check.run_example(ctx, case)
         except KernelError as exc:
-            outcome = Outcome(False, float("inf"), [], [str(exc)], ctx.kernel.features(case), case)
+            outcome = Outcome(False, float("inf"), [], [str(exc)], ctx.kernel.features(case), case, exc.kind)
         ctx.timer.cases += 1
         if not shrinking:
             state["generated"] += 1
@@ -104,42 +107,40 @@ def run_check(check, ctx: CheckContext, options: RunOptions, progress=None) -> C
 
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if options.shrink else [])
     examples = min(options.examples, check.max_examples or options.examples)
-    runner = settings(
-        max_examples=examples,
-        database=None,
-        deadline=None,
-        derandomize=False,
-        phases=phases,
-        verbosity=Verbosity.quiet,
-        report_multiple_bugs=False,
-        suppress_health_check=list(HealthCheck),
-    )(seed(options.seed)(given(check.strategy(ctx))(body)))
-
-    verdict, reason, shrunk, trace = Verdict.PASS, "", None, None
+    verdict, reason, shrunk, trace, kind = Verdict.PASS, "", None, None, None
     try:
+        runner = settings(
+            max_examples=examples,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            phases=phases,
+            verbosity=Verbosity.quiet,
+            report_multiple_bugs=False,
+            suppress_health_check=list(HealthCheck),
+        )(seed(options.seed)(given(check.strategy(ctx))(body)))
         runner()
     except _Violation as failure:
         verdict, shrunk = Verdict.FAIL, failure.outcome
-        reason = shrunk.message()
+        reason, kind = shrunk.message(), shrunk.failure_kind
     except Flaky:
-        verdict = Verdict.FAIL
+        verdict, kind = Verdict.FAIL, FailureKind.NONDETERMINISTIC
         shrunk = state["first_failure"]
         reason = ("nondeterministic: a case failed, then passed when replayed (a race or "
                   "uninitialised memory?); first failure: " + (shrunk.message() if shrunk else "?"))
     except KernelError as exc:
-        verdict, reason = Verdict.FAIL, str(exc)
-    except Exception as exc:  # a defect in verify itself, reported rather than hidden
-        verdict = Verdict.ERROR
-        reason = f"internal error in verify: {type(exc).__name__}: {exc}"
-        trace = traceback.format_exc()
+        verdict, reason, kind = Verdict.FAIL, str(exc), exc.kind
+    except Exception as exc:  # the kernel's own code, or a defect in verify itself: reported, not hidden
+        verdict, trace = Verdict.ERROR, traceback.format_exc()
+        reason, kind = raised_by(exc, ctx.kernel)
 
     axes = ctx.kernel.output_axes
     # Everything outside the examples themselves: Hypothesis drawing (and building) cases,
     # targeting and shrinking.
     ctx.timer.seconds["generation"] = max(0.0, time.perf_counter() - started - state["in_body"])
     timing = ctx.timer.as_record()
-    result = CheckResult(
-        kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=verdict, reason=reason,
+    result = replace(
+        base, verdict=verdict, reason=reason, failure_kind=kind,
         examples=state["generated"], runs=state["calls"], seed=options.seed,
         duration_s=round(time.perf_counter() - started, 3),
         worst=_summarise(state["worst"], axes), shrunk=_summarise(shrunk, axes), samples=state["samples"],
@@ -152,3 +153,36 @@ def _rank(outcome: Outcome) -> tuple:
     """Failures outrank passes; then the larger err/budget."""
     score = outcome.score if outcome.score == outcome.score else float("inf")
     return (not outcome.passed, score)
+
+
+def raised_by(exc: BaseException, kernel) -> tuple[str, FailureKind]:
+    """(reason, kind) of an exception a check did not expect: the kernel's own Python code (its
+    cases, reference, launch) when the innermost frame of the kernel's package is on the
+    traceback and the kernel is not verify's own, else verify's."""
+    frame = kernel_frame(exc, kernel) if kernel is not None else None
+    what = f"{type(exc).__name__}: {exc}"
+    if frame is None:
+        return f"internal error in verify: {what}", FailureKind.INTERNAL
+    return (f"the kernel's own code raised {what} (at {frame.filename}:{frame.lineno}, in {frame.name}; "
+            f"{kernel.name} is {type(kernel).__module__}.{type(kernel).__qualname__})"), FailureKind.KERNEL_CODE
+
+
+def kernel_frame(exc: BaseException, kernel):
+    """The innermost traceback frame in the kernel's own package, or None (verify's own kernels,
+    whose code is verify's, have none)."""
+    package = type(kernel).__module__.split(".")[0]
+    if package in ("verify", "references"):
+        return None
+    module = sys.modules.get(package)
+    root = Path(getattr(module, "__file__", "") or "").parent if module is not None else None
+    if root is None or not str(root) or root == Path("."):
+        return None
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _within(f.filename, root)]
+    return frames[-1] if frames else None
+
+
+def _within(filename: str, root: Path) -> bool:
+    try:
+        return Path(filename).resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError):
+        return False

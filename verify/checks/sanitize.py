@@ -10,9 +10,9 @@ and at most MAX_EXAMPLES of them: a race or a stray index shows on small cases a
 
 from __future__ import annotations
 
-from verify.checks import register
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
+from verify.errors import FailureKind
 from verify.profiles import get_profile
 
 #: Examples of a sanitize check per config, whatever the run asks for.
@@ -36,7 +36,5 @@ class SanitizeCheck(Check):
         report = device.take_report()
         reasons = report.messages()
         features = dict(ctx.kernel.features(case), accesses=report.accesses)
-        return Outcome(report.clean, 0.0 if report.clean else float("inf"), [], reasons, features, case)
-
-
-register(SanitizeCheck())
+        return Outcome(report.clean, 0.0 if report.clean else float("inf"), [], reasons, features, case,
+                       FailureKind.SANITIZER)

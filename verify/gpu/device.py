@@ -1,44 +1,38 @@
-"""A WebGPU device with what LLM kernels need, a pipeline cache, and one-dispatch runs.
+"""What every WebGPU device verify opens offers, whichever implementation runs it.
 
-Thin on purpose: it binds numpy arrays to a WGSL module's bindings by name, dispatches once,
-and reads the writable buffers back, timing each stage. It knows no kernel.
+`Device` is the interface (a Protocol): compile a pipeline from WGSL (cached by the text's hash),
+bind numpy arrays to it by WGSL binding name, dispatch once and read every writable buffer back,
+poisoned before and guarded past its end. wgpu (verify.gpu.wgpu_device), Dawn (verify.gpu.dawn) and
+the instrumented wrappers (verify.instrument) implement it; kernels and checks use nothing else,
+so a kernel runs unchanged on each. The types a run produces live here too.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
-import numpy as np
-
-from verify.errors import KernelError, SetupError
-from verify.gpu.adapters import choose_adapter
-from verify.gpu.binding import (
-    bind_resources,
-    buffer_binding_type,
-    entry_point_of,
-    grid,
-    unpack_readbacks,
-)
-from verify.gpu.dialect import for_naga
-from verify.gpu.probes import AdapterProbes
-from verify.wgsl import Interface, read_interface, sha256
+from verify.errors import FailureKind, KernelError
 
 #: Features requested whenever the adapter has them; kernels declare which they need.
 OPTIONAL_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
 #: TVM's web runtime asks for 10 storage buffers (its decode kernel binds 9) and 32 KiB of
 #: workgroup storage; everything else stays at WebGPU's defaults so kernels stay portable.
 WANTED_LIMITS = {"max-storage-buffers-per-shader-stage": 10, "max-compute-workgroup-storage-size": 32768}
+#: Subgroup widths WebGPU allows (subgroupMinSize >= 4, subgroupMaxSize <= 128, powers of two).
+SUBGROUP_WIDTHS = (4, 8, 16, 32, 64, 128)
 
 
 class ShaderCompileError(KernelError):
     """The WGSL under test does not compile or validate on this device.
 
-    `compiler` names the WGSL compiler that refused it ("Naga" for wgpu, "Tint" for Dawn) and
-    the message is that compiler's own, in full.
+    `compiler` names the WGSL compiler that refused it (the implementation's, e.g. "Naga" or
+    "Tint") and the message is that compiler's own, in full.
     """
 
-    def __init__(self, message: str, compiler: str = "Naga"):
+    kind = FailureKind.COMPILE_ERROR
+
+    def __init__(self, message: str, compiler: str = ""):
         super().__init__(message)
         self.compiler = compiler
 
@@ -67,159 +61,78 @@ class Launched:
     timing: Timing = field(default_factory=Timing)
 
 
-@dataclass
-class Pipeline:
+@dataclass(frozen=True)
+class AdapterInfo:
+    """What a user needs to know to interpret a result: which adapter, under which implementation.
+
+    `backend` is the native graphics API under the implementation (Vulkan, Metal, D3D12, ...);
+    `implementation` is the WebGPU implementation itself (verify.gpu.implementations: "wgpu",
+    "dawn", ...). An adapter (the driver and device) and an implementation (the WGSL compiler and
+    the WebGPU validation on top of it) fail independently, so results name both.
+    """
+
+    name: str
+    vendor: str
+    backend: str
+    adapter_type: str
+    driver: str
+    features: tuple[str, ...] = field(default=())
+    limits: dict = field(default_factory=dict, compare=False, hash=False)
+    implementation: str = ""
+
+    @property
+    def label(self) -> str:
+        """Adapter and implementation as one name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits) [Vulkan, dawn]"."""
+        return f"{self.name} [{self.backend}, {self.implementation}]"
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` (case-insensitive) occurs in the name, vendor, backend or driver."""
+        return text.lower() in f"{self.name} {self.vendor} {self.backend} {self.driver}".lower()
+
+    def as_record(self) -> dict:
+        return {
+            "name": self.name,
+            "vendor": self.vendor,
+            "backend": self.backend,
+            "type": self.adapter_type,
+            "driver": self.driver,
+            "implementation": self.implementation,
+        }
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """A compiled compute pipeline: the WGSL under test, its hash, entry point and interface."""
+
     wgsl: str
     sha256: str
     entry_point: str
-    interface: Interface
-    layout: object
-    compute: object
-    #: Changes made so Naga accepts the WGSL (verify.gpu.dialect.for_naga).
-    adaptations: tuple = ()
+    interface: object  # verify.wgsl.Interface
 
 
-class Device(AdapterProbes):
-    """One wgpu device; `limits` overrides WANTED_LIMITS (e.g. to hold a kernel to 16 KiB)."""
+@runtime_checkable
+class Device(Protocol):
+    """A WebGPU device as kernels and checks use it.
 
-    def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
-        import wgpu
+    `pipeline(wgsl)` compiles (cached by the text's sha256; ShaderCompileError with the compiler's
+    message); `run(pipeline, resources, workgroups)` binds `resources` by binding name (ndarray or
+    bytes: inputs; verify.gpu.Output / InOut: read back), dispatches once and returns a Launched.
+    `info` names the adapter and implementation; `features` and `limits` are what was granted;
+    `subgroup_size` and `zeroes_workgroup_memory` are measured by dispatches (verify.gpu.probes).
+    """
 
-        self._wgpu = wgpu
-        adapter, self.info = choose_adapter(adapter_name)
-        self.features = frozenset(f for f in OPTIONAL_FEATURES if f in adapter.features)
-        wanted = dict(WANTED_LIMITS, **(limits or {}))
-        self.limits = {k: min(v, adapter.limits.get(k, v)) for k, v in wanted.items()}
-        try:
-            self._device = adapter.request_device_sync(
-                required_features=sorted(self.features), required_limits=self.limits
-            )
-        except Exception as exc:  # wgpu raises plain RuntimeErrors for device requests
-            raise SetupError(f"could not open a device on {self.info.name}: {exc}") from exc
-        self._pipelines: dict = {}
+    info: AdapterInfo
+    features: frozenset
+    limits: dict
+
+    def pipeline(self, wgsl: str, entry_point: str | None = None) -> Pipeline: ...
+
+    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched: ...
+
+    def missing(self, features) -> list[str]: ...
 
     @property
-    def wgpu_device(self):
-        """The wgpu device itself, for tools that record their own dispatches (benchmarks)."""
-        return self._device
+    def subgroup_size(self) -> int | None: ...
 
-    def missing(self, features) -> list[str]:
-        """The features in `features` this device lacks."""
-        return sorted(set(features) - self.features)
-
-    # -- pipelines -----------------------------------------------------------------------
-    def pipeline(self, wgsl: str, entry_point: str | None = None) -> Pipeline:
-        """Compile (or fetch from the cache keyed by the WGSL's sha256) a compute pipeline.
-
-        The bind group layout comes from the module's declared bindings, so read-only storage
-        stays read-only and unused bindings still occupy their slot.
-        """
-        digest = sha256(wgsl)
-        key = (digest, entry_point)
-        if key not in self._pipelines:
-            self._pipelines[key] = self._compile(wgsl, digest, entry_point)
-        return self._pipelines[key]
-
-    def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> Pipeline:
-        wgpu = self._wgpu
-        interface = read_interface(wgsl)
-        entry_point = entry_point_of(interface, entry_point)
-        entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": buffer_binding_type(b)}}
-                   for b in interface.bindings]
-        dev = self._device
-        code, adaptations = for_naga(wgsl)
-        try:
-            module = dev.create_shader_module(code=code)
-            layout = dev.create_bind_group_layout(entries=entries)
-            compute = dev.create_compute_pipeline(
-                layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
-                compute={"module": module, "entry_point": entry_point},
-            )
-        except wgpu.GPUError as exc:
-            raise ShaderCompileError(_compiler_message(str(exc))) from exc
-        return Pipeline(wgsl, digest, entry_point, interface, layout, compute, adaptations)
-
-    # -- runs ----------------------------------------------------------------------------
-    def run(self, pipeline: Pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
-        """Bind `resources` (name -> ndarray | bytes | Output | InOut) and dispatch once.
-
-        ndarrays and bytes are read-only inputs (bytes for uniforms); Output and InOut
-        buffers are read back and returned as arrays, with whether their guards survived.
-        """
-        wgpu = self._wgpu
-        dev = self._device
-        timing = Timing()
-        start = time.perf_counter()
-        plan = bind_resources(pipeline.interface, resources)
-        bound = []
-        for buffer in plan:
-            b = buffer.binding
-            usage = wgpu.BufferUsage.UNIFORM if b.address_space == "uniform" else wgpu.BufferUsage.STORAGE
-            if b.writable:
-                usage |= wgpu.BufferUsage.COPY_SRC
-            bound.append((b, dev.create_buffer_with_data(data=buffer.data, usage=usage)))
-        group = dev.create_bind_group(
-            layout=pipeline.layout,
-            entries=[{"binding": b.binding, "resource": {"buffer": buf}} for b, buf in bound],
-        )
-        by_name = {b.name: buf for b, buf in bound}
-        staging = {buffer.name: self._staging(by_name[buffer.name].size) for buffer in plan if buffer.readback}
-        timing.upload = time.perf_counter() - start
-
-        # One submission: the dispatch, then copies of every writable buffer (and the
-        # timestamps) into mappable staging buffers, so reading back costs no extra round trip.
-        start = time.perf_counter()
-        encoder = dev.create_command_encoder()
-        query = self._timestamp_pass_args() if timestamps and "timestamp-query" in self.features else None
-        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": query[0]} if query else {}))
-        compute_pass.set_pipeline(pipeline.compute)
-        compute_pass.set_bind_group(0, group)
-        compute_pass.dispatch_workgroups(*grid(workgroups))
-        compute_pass.end()
-        for name, target in staging.items():
-            encoder.copy_buffer_to_buffer(by_name[name], 0, target, 0, target.size)
-        if query:
-            encoder.resolve_query_set(query[1], 0, 2, query[2], 0)
-            staging["__timestamps__"] = self._staging(16)
-            encoder.copy_buffer_to_buffer(query[2], 0, staging["__timestamps__"], 0, 16)
-        dev.queue.submit([encoder.finish()])
-        dev._poll_wait()  # wgpu-py 0.32: on_submitted_work_done_sync is broken; a blocking poll waits
-        timing.dispatch = time.perf_counter() - start
-
-        start = time.perf_counter()
-        outputs, guards = unpack_readbacks(plan, {b.name: _read(staging[b.name]) for b in plan if b.readback})
-        if query:
-            stamps = np.frombuffer(_read(staging["__timestamps__"]), dtype="<u8")
-            timing.gpu_ns = float(stamps[1] - stamps[0])
-        timing.readback = time.perf_counter() - start
-        return Launched(outputs, guards, timing)
-
-    def _staging(self, size: int):
-        usage = self._wgpu.BufferUsage.MAP_READ | self._wgpu.BufferUsage.COPY_DST
-        return self._device.create_buffer(size=size, usage=usage)
-
-    def _timestamp_pass_args(self):
-        wgpu = self._wgpu
-        query_set = self._device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
-        resolved = self._device.create_buffer(
-            size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-        )
-        writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
-        return writes, query_set, resolved
-
-
-def _read(staging) -> bytes:
-    """The contents of a mappable buffer whose copy has completed."""
-    staging.map_sync("READ")
-    try:
-        return bytes(staging.read_mapped())
-    finally:
-        staging.unmap()
-        staging.destroy()
-
-
-def _compiler_message(text: str) -> str:
-    """The compiler's own lines (error, location, caret), without wgpu's wrapper preamble."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    keep = [line for line in lines if not line.startswith(("Validation Error", "Caused by:", "  In wgpu"))]
-    return "\n".join(keep) or text
+    @property
+    def zeroes_workgroup_memory(self) -> bool: ...

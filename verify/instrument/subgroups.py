@@ -23,6 +23,7 @@ from string import Template
 
 from lark import Token, Tree
 
+from verify.gpu.device import SUBGROUP_WIDTHS
 from verify.instrument.infer import abstract_default, type_of
 from verify.instrument.rewrite import Rewriter
 from verify.instrument.uniformity import non_uniform_calls
@@ -39,7 +40,8 @@ from verify.wgsl.declarations import Declarations, arguments, callee
 from verify.wgsl.parser import Module, parse
 from verify.wgsl.types import Scalar, UnsupportedWgsl, Vector
 
-WIDTHS = (4, 8, 16, 32, 64, 128)
+#: The widths subgroups can be emulated at: every width WebGPU allows.
+WIDTHS = SUBGROUP_WIDTHS
 PREFIX = "_sg_"
 #: built-in -> (template section, combine expression or None)
 _REDUCE = {"subgroupAdd": "result + other", "subgroupMul": "result * other", "subgroupMin": "min(result, other)",

@@ -14,6 +14,7 @@ from verify.budgets.expected import Expected
 from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu.device import Launched
+from verify.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,11 @@ class Kernel(ABC):
     output_axes: dict = {}
     #: Kernel the "differential" check compares with (same contract and config keys).
     differential_partner: str = ""
-    #: The WebGPU implementations the kernel is meant for ("wgpu", "dawn"); empty: any. The gate
-    #: runs it on the first when its own backend is not among them, and a check that names no
-    #: backend does too (verify.plan.kernel_backend); `verify check --backend` still chooses.
-    backends: tuple = ()
+    #: The WebGPU implementations the kernel is meant for (names in verify.gpu.implementations,
+    #: e.g. ("dawn",)); empty: any. The gate runs it on the first when the run's implementation is
+    #: not among them, and a check that names no implementation does too
+    #: (verify.plan.kernel_implementation); `verify check --implementation` still chooses.
+    implementations: tuple = ()
 
     # -- config ------------------------------------------------------------------------
     def config(self, overrides: dict | None = None) -> dict:
@@ -96,7 +98,7 @@ class Kernel(ABC):
         """Device features this config's WGSL needs (e.g. shader-f16 only for f16 storage)."""
         return frozenset(self.requires)
 
-    def gate_configs(self, profile: str) -> list[dict]:
+    def gate_configs(self, profile: Profile) -> list[dict]:
         """The configs `verify gate` runs for a profile (default: just the defaults)."""
         return [self.config()]
 
@@ -118,7 +120,7 @@ class Kernel(ABC):
         """The exact WGSL `check` runs for this config."""
 
     @abstractmethod
-    def cases(self, config: dict, profile: str):
+    def cases(self, config: dict, profile: Profile):
         """A Hypothesis strategy of Case for this config."""
 
     @abstractmethod

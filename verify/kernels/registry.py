@@ -1,11 +1,11 @@
-"""Finding kernels: the built-in ones, those other packages register, and any import path.
+"""Finding kernels: those packages register (verify's own among them), and any import path.
 
-A kernel is named in one of four ways, accepted wherever a kernel is (`verify check`, `show`,
+A kernel is named in one of three ways, accepted wherever a kernel is (`verify check`, `show`,
 `gate --kernels`, `replay`, case files, `verify.check`):
 
-- a built-in name (`decode.tiled`);
-- a name another package registers under the entry-point group `verify.kernels`
-  (`rmsnorm = "my_kernels.rmsnorm:RmsNorm"` in its pyproject.toml);
+- a name a package registers under the entry-point group `verify.kernels`
+  (`rmsnorm = "my_kernels.rmsnorm:RmsNorm"` in its pyproject.toml); verify's own kernels are
+  registered the same way, in verify's pyproject.toml, and are listed first ("built in");
 - an import path `"pkg.module:Class"`;
 - (from Python) a Kernel subclass or instance.
 
@@ -21,27 +21,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import import_module, metadata
 
-from verify.errors import UsageError
+from verify._version import DISTRIBUTION, __version__
+from verify.errors import SetupError, UsageError
 
-#: Entry-point group other packages register kernels under.
+#: Entry-point group kernels are registered under (verify's own included).
 ENTRY_POINT_GROUP = "verify.kernels"
-
-_BUILT_IN = {
-    "decode.tiled": "verify.kernels.attention.decode_tiled:DecodeTiled",
-    "decode.sharded": "verify.kernels.attention.decode_sharded:DecodeSharded",
-    "decode": "verify.kernels.attention.decode_switch:DecodeSwitch",
-    "merge_state": "verify.kernels.attention.merge_state:MergeState",
-    "rope": "verify.kernels.attention.rope:Rope",
-    "dp4a.quantize": "verify.kernels.dp4a.quantize:Quantize",
-    "dp4a.matmul": "verify.kernels.dp4a.matmul:Matmul",
-    "tvm.decode": "verify.sources.tvm_kernels:TvmDecode",
-    "tvm.decode_sliding_window": "verify.sources.tvm_kernels:TvmDecodeSlidingWindow",
-    "tvm.merge_state": "verify.sources.tvm_kernels:TvmMergeState",
-    "ort.matmul_nbits": "verify.sources.ort.kernels:OrtMatmulNBits",
-    "ort.dp4a.quantize": "verify.sources.ort.dp4a_kernels:OrtQuantize",
-    "ort.dp4a.matmul": "verify.sources.ort.dp4a_kernels:OrtMatmul",
-    "ort.dp4a.matmul_small_m": "verify.sources.ort.dp4a_kernels:OrtMatmulSmallM",
-}
 
 
 @dataclass(frozen=True)
@@ -50,7 +34,7 @@ class KernelSpec:
 
     name: str
     ref: str
-    #: "built in", "entry point" or "import path".
+    #: "built in" (registered by verify itself), "entry point" (by another package) or "import path".
     origin: str
     distribution: str = ""
     version: str = ""
@@ -62,22 +46,23 @@ class KernelSpec:
         return f"{package} ({self.origin})"
 
 
-def _own_distribution() -> tuple[str, str]:
-    from verify._version import DISTRIBUTION, __version__
-
-    return DISTRIBUTION, __version__
-
-
 @lru_cache(maxsize=1)
-def _entry_points() -> dict[str, KernelSpec]:
-    found = {}
+def _registered() -> dict[str, KernelSpec]:
+    """Every registered kernel by name: verify's own first (in the order it registers them), then
+    other packages' by name; a name verify registers cannot be taken over by another package."""
+    own, others = {}, {}
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in _BUILT_IN:
-            continue  # a built-in name cannot be taken over by another package
         dist = getattr(ep, "dist", None)
-        found[ep.name] = KernelSpec(ep.name, ep.value, "entry point", dist.name if dist else "",
-                                    dist.version if dist else "")
-    return found
+        name, version = (dist.name, dist.version) if dist is not None else ("", "")
+        if name == DISTRIBUTION:
+            own[ep.name] = KernelSpec(ep.name, ep.value, "built in", name, version)
+        else:
+            others.setdefault(ep.name, KernelSpec(ep.name, ep.value, "entry point", name, version))
+    if not own:
+        raise SetupError(f"verify's own kernels are not registered: {DISTRIBUTION} is not installed here "
+                         "(`pip install webgpu-verify`, or `pip install -e .` in a checkout)")
+    others = {name: spec for name, spec in sorted(others.items()) if name not in own}
+    return {**own, **others}
 
 
 def _module_exists(ref: str) -> bool:
@@ -92,11 +77,8 @@ def _module_exists(ref: str) -> bool:
 
 
 def kernel_specs() -> list[KernelSpec]:
-    """Every kernel `verify list` and `verify gate` know by name: built-in, then registered."""
-    dist, version = _own_distribution()
-    specs = [KernelSpec(name, ref, "built in", dist, version) for name, ref in _BUILT_IN.items()
-             if _module_exists(ref)]
-    return specs + sorted(_entry_points().values(), key=lambda s: s.name)
+    """Every kernel `verify list` and `verify gate` know by name: verify's own, then registered."""
+    return [spec for spec in _registered().values() if _module_exists(spec.ref)]
 
 
 def kernel_names() -> list[str]:
@@ -116,11 +98,9 @@ def spec_of(kernel) -> KernelSpec:
         return _path_spec(kernel.name or kernel.__qualname__, ref)
     if not isinstance(kernel, str) or not kernel:
         raise UsageError(f"a kernel is a name, a 'pkg.module:Class' path or a Kernel class, not {kernel!r}")
-    dist, version = _own_distribution()
-    if kernel in _BUILT_IN and _module_exists(_BUILT_IN[kernel]):
-        return KernelSpec(kernel, _BUILT_IN[kernel], "built in", dist, version)
-    if kernel in _entry_points():
-        return _entry_points()[kernel]
+    registered = _registered()
+    if kernel in registered and _module_exists(registered[kernel].ref):
+        return registered[kernel]
     if ":" in kernel:
         return _path_spec("", kernel)
     raise UsageError(f"unknown kernel {kernel!r}; valid kernels: {', '.join(kernel_names())} "
@@ -130,12 +110,11 @@ def spec_of(kernel) -> KernelSpec:
 def _path_spec(name: str, ref: str) -> KernelSpec:
     module = ref.split(":")[0]
     top = module.split(".")[0]
-    if top == "verify" or ref in _BUILT_IN.values():
-        dist, version = _own_distribution()
-        for built_in, built_ref in _BUILT_IN.items():
-            if built_ref == ref:
-                return KernelSpec(built_in, ref, "built in", dist, version)
-        return KernelSpec(name, ref, "import path", dist, version)
+    for spec in _registered().values():
+        if spec.ref == ref:
+            return spec
+    if top == "verify":
+        return KernelSpec(name, ref, "import path", DISTRIBUTION, __version__)
     dists = metadata.packages_distributions().get(top, [])
     version = ""
     if dists:

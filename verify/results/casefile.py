@@ -54,6 +54,7 @@ def save_check_cases(result, shrunk: Case | None, worst: Case | None, directory:
         "subgroup_width": result.subgroup_width,
         "adapter": to_json_value(result.adapter),
         "source": to_json_value(result.source),
+        "failure_kind": to_json_value(result.failure_kind),
     }
     width = f"-w{result.subgroup_width}" if result.subgroup_width else ""
     stem = f"{_safe(result.kernel)}-{result.check}-{_config_tag(result.config)}{width}"

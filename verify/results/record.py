@@ -16,7 +16,7 @@ import math
 from dataclasses import MISSING, dataclass, field, fields, replace
 
 from verify.budgets.metrics import OutputMetrics
-from verify.errors import UsageError
+from verify.errors import FailureKind, UsageError
 
 
 class Verdict(str, enum.Enum):
@@ -27,8 +27,10 @@ class Verdict(str, enum.Enum):
     implementation's compiler and not under the other's (Tint in Dawn, Naga in wgpu): it fails
     the run, since browsers ship both; the reason carries both compilers' verdicts. KNOWN: it
     failed exactly as the kernel's documented finding says (reported, does not fail the run).
-    ERROR: verify itself broke (a defect of the toolkit). SKIP: the check could not run here
-    (e.g. the adapter lacks shader-f16): it proved nothing.
+    ERROR: the check could not be carried out because Python code raised: verify's own (a defect
+    of the toolkit) or the kernel's (its cases, reference or launch; the record's failure_kind
+    says which). SKIP: the check could not run here (e.g. the adapter lacks shader-f16): it
+    proved nothing.
     """
 
     PASS = "pass"
@@ -163,6 +165,11 @@ class CheckResult:
     #: Facts worth knowing that do not change the verdict, e.g. a WebGPU default limit the
     #: kernel exceeds (it runs here, but a browser granting only the defaults refuses it).
     notes: list[str] = field(default_factory=list)
+    #: What kind of failure this is (None for a pass or a skip), set where the failure was found.
+    failure_kind: FailureKind | None = None
+    #: The position of the job in its run's plan (None for a record no job made, e.g. a kernel
+    #: that could not be planned): records are reported in plan order by it.
+    job_id: int | None = None
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -331,7 +338,7 @@ _EXPECTED = {
     "kernel": str, "check": str, "config": dict, "reason": str, "kernel_ref": str, "family": str, "profile": str,
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
-    "verify_version": str, "notes": list, "subgroup_width": (int, type(None)),
+    "verify_version": str, "notes": list, "subgroup_width": (int, type(None)), "job_id": (int, type(None)),
 }
 
 
@@ -358,6 +365,13 @@ def _field(cls, name: str, value, where: str):
         except ValueError:
             raise UsageError(f"{where}: unknown verdict {value!r} (expected one of "
                              f"{', '.join(v.value for v in Verdict)})") from None
+    if cls is CheckResult and name == "failure_kind":
+        if value is None:
+            return None
+        try:
+            return FailureKind(value)
+        except ValueError:
+            return FailureKind.FAILED  # a kind a newer verify wrote: still a failure
     if cls is CheckResult and name in _NESTED:
         return None if value is None else _typed(_NESTED[name], value, where)
     if name in ("samples", "features"):

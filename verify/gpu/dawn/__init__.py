@@ -1,5 +1,5 @@
-"""The dawn backend: Dawn (Chromium's WebGPU implementation, WGSL compiled by Tint) through Node."""
+"""The dawn implementation: Dawn (Chromium's WebGPU implementation, WGSL compiled by Tint) through Node."""
 
-from verify.gpu.dawn.device import DawnDevice, DawnPipeline, list_dawn_adapters
+from verify.gpu.dawn.device import Dawn, DawnDevice, DawnPipeline, list_dawn_adapters
 
-__all__ = ["DawnDevice", "DawnPipeline", "list_dawn_adapters"]
+__all__ = ["Dawn", "DawnDevice", "DawnPipeline", "list_dawn_adapters"]

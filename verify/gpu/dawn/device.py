@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 
 from verify.errors import KernelError, SetupError
-from verify.gpu.adapters import AdapterInfo, Implementation
 from verify.gpu.binding import (
     BoundBuffer,
     bind_resources,
@@ -28,11 +27,13 @@ from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
 from verify.gpu.device import (
     OPTIONAL_FEATURES,
     WANTED_LIMITS,
+    AdapterInfo,
     Launched,
     ShaderCompileError,
     Timing,
 )
 from verify.gpu.dialect import Adaptation, for_tint
+from verify.gpu.implementations import ADAPTER_ENVIRONMENT, Implementation
 from verify.gpu.probes import AdapterProbes
 from verify.wgsl import Interface, read_interface, sha256
 
@@ -84,7 +85,7 @@ def _adapter_info(raw: dict) -> AdapterInfo:
         driver=raw.get("description") or "",
         features=tuple(sorted(_OUR_FEATURE.get(f, f) for f in raw["features"])),
         limits={_kebab(k): v for k, v in raw["limits"].items()},
-        implementation=Implementation.DAWN,
+        implementation="dawn",
     )
 
 
@@ -118,7 +119,7 @@ class DawnDevice(AdapterProbes):
     """
 
     def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
-        adapter_name = adapter_name if adapter_name is not None else os.environ.get("VERIFY_ADAPTER")
+        adapter_name = adapter_name if adapter_name is not None else os.environ.get(ADAPTER_ENVIRONMENT)
         wanted = {_camel(k): v for k, v in dict(WANTED_LIMITS, **(limits or {})).items()}
         request = {"op": "open", "adapter": adapter_name or None,
                    "features": [_DAWN_FEATURE.get(f, f) for f in OPTIONAL_FEATURES], "limits": wanted}
@@ -178,7 +179,7 @@ class DawnDevice(AdapterProbes):
         reply, _ = self._process.request(
             {"op": "compile", "id": handle, "wgsl": compiled, "entry_point": entry_point, "bindings": bindings})
         if "error" in reply:
-            raise ShaderCompileError(_error_text(reply["error"]), compiler="Tint")
+            raise ShaderCompileError(_error_text(reply["error"]), compiler=Dawn.compiler)
         return DawnPipeline(wgsl, digest, entry_point, interface, handle, compiled, adaptations)
 
     # -- runs ----------------------------------------------------------------------------
@@ -233,3 +234,28 @@ def _error_text(error: dict) -> str:
     if error.get("kind") == "internal":
         raise DawnWorkerError(f"the Dawn worker failed: {error['message']}")
     return error["message"]
+
+
+class Dawn(Implementation):
+    """Dawn, Chromium's implementation, in a Node child process (npm `webgpu`); WGSL compiled by Tint."""
+
+    name = "dawn"
+    compiler = "Tint"
+    summary = "Dawn (Chromium's WebGPU) through Node and npm `webgpu`; WGSL compiled by Tint (as in Chrome)"
+    preference = 1
+    other = "wgpu"
+
+    def open(self, adapter=None, limits=None) -> DawnDevice:
+        return DawnDevice(adapter, limits)
+
+    def adapters(self) -> list[AdapterInfo]:
+        return list_dawn_adapters()
+
+    def available(self, adapter=None) -> None:
+        """Dawn needs Node, the pinned npm package and a Vulkan driver it accepts, which only asking it tells."""
+        found = list_dawn_adapters()
+        wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT) or ""
+        if not any(info.matches(wanted) for info in found):
+            which = f" matching {wanted!r}" if wanted else ""
+            names = ", ".join(info.name for info in found) or "none"
+            raise SetupError(f"no Dawn adapter{which} (found: {names}); {environment.SETUP_HINT}")

@@ -24,8 +24,8 @@ import subprocess
 import sys
 import threading
 
-from verify.errors import KernelError
-from verify.gpu.adapters import quiet_environment
+from verify.errors import FailureKind, KernelError
+from verify.gpu.environment import quiet_environment
 
 _HEADER_LENGTH = struct.Struct("<I")
 _PR_SET_PDEATHSIG = 1
@@ -35,6 +35,8 @@ _LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platfo
 
 class NodeProcessDied(KernelError):
     """The Node process running Dawn exited (a crash in the driver, or a lost device)."""
+
+    kind = FailureKind.CRASH
 
 
 def encode_frame(header: dict, blobs: list[bytes] = ()) -> list[bytes]:

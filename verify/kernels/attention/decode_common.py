@@ -23,11 +23,10 @@ import numpy as np
 
 from verify.budgets.attention import decode_budget
 from verify.budgets.expected import Expected
-from verify.cases.attention import decode_cases
 from verify.errors import UsageError
-from verify.fastpath.decode import DecodeEvaluation, DecodeInputs, remembered
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
+from verify.kernels.attention.cases import decode_cases
 from verify.kernels.attention.common import (
     DTYPE,
     HEAD_DIM,
@@ -38,6 +37,7 @@ from verify.kernels.attention.common import (
     dtype_enables,
     dtype_features,
 )
+from verify.kernels.attention.fastpath import DecodeEvaluation, DecodeInputs, remembered
 from verify.kernels.attention.rope_variant import (
     LLAMA_3_2,
     SCALING_KEYS,
@@ -135,7 +135,7 @@ class DecodeKernel(Kernel):
             qkv_dtype=config["dtype"], page_size=config["page_size"], llama3=RopeVariant.from_config(config).llama3)
 
     def evaluation(self, config, case) -> DecodeEvaluation:
-        """The case's reference outputs and budgets (verify.fastpath.decode: the numbers of
+        """The case's reference outputs and budgets (verify.kernels.attention.fastpath: the numbers of
         decode_attention and decode_budget), computed once for a case however many checks ask."""
         return remembered(self.decode_inputs(config, case))
 

@@ -7,10 +7,10 @@ import numpy as np
 from references.softmax import merge_outputs
 from verify.budgets.attention import merge_budget
 from verify.budgets.expected import Expected
-from verify.cases.attention import merge_cases
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.gpu import InOut
 from verify.gpu.uniforms import pack_struct
+from verify.kernels.attention.cases import merge_cases
 from verify.kernels.attention.common import (
     DTYPE,
     HEAD_DIM,

@@ -16,7 +16,6 @@ import numpy as np
 
 from verify.budgets.expected import Expected
 from verify.budgets.rope import rope_budget
-from verify.cases.rope import rope_cases
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
 from verify.gpu import InOut
@@ -29,6 +28,7 @@ from verify.kernels.attention.common import (
     dtype_enables,
     dtype_features,
 )
+from verify.kernels.attention.rope_cases import rope_cases
 from verify.kernels.attention.rope_variant import (
     LLAMA_3_1,
     LLAMA_3_2,

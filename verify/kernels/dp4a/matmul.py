@@ -30,9 +30,7 @@ from references.nbits import (
 from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
-from verify.cases.dp4a_matmul import matmul_cases
 from verify.errors import UsageError
-from verify.fastpath.dp4a import MatmulInputs, remembered
 from verify.gpu import Output
 from verify.gpu.buffers import INT_SENTINEL
 from verify.gpu.uniforms import pack_struct
@@ -44,6 +42,8 @@ from verify.kernels.dp4a.common import (
     check_pinned_shape,
     check_shape,
 )
+from verify.kernels.dp4a.fastpath import MatmulInputs, remembered
+from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.specialize import body, specialize
 
 TILE = ConfigKey("tile", "64x64", ("64x64", "128x32", "small_m"),
@@ -203,7 +203,7 @@ class Matmul(Kernel):
                             block_size=config["block_size"], dtype=config["dtype"], acc=config["acc"])
 
     def expected(self, config, case):
-        """The DP4A-exact Y with matmul_budget (verify.fastpath.dp4a computes both, bit for bit, once
+        """The DP4A-exact Y with matmul_budget (verify.kernels.dp4a.fastpath computes both, bit for bit, once
         per case); bit-exact where the case says its arithmetic is exact."""
         result = remembered(self.matmul_inputs(config, case))
         exact = np.ones(result.y.shape, dtype=bool) if case.params.get("exact_arithmetic") else None

@@ -19,13 +19,14 @@ import numpy as np
 
 from references.dp4a_quant import quantize_blocks, unpack_codes
 from verify.budgets.expected import Expected
-from verify.cases.dp4a_quantize import quantize_cases
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
 from verify.gpu import Output
+from verify.gpu.device import SUBGROUP_WIDTHS
 from verify.gpu.uniforms import pack_struct
 from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.kernels.dp4a.common import A_BLOCK, DTYPE, check_shape
+from verify.kernels.dp4a.quantize_cases import quantize_cases
 from verify.kernels.specialize import body, specialize
 
 REDUCE = ConfigKey("reduce", "subgroup", ("subgroup", "workgroup", "emulated"),
@@ -38,8 +39,6 @@ WIDTH = ConfigKey("width", 0, (), "lanes per emulated subgroup, reduce=emulated 
 BLOCK_LANES = A_BLOCK // 4
 #: Lanes per workgroup: four blocks, and room for the widest subgroup WebGPU allows (128).
 WORKGROUP_LANES = 128
-#: Subgroup widths WebGPU adapters may report (WebGPU §limits: subgroupMinSize >= 4, subgroupMaxSize <= 128).
-SUBGROUP_WIDTHS = (4, 8, 16, 32, 64, 128)
 MAX_GROUPS_X = 65535
 #: The WGSL files of each variant, in module order: lanes and their shuffle, the block max, the body.
 SOURCES = {

@@ -25,9 +25,6 @@ from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
-from verify.cases.dp4a_matmul import matmul_cases
-from verify.cases.dp4a_quantize import quantize_cases
-from verify.checks import register
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
@@ -49,7 +46,9 @@ from verify.kernels.dp4a.matmul import (
     centred_weights,
     dp4a_exact,
 )
+from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.dp4a.quantize import Quantize
+from verify.kernels.dp4a.quantize_cases import quantize_cases
 from verify.sources.ort.capture import QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.launch import (
     MIN_TILE_M,
@@ -65,7 +64,6 @@ from verify.sources.ort.launch import (
     zero_blocks_per_col,
 )
 from verify.sources.ort.programs import CaptureConfig, captured_programs
-from verify.sources.tvm_kernels import CaseFamilyCheck
 
 #: ORT's WebGPU provider takes 2-, 4- and 8-bit weights, all three on its DP4A path (2-bit through a
 #: lookup table of int8 weights in workgroup memory; with zero points, one table per zero point).
@@ -353,7 +351,3 @@ class OrtMatmulSmallM(OrtMatmul):
 
     def grid(self, rows: int, n: int) -> tuple[int, int, int]:
         return ort_grid(rows * -(-n // SMALL_M_COLS))
-
-
-register(CaseFamilyCheck("zero_blocks", "A with all-zero 128-value blocks: their codes are 0 and their scale 0 (no "
-                                        "0/0 in the quantizer), every other block within its legal codes"))

@@ -24,7 +24,6 @@ import numpy as np
 
 from verify.budgets.end_to_end import dp4a_budget, float_budget
 from verify.budgets.expected import Expected
-from verify.cases.dp4a_matmul import matmul_cases
 from verify.errors import SetupError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched
@@ -38,6 +37,7 @@ from verify.kernels.dp4a.matmul import (
     N,
     centred_weights,
 )
+from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.dp4a_kernels import BITS, F16_ACCUMULATION, product_precision
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header

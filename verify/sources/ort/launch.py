@@ -89,14 +89,14 @@ def header(kernel: str, config: dict) -> str:
 
 class DerivedConfig:
     """Config entries fixed by ORT's program (e.g. its accumulator type) rather than chosen, and
-    the backend ORT's kernels are written for (Dawn, whose Tint compiles ORT's WGSL in Chrome).
+    the WebGPU implementation ORT's kernels are written for (Dawn, whose Tint compiles ORT's WGSL in Chrome).
 
     They are added to every config, so the shared checks and the records read them, and a
     config that states them (a record, a case file, a `verify show` header) must state them right.
     """
 
     derived_keys: tuple = ()
-    backends = ("dawn",)
+    implementations = ("dawn",)
 
     def derive(self, config: dict) -> dict:
         return {}

@@ -2,8 +2,8 @@
 
 `OrtRuntime` owns one Node process running runner.mjs beside this file: ORT's own WebGPU
 execution provider (its C++ provider compiled to wasm) on a Dawn instance, with the Vulkan
-driver and adapter verify's dawn backend uses, so ORT's kernels run on the same implementation
-and adapter as the toolkit's own launches. It talks the dawn backend's binary frames
+driver and adapter verify's dawn implementation uses, so ORT's kernels run on the same implementation
+and adapter as the toolkit's own launches. It talks the dawn implementation's binary frames
 (verify.gpu.dawn.process). Sessions are created once per model and kept; a run returns the
 outputs and what ORT dispatched (verify.sources.ort.capture).
 
@@ -42,7 +42,7 @@ def pinned_version() -> str:
 
 
 def find_ort_dist() -> Path:
-    """The `dist` folder of the pinned onnxruntime-web, from the folders the dawn backend searches."""
+    """The `dist` folder of the pinned onnxruntime-web, from the folders the dawn implementation searches."""
     want = pinned_version()
     seen = []
     for folder in environment.node_modules_candidates():

@@ -29,7 +29,7 @@ N <= 2D + 64 for delta, 2 Lmax + 8 for the sums over rows), so multiplying ours 
 bit-identical inputs and is monotone in them (sums and products of non-negative terms, which
 round monotonically). The one input not bit-identical downstream is o, in the store's rounding
 term faithful_rounding_bound(o), a step function of |o|: it is taken at its largest over
-|o| +- e with e >= |o - o_plain| (verify.fastpath.decode_budget.o_difference_bound). So every budget element is >= the
+|o| +- e with e >= |o - o_plain| (verify.kernels.attention.fastpath_budget.o_difference_bound). So every budget element is >= the
 plain one; tests/fastpath/test_decode_fastpath.py checks that, and that it is not larger by
 more than rounding, on drawn cases.
 
@@ -51,8 +51,8 @@ from references.softmax import state_to_output
 from verify.budgets.attention import decode_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.fastpath import floats
-from verify.fastpath.decode_budget import Budget, LogitError
 from verify.fastpath.memo import CaseMemo
+from verify.kernels.attention.fastpath_budget import Budget, LogitError
 
 
 @dataclass(frozen=True)

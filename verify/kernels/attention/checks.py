@@ -9,10 +9,10 @@ from verify.budgets.attention import merge_budget, merged_parts_budget
 from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.cases import Case
-from verify.cases.attention import permute_pages, split_context
-from verify.checks import register
 from verify.checks.base import Check, bitwise_differences
 from verify.checks.outcome import Outcome
+from verify.errors import FailureKind
+from verify.kernels.attention.cases import permute_pages, split_context
 
 
 class PagePermutationCheck(Check):
@@ -23,7 +23,8 @@ class PagePermutationCheck(Check):
         original = ctx.launch(case).outputs
         moved = ctx.launch(permute_pages(case)).outputs
         reasons = [f"page placement changed the result: {r}" for r in bitwise_differences(original, moved)]
-        return Outcome(not reasons, float(len(reasons)), [], reasons, ctx.kernel.features(case), case)
+        return Outcome(not reasons, float(len(reasons)), [], reasons, ctx.kernel.features(case), case,
+                       FailureKind.RELATION_BROKEN)
 
 
 class SplitMergeCheck(Check):
@@ -67,7 +68,3 @@ class SplitMergeCheck(Check):
         score = max(m.max_err_over_budget for m in metrics)
         features = dict(kernel.features(case), cut=int(cut.max(initial=0)))
         return Outcome(all(m.passed for m in metrics), score, metrics, [], features, case)
-
-
-register(PagePermutationCheck())
-register(SplitMergeCheck())

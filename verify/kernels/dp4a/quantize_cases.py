@@ -17,7 +17,8 @@ from references.dp4a_quant import ACTIVATION_BLOCK
 from verify.budgets.roundoff import numpy_dtype, smallest_normal
 from verify.cases.case import Case
 from verify.cases.values import make_values, seeds, value_kinds
-from verify.profiles import Profile, get_profile
+from verify.kernels.dp4a.sizes import SIZES
+from verify.profiles import Profile
 
 #: values: the drawn value kind as is. zero: all zeros (0/0 in ORT's shader). outlier: one value
 #: 2^2..2^10 times the rest, so the others quantize to small codes. tie: block max a power of two
@@ -48,7 +49,7 @@ class QuantizeLimits:
 def quantize_limits(profile: Profile | str) -> QuantizeLimits:
     rows = {1, 2, 3, 4, 5, 7, 8, 9, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 299, 300}
     ks = {128, 256, 384, 512, 640, 1024, 1152, 2048, 4096}
-    sizes = get_profile(profile).quantize
+    sizes = SIZES(profile).quantize
     max_rows, max_k, max_batch = sizes.max_rows, sizes.max_k, sizes.max_batch
     return QuantizeLimits(max_rows, max_k, max_batch, tuple(sorted(r for r in rows if r <= max_rows)),
                           tuple(sorted(k for k in ks if k <= max_k)))

@@ -9,10 +9,9 @@ from references.nbits import dequantize_weights, matmul_nbits
 from verify.budgets.dp4a import quantization_bound
 from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
-from verify.cases.dp4a_matmul import accumulator_range_cases, integer_sum_cases
-from verify.checks import register
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
+from verify.kernels.dp4a.matmul_cases import accumulator_range_cases, integer_sum_cases
 
 #: Largest finite f16.
 F16_MAX = 65504.0
@@ -97,7 +96,3 @@ class QuantizationErrorCheck(Check):
                 compare(kernel_expected.reference, Expected.around("dp4a_exact", ideal, bound, config["dtype"])),
             ]
         return Outcome(True, metrics[0].max_err_over_budget, metrics, [], ctx.kernel.features(case), case)
-
-
-for _check in (IntegerSumsCheck(), AccumulatorRangeCheck(), QuantizationErrorCheck()):
-    register(_check)

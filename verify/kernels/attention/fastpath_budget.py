@@ -1,7 +1,7 @@
-"""The decode budget's terms for verify.fastpath.decode: decode_budget's formula
+"""The decode budget's terms for verify.kernels.attention.fastpath: decode_budget's formula
 (verify.budgets.attention), with its logit error regrouped into matrix products and its sums over
 rows taken per sequence, lifted just enough to be never below the plain evaluation
-(verify.fastpath.decode's docstring has the argument). Internal to verify.fastpath.
+(verify.kernels.attention.fastpath's docstring has the argument). Internal to verify.fastpath.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def inflation(roundings: int) -> float:
 
 @dataclass
 class LogitError:
-    """decode_budget's logit error delta_j, regrouped (verify.fastpath.decode's docstring) into products of fixed
+    """decode_budget's logit error delta_j, regrouped (verify.kernels.attention.fastpath's docstring) into products of fixed
     left-hand matrices with |k| and ulp(k):
 
         delta_j = c (P.|k_j| + |pos_j| R.|k_j| + W.ulp(k_j) + flushed)

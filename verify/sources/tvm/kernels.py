@@ -32,12 +32,10 @@ from hypothesis import strategies as st
 
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import ulp
-from verify.cases.attention import merge_cases
-from verify.checks import register
-from verify.checks.base import Check
 from verify.errors import UsageError
 from verify.gpu import InOut, Output
 from verify.gpu.uniforms import pack_struct
+from verify.kernels.attention.cases import merge_cases
 from verify.kernels.attention.common import (
     DTYPE,
     HEAD_DIM,
@@ -58,8 +56,8 @@ from verify.kernels.attention.rope_variant import (
 from verify.kernels.contract import ConfigKey, Launched
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
-from verify.sources.tvm_build import decode_build, load, merge_build
-from verify.sources.tvm_layout import ArgumentLayout, layouts
+from verify.sources.tvm.build import decode_build, load, merge_build
+from verify.sources.tvm.layout import ArgumentLayout, layouts
 
 #: TVM's webgpu target: max_num_threads (Target("webgpu").attrs).
 MAX_THREADS = 256
@@ -120,7 +118,7 @@ def web_runtime_grid(x: int, y: int, limit: int = PACK_LIMIT) -> tuple[tuple[int
 def bind(interface, inputs: dict, outputs: dict, pod: dict, offsets: dict | None = None) -> dict:
     """Resources by WGSL binding name: TVM binds parameter P as `P_ptr` and its scalars as the
     uniform PODArgs. `inputs` and `outputs` are keyed by TVM's parameter names; `offsets` are the
-    PODArgs element offsets of inputs bound as views (verify.sources.tvm_layout)."""
+    PODArgs element offsets of inputs bound as views (verify.sources.tvm.layout)."""
     resources = {}
     for binding in interface.bindings:
         if binding.address_space == "uniform":
@@ -398,25 +396,3 @@ class TvmMergeState(MergeState):
         run = device.run(pipeline, resources, grid)
         names = {"S": "s", "V": "v"}
         return Launched(_by_param(run.outputs, names), _by_param(run.guard_intact, names), run.timing)
-
-
-class CaseFamilyCheck(Check):
-    """The reference check over a family of cases a kernel draws apart (`kernel.<name>_cases`):
-    inputs outside the kernel's own conventions, judged by the same reference and budget."""
-
-    def __init__(self, name: str, doc: str):
-        self.name, self.doc = name, doc
-
-    def strategy(self, ctx):
-        return getattr(ctx.kernel, f"{self.name}_cases")(ctx.config, ctx.profile)
-
-    def run_example(self, ctx, case):
-        return ctx.judge(case, ctx.launch(case))
-
-
-register(CaseFamilyCheck("below_floor", "contexts whose every base-2 logit lies below -5e4 (TVM's -inf) are "
-                                        "still attended (softmax is shift-invariant)"))
-register(CaseFamilyCheck("packed_grid", "small grids packed as the web runtime packs grids past 65535 "
-                                        "workgroups (its threshold lowered): every workgroup still maps to a row"))
-register(CaseFamilyCheck("infinite_empty", "merges states whose empty side has lse -inf (our convention, not "
-                                           "TVM's) within budget, no NaN"))

@@ -1,4 +1,4 @@
-"""Strategies for attention kernels: merge states, paged decode cases (rotary inputs: verify.cases.rope)."""
+"""Strategies for attention kernels: merge states, paged decode cases (rotary inputs: verify.kernels.attention.rope_cases)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from verify.cases.case import Case
-from verify.cases.rope import max_position, rope_bases
 from verify.cases.values import make_values, seeds, value_kinds
-from verify.profiles import Profile, get_profile
+from verify.kernels.attention.rope_cases import max_position, rope_bases
+from verify.kernels.attention.sizes import SIZES
+from verify.profiles import Profile
 
 #: How two states' LSEs relate: close (weights comparable), far (one dominates, up to 2^-200),
 #: offset (both large in magnitude, as after long contexts), empty (-inf on one or both sides).
@@ -93,7 +94,7 @@ def special_lengths(page_size: int, max_context: int) -> tuple:
 
 def decode_limits(profile: Profile | str, page_size: int) -> DecodeLimits:
     """The profile's decode sizes, with the lengths worth drawing on purpose."""
-    sizes = get_profile(profile).decode
+    sizes = SIZES(profile)
     return DecodeLimits(sizes.max_batch, sizes.max_context, special_lengths(page_size, sizes.max_context))
 
 
@@ -174,7 +175,7 @@ def decode_cases(draw, config: dict, profile: Profile | str, llama3=None):
     """A paged decode case for a kernel config (head_dim, qo_heads, kv_heads, dtype, page_size,
     sliding_window). `llama3` (references.rope.Llama3Scaling) is the rope scaling the kernel was
     built with: then every case rotates (except far_negative ones), positions reach 128k, and
-    bases include ones that put a pair on a band edge (verify.cases.rope)."""
+    bases include ones that put a pair on a band edge (verify.kernels.attention.rope_cases)."""
     limits = decode_limits(profile, config["page_size"])
     batch = draw(st.integers(1, limits.max_batch))
     lengths = np.array(draw(st.lists(context_lengths(limits), min_size=batch, max_size=batch)), dtype=np.int64)

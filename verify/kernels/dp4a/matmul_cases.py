@@ -1,7 +1,7 @@
 """Strategies for dp4a.matmul: quantized activations against N-bit weights, with tile tails.
 
 Hypothesis draws the shape, the kinds of data and a seed; numpy builds the tensors. A is drawn
-in T with adversarial 128-value blocks (verify.cases.dp4a_quantize.make_activation: all-zero,
+in T with adversarial 128-value blocks (verify.kernels.dp4a.quantize_cases.make_activation: all-zero,
 outlier-dominated, tie, tiny and huge blocks) and quantized by references.dp4a_quant, so the
 kernel gets exactly what dp4a.quantize writes. Weights are codes with per-block scales and
 optional zero points, packed as MatMulNBits stores them.
@@ -27,9 +27,10 @@ from references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_nominal
 from references.nbits import default_zero_point, pack_weights, pack_zero_points
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases.case import Case
-from verify.cases.dp4a_quantize import BLOCK_MIXES, make_activation
 from verify.cases.values import seeds, value_kinds
-from verify.profiles import Profile, get_profile
+from verify.kernels.dp4a.quantize_cases import BLOCK_MIXES, make_activation
+from verify.kernels.dp4a.sizes import SIZES
+from verify.profiles import Profile
 
 #: Activation mixes: dp4a.quantize's block mixes, plus extreme_codes (every block all ±max, so
 #: every code is ±127).
@@ -67,7 +68,7 @@ def matmul_limits(profile: Profile | str) -> MatmulLimits:
     ms = (1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257, 299, 300)
     ns = (16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 240, 256, 272, 288, 1008, 1024)
     ks = (128, 256, 384, 512, 640, 1024, 1152, 2048, 3072, 4096)
-    sizes = get_profile(profile).matmul
+    sizes = SIZES(profile).matmul
     max_m, max_n, max_k, max_batch, max_macs = sizes.max_m, sizes.max_n, sizes.max_k, sizes.max_batch, sizes.max_macs
     return MatmulLimits(max_m, max_n, max_k, max_batch, max_macs, tuple(m for m in ms if m <= max_m),
                         tuple(n for n in ns if n <= max_n), tuple(k for k in ks if k <= max_k))

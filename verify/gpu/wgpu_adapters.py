@@ -1,0 +1,66 @@
+"""The WebGPU adapters wgpu can see, and the one to run kernels on."""
+
+from __future__ import annotations
+
+import os
+
+from verify.errors import SetupError
+from verify.gpu.device import AdapterInfo
+from verify.gpu.environment import quiet_environment
+from verify.gpu.implementations import ADAPTER_ENVIRONMENT
+
+#: Backends that run compute shaders with the features LLM kernels need. wgpu's OpenGL
+#: fallback on llvmpipe has neither shader-f16 nor subgroups, so it is only a last resort.
+_BACKEND_PREFERENCE = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 2}
+
+NO_ADAPTER_HELP = (
+    "no WebGPU adapter with compute support was found; on Debian/Ubuntu install a software "
+    "Vulkan driver with `sudo apt-get install mesa-vulkan-drivers` (Mesa lavapipe), or run on "
+    "a machine with a GPU"
+)
+
+
+def _describe(adapter) -> AdapterInfo:
+    info = adapter.info
+    return AdapterInfo(
+        name=info.get("device", "") or info.get("vendor", "unknown"),
+        vendor=info.get("vendor", ""),
+        backend=info.get("backend_type", ""),
+        adapter_type=info.get("adapter_type", ""),
+        driver=info.get("description", ""),
+        features=tuple(sorted(adapter.features)),
+        limits=dict(adapter.limits),
+        implementation="wgpu",
+    )
+
+
+def enumerate_adapters() -> list:
+    """All wgpu adapters, best first (native backends before the OpenGL fallback)."""
+    quiet_environment()
+    import wgpu
+
+    adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    return sorted(adapters, key=lambda a: _BACKEND_PREFERENCE.get(a.info.get("backend_type"), 1))
+
+
+def list_adapters() -> list[AdapterInfo]:
+    return [_describe(a) for a in enumerate_adapters()]
+
+
+def choose_adapter(name: str | None = None):
+    """The adapter to run on: the best one, or the first whose name/backend contains `name`.
+
+    `name` defaults to the VERIFY_ADAPTER environment variable.
+    """
+    name = name if name is not None else os.environ.get(ADAPTER_ENVIRONMENT)
+    adapters = enumerate_adapters()
+    if not adapters:
+        raise SetupError(NO_ADAPTER_HELP)
+    if not name:
+        return adapters[0], _describe(adapters[0])
+    for adapter in adapters:
+        info = _describe(adapter)
+        if info.matches(name):
+            return adapter, info
+    found = ", ".join(f"{i.name} ({i.backend})" for i in map(_describe, adapters))
+    raise SetupError(f"no adapter matches {name!r}; found: {found}")

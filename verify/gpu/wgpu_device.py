@@ -1,0 +1,208 @@
+"""The wgpu implementation: wgpu-native through wgpu-py, WGSL compiled by Naga (as in Firefox).
+
+A device with what LLM kernels need, a pipeline cache, and one-dispatch runs. Thin on purpose: it
+binds numpy arrays to a WGSL module's bindings by name, dispatches once, and reads the writable
+buffers back, timing each stage. It knows no kernel.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from verify.errors import SetupError
+from verify.gpu.binding import (
+    bind_resources,
+    buffer_binding_type,
+    entry_point_of,
+    grid,
+    unpack_readbacks,
+)
+from verify.gpu.device import OPTIONAL_FEATURES, WANTED_LIMITS, AdapterInfo, Launched, ShaderCompileError, Timing
+from verify.gpu.dialect import for_naga
+from verify.gpu.implementations import Implementation
+from verify.gpu.probes import AdapterProbes
+from verify.gpu.wgpu_adapters import NO_ADAPTER_HELP, choose_adapter, list_adapters
+from verify.wgsl import Interface, read_interface, sha256
+
+
+@dataclass
+class WgpuPipeline:
+    wgsl: str
+    sha256: str
+    entry_point: str
+    interface: Interface
+    layout: object
+    compute: object
+    #: Changes made so Naga accepts the WGSL (verify.gpu.dialect.for_naga).
+    adaptations: tuple = ()
+
+
+class WgpuDevice(AdapterProbes):
+    """One wgpu device; `limits` overrides WANTED_LIMITS (e.g. to hold a kernel to 16 KiB)."""
+
+    def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
+        import wgpu
+
+        self._wgpu = wgpu
+        adapter, self.info = choose_adapter(adapter_name)
+        self.features = frozenset(f for f in OPTIONAL_FEATURES if f in adapter.features)
+        wanted = dict(WANTED_LIMITS, **(limits or {}))
+        self.limits = {k: min(v, adapter.limits.get(k, v)) for k, v in wanted.items()}
+        try:
+            self._device = adapter.request_device_sync(
+                required_features=sorted(self.features), required_limits=self.limits
+            )
+        except Exception as exc:  # wgpu raises plain RuntimeErrors for device requests
+            raise SetupError(f"could not open a device on {self.info.name}: {exc}") from exc
+        self._pipelines: dict = {}
+
+    @property
+    def wgpu_device(self):
+        """The wgpu device itself, for tools that record their own dispatches (benchmarks)."""
+        return self._device
+
+    def missing(self, features) -> list[str]:
+        """The features in `features` this device lacks."""
+        return sorted(set(features) - self.features)
+
+    # -- pipelines -----------------------------------------------------------------------
+    def pipeline(self, wgsl: str, entry_point: str | None = None) -> WgpuPipeline:
+        """Compile (or fetch from the cache keyed by the WGSL's sha256) a compute pipeline.
+
+        The bind group layout comes from the module's declared bindings, so read-only storage
+        stays read-only and unused bindings still occupy their slot.
+        """
+        digest = sha256(wgsl)
+        key = (digest, entry_point)
+        if key not in self._pipelines:
+            self._pipelines[key] = self._compile(wgsl, digest, entry_point)
+        return self._pipelines[key]
+
+    def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> WgpuPipeline:
+        wgpu = self._wgpu
+        interface = read_interface(wgsl)
+        entry_point = entry_point_of(interface, entry_point)
+        entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": buffer_binding_type(b)}}
+                   for b in interface.bindings]
+        dev = self._device
+        code, adaptations = for_naga(wgsl)
+        try:
+            module = dev.create_shader_module(code=code)
+            layout = dev.create_bind_group_layout(entries=entries)
+            compute = dev.create_compute_pipeline(
+                layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": entry_point},
+            )
+        except wgpu.GPUError as exc:
+            raise ShaderCompileError(_compiler_message(str(exc)), Wgpu.compiler) from exc
+        return WgpuPipeline(wgsl, digest, entry_point, interface, layout, compute, adaptations)
+
+    # -- runs ----------------------------------------------------------------------------
+    def run(self, pipeline: WgpuPipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
+        """Bind `resources` (name -> ndarray | bytes | Output | InOut) and dispatch once.
+
+        ndarrays and bytes are read-only inputs (bytes for uniforms); Output and InOut
+        buffers are read back and returned as arrays, with whether their guards survived.
+        """
+        wgpu = self._wgpu
+        dev = self._device
+        timing = Timing()
+        start = time.perf_counter()
+        plan = bind_resources(pipeline.interface, resources)
+        bound = []
+        for buffer in plan:
+            b = buffer.binding
+            usage = wgpu.BufferUsage.UNIFORM if b.address_space == "uniform" else wgpu.BufferUsage.STORAGE
+            if b.writable:
+                usage |= wgpu.BufferUsage.COPY_SRC
+            bound.append((b, dev.create_buffer_with_data(data=buffer.data, usage=usage)))
+        group = dev.create_bind_group(
+            layout=pipeline.layout,
+            entries=[{"binding": b.binding, "resource": {"buffer": buf}} for b, buf in bound],
+        )
+        by_name = {b.name: buf for b, buf in bound}
+        staging = {buffer.name: self._staging(by_name[buffer.name].size) for buffer in plan if buffer.readback}
+        timing.upload = time.perf_counter() - start
+
+        # One submission: the dispatch, then copies of every writable buffer (and the
+        # timestamps) into mappable staging buffers, so reading back costs no extra round trip.
+        start = time.perf_counter()
+        encoder = dev.create_command_encoder()
+        query = self._timestamp_pass_args() if timestamps and "timestamp-query" in self.features else None
+        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": query[0]} if query else {}))
+        compute_pass.set_pipeline(pipeline.compute)
+        compute_pass.set_bind_group(0, group)
+        compute_pass.dispatch_workgroups(*grid(workgroups))
+        compute_pass.end()
+        for name, target in staging.items():
+            encoder.copy_buffer_to_buffer(by_name[name], 0, target, 0, target.size)
+        if query:
+            encoder.resolve_query_set(query[1], 0, 2, query[2], 0)
+            staging["__timestamps__"] = self._staging(16)
+            encoder.copy_buffer_to_buffer(query[2], 0, staging["__timestamps__"], 0, 16)
+        dev.queue.submit([encoder.finish()])
+        dev._poll_wait()  # wgpu-py 0.32: on_submitted_work_done_sync is broken; a blocking poll waits
+        timing.dispatch = time.perf_counter() - start
+
+        start = time.perf_counter()
+        outputs, guards = unpack_readbacks(plan, {b.name: _read(staging[b.name]) for b in plan if b.readback})
+        if query:
+            stamps = np.frombuffer(_read(staging["__timestamps__"]), dtype="<u8")
+            timing.gpu_ns = float(stamps[1] - stamps[0])
+        timing.readback = time.perf_counter() - start
+        return Launched(outputs, guards, timing)
+
+    def _staging(self, size: int):
+        usage = self._wgpu.BufferUsage.MAP_READ | self._wgpu.BufferUsage.COPY_DST
+        return self._device.create_buffer(size=size, usage=usage)
+
+    def _timestamp_pass_args(self):
+        wgpu = self._wgpu
+        query_set = self._device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
+        resolved = self._device.create_buffer(
+            size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        )
+        writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
+        return writes, query_set, resolved
+
+
+def _read(staging) -> bytes:
+    """The contents of a mappable buffer whose copy has completed."""
+    staging.map_sync("READ")
+    try:
+        return bytes(staging.read_mapped())
+    finally:
+        staging.unmap()
+        staging.destroy()
+
+
+def _compiler_message(text: str) -> str:
+    """The compiler's own lines (error, location, caret), without wgpu's wrapper preamble."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    keep = [line for line in lines if not line.startswith(("Validation Error", "Caused by:", "  In wgpu"))]
+    return "\n".join(keep) or text
+
+
+class Wgpu(Implementation):
+    """wgpu-native (through wgpu-py) in this process; WGSL compiled by Naga, as Firefox does."""
+
+    name = "wgpu"
+    compiler = "Naga"
+    summary = "wgpu-native through wgpu-py, in-process; WGSL compiled by Naga (as in Firefox)"
+    preference = 0
+    other = "dawn"
+
+    def open(self, adapter=None, limits=None) -> WgpuDevice:
+        return WgpuDevice(adapter, limits)
+
+    def adapters(self) -> list[AdapterInfo]:
+        found = list_adapters()
+        if not found:
+            raise SetupError(NO_ADAPTER_HELP)
+        return found
+
+    def available(self, adapter=None) -> None:
+        choose_adapter(adapter)
