@@ -249,9 +249,15 @@ def _terminate(signum, frame):
 
 
 def _write_report(document, out_dir: Path) -> None:
+    """The run's report.html; a report that cannot be written is a warning, never the end of the
+    run (results.json holds every record whatever happens here)."""
     from verify.report import render_report
 
-    render_report([document], out_dir / "report.html")
+    try:
+        render_report([document], out_dir / "report.html")
+    except Exception as exc:
+        print(f"verify: warning: {out_dir / 'report.html'} was not written ({type(exc).__name__}: {exc}); "
+              f"{out_dir / 'results.json'} is complete, and `verify report` renders it again", file=sys.stderr)
 
 
 def _out_dir(path: str) -> Path:

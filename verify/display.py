@@ -6,6 +6,7 @@ import sys
 from collections import Counter
 from dataclasses import replace
 
+from verify.errors import FailureKind
 from verify.results.record import CheckResult, Verdict
 
 
@@ -30,6 +31,9 @@ def record_line(record: CheckResult) -> str:
     elif verdict is not Verdict.PASS and record.reason:
         reason = record.reason.strip().splitlines()
         line += "\n      " + "\n      ".join(reason[:12])
+        if record.failure_kind is FailureKind.KERNEL_CODE and record.traceback:
+            # The kernel author's own mistake: their traceback, where they will look first.
+            line += "\n      " + "\n      ".join(record.traceback.strip().splitlines())
     elif record.finding:
         line += f"\n      known finding did not reproduce: {record.finding_headline}"
     for note in record.notes:

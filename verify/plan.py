@@ -59,6 +59,8 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
     config = instance.config(overrides)
     if wgsl is not None:
         _validate_user_wgsl(instance, config, wgsl, wgsl_origin or "the WGSL")
+    if not instance.checks:
+        raise UsageError(f"{instance.name} declares no checks (Kernel.checks): it would verify nothing")
     if checks:
         unknown = [c for c in checks if c not in instance.checks]
         if unknown:

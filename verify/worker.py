@@ -163,7 +163,7 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
                          f"{meta.get('kernel_ref')} is {kernel.name!r}")
     config = kernel.config(meta["config"])
     check_recorded_config(meta["wgsl"], config, f"{job.case_path}: the saved WGSL")
-    check = get_check(meta.get("check", "reference"))
+    check = get_check(meta["check"])
     _check_case_fits(kernel, config, case, job.case_path)
     width = int(meta["subgroup_width"]) if meta.get("subgroup_width") else None
     limits = check.device_limits(kernel, config)

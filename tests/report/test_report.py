@@ -224,12 +224,22 @@ def test_records_without_an_adapter_take_their_documents_adapter(tmp_path):
     document = load_fixture(PASSING)
     document["records"].append({"kernel": "merge_state", "config": {"head_dim": 64, "dtype": "f32"},
                                 "check": "reference", "seed": 0, "profile": "ci", "verdict": "fail", "examples": 0,
-                                "reason": "did not finish within the 900 s time limit (a kernel that never terminates?)"})
+                                "reason": "did not finish within the 900 s time limit (a kernel that never terminates?)",
+                                "failure_kind": "time limit"})
     report = build_report([document])
     assert len(report.adapters) == 1
     assert report.records[0].kind == "time limit"
     _, dom = render(tmp_path, document)
     assert "time limit" in dom.find_id("failures").all_text()
+
+
+def test_the_failure_kind_is_the_records_field_never_its_wording():
+    """A reason is prose for a reader; the kind is a field set where the failure was found, so a
+    reworded message never moves a record to another class of the report."""
+    document = load_fixture(PASSING)
+    document["records"].append(dict(skipped(document["records"][0]), verdict="fail", failure_kind="compile error",
+                                    reason="did not finish within the 900 s time limit"))
+    assert build_report([document]).records[0].kind == "compile error"
 
 
 def test_scatter_uses_the_first_numeric_case_feature():
@@ -315,7 +325,7 @@ def test_an_unfinished_run_is_flagged(tmp_path):
 def test_record_text_is_escaped(tmp_path):
     """Compiler messages quote WGSL (`vec4<f32>`); they must show as text, never become markup."""
     document = load_fixture(PASSING)
-    document["records"].append(dict(skipped(document["records"][0]), verdict="fail",
+    document["records"].append(dict(skipped(document["records"][0]), verdict="fail", failure_kind="compile error",
                                     reason="WGSL does not compile:\nerror: <script>alert(1)</script> vec4<f32>"))
     html, dom = render(tmp_path, document)
     assert not list(dom.iter("script"))

@@ -35,6 +35,8 @@ def unit_roundoff(dtype) -> float:
 
 
 def smallest_normal(dtype) -> float:
+    """The smallest positive normal number of a format (2^-14 for f16, 2^-126 for f32): below it
+    WGSL lets an implementation flush a result to zero, an absolute error of up to this much."""
     return _SMALLEST_NORMAL[dtype_name(dtype)]
 
 

@@ -31,22 +31,41 @@ def rounding_rel(dtype) -> float:
 
 
 def exp2_rel(x, dtype="f32"):
-    """Relative error bound of WGSL exp2(x)."""
+    """Relative error bound of WGSL exp2(x): (3 + 2|x|) ULP in f32, (1 + 2|x|) ULP in f16."""
     name = dtype_name(dtype)
     return 2.0 * unit_roundoff(name) * (_EXP2_BASE_ULPS[name] + 2.0 * np.abs(x))
 
 
+def exp_rel(x, dtype="f32"):
+    """Relative error bound of WGSL exp(x), the natural exponential: the spec grants exp the same
+    (3 + 2|x|) ULP in f32 and (1 + 2|x|) ULP in f16 as exp2, |x| being exp's own argument."""
+    return exp2_rel(x, dtype)
+
+
 def log2_abs(y, dtype="f32"):
-    """Absolute error bound of WGSL log2(y), y > 0."""
+    """Absolute error bound of WGSL log2(y), y > 0: 2^-21 (f32) or 2^-7 (f16) for y in [0.5, 2],
+    else 3 ULP of the result."""
+    return _log_abs(y, dtype, np.log2)
+
+
+def log_abs(y, dtype="f32"):
+    """Absolute error bound of WGSL log(y), the natural logarithm, y > 0: as log2's, 2^-21 (f32)
+    or 2^-7 (f16) for y in [0.5, 2], else 3 ULP of the result |ln y|."""
+    return _log_abs(y, dtype, np.log)
+
+
+def _log_abs(y, dtype, log):
     name = dtype_name(dtype)
     y = np.asarray(y, dtype=np.float64)
     near_one = (y >= 0.5) & (y <= 2.0)
     with np.errstate(divide="ignore"):
-        far = 3.0 * 2.0 * unit_roundoff(name) * np.abs(np.log2(y))
+        far = 3.0 * 2.0 * unit_roundoff(name) * np.abs(log(y))
     return np.where(near_one, _LOG2_ABS_NEAR_ONE[name], far)
 
 
 def division_rel(dtype="f32") -> float:
+    """Relative error bound of WGSL x / y: 2.5 ULP, for |y| in [2^-126, 2^126] (f32) or
+    [2^-14, 2^14] (f16)."""
     return DIVISION_ULPS * 2.0 * unit_roundoff(dtype)
 
 

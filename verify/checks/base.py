@@ -32,6 +32,11 @@ class Preflight:
 
 
 class Check:
+    """A property of a kernel, tested over drawn cases: subclass it, give it a `name` and a one-line
+    `doc`, implement `run_example(ctx, case) -> Outcome` (and `strategy(ctx)` to draw other cases
+    than the kernel's own), and set the hooks above that apply. Register it under the entry-point
+    group `verify.checks` and list its name in a kernel's `checks`."""
+
     name: str = ""
     #: One line for `verify list` and the report.
     doc: str = ""

@@ -26,7 +26,7 @@ class Access:
 
     def describe(self, with_epoch: bool = False) -> str:
         when = f" in epoch {self.epoch}" if with_epoch and self.epoch is not None else ""
-        return (f"{self.site.kind.verb} by (wg {self.group}, lane {self.lane}){when} at line {self.site.line} "
+        return (f"{self.site.kind.verb} by (wg {self.group}, lane {self.lane}){when} at {self.site.where} "
                 f"\"{self.site.source_line.strip()}\"")
 
 

@@ -56,6 +56,7 @@ from verify.instrument.walk import (
 from verify.wgsl.declarations import Declarations, arguments, callee
 from verify.wgsl.interface import interface_of
 from verify.wgsl.parser import Module, parse
+from verify.wgsl.source_map import source_location
 from verify.wgsl.types import Atomic, UnsupportedWgsl
 
 LOG_NAME = "_san_log"
@@ -113,6 +114,13 @@ class Site:
     expression: str
     logged: bool  # False: only logged out of bounds (reads of read-only storage)
     value_logged: bool = False  # a write whose stored value (bits, or a hash of them) is logged
+    #: "FILE:LINE" of the line in the kernel's own .wgsl file (verify.wgsl.source_map), if marked.
+    origin: str | None = None
+
+    @property
+    def where(self) -> str:
+        """`line 36`, or `line 36 (verify_rmsnorm/rmsnorm.wgsl:28)` where the body file is known."""
+        return f"line {self.line}" + (f" ({self.origin})" if self.origin else "")
 
 
 @dataclass(frozen=True)
@@ -413,7 +421,7 @@ class _Instrumenter:
         logged = not (var.space == "storage" and var.access == "read" and not kind.atomic)
         value_logged = kind == AccessKind.WRITE and bits_function(abstract_default(ref.type)) is not None
         site = Site(len(self.sites), var.name, var.space, kind, ref.span[1], line, column, self.module.line(line),
-                    self.module.text(node), logged, value_logged)
+                    self.module.text(node), logged, value_logged, source_location(self.module.source, line))
         self.sites.append(site)
         return site
 

@@ -66,8 +66,10 @@ class Kernel(ABC):
     #: Device limits to hold the kernel to (overrides verify.gpu.device.WANTED_LIMITS).
     limits: dict = {}
     config_keys: tuple = ()
-    #: Names of the checks (verify.checks) that apply to this kernel.
-    checks: tuple = ("reference", "determinism", "sanitize", "implementations")
+    #: Names of the checks (verify.checks) that apply to this kernel, in the order they run, e.g.
+    #: ("reference", "determinism", "sanitize", "implementations"). A kernel with none verifies
+    #: nothing and is refused (a contract error).
+    checks: tuple = ()
     #: Names of each output's last two axes, for the report's heatmaps, e.g. {"output": ("head", "dim")}.
     output_axes: dict = {}
     #: Kernel the "differential" check compares with (same contract and config keys).

@@ -12,13 +12,17 @@ import re
 from importlib import resources
 
 from verify.errors import UsageError
+from verify.wgsl.source_map import marker
 
 _CONFIG_LINE = re.compile(r"^//\s*config:(.*)$", re.M)
 
 
 def body(package: str, filename: str) -> str:
-    """A .wgsl file shipped next to its contract."""
-    return resources.files(package).joinpath(filename).read_text()
+    """A .wgsl file shipped next to its contract (`package` is the contract's `__package__`),
+    starting with a marker line naming it (verify.wgsl.source_map), so messages about a line of
+    the specialised module also name the line of this file."""
+    text = resources.files(package).joinpath(filename).read_text()
+    return marker(f"{package.replace('.', '/')}/{filename}") + "\n" + text
 
 
 def _literal(value) -> tuple[str, str]:
@@ -32,6 +36,8 @@ def _literal(value) -> tuple[str, str]:
 
 
 def config_line(config: dict) -> str:
+    """The header line recording a module's config (`// config: k=v ...`), which `verify check
+    --wgsl` reads back to check an edited file against the config it was made for."""
     return "// config: " + " ".join(f"{k}={v}" for k, v in sorted(config.items()))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from verify.errors import FailureKind
 from verify.results.merge import shard_problems
 from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.store import ResultsDocument
@@ -41,7 +42,7 @@ class AdapterColumn:
     driver: str
     type: str = ""
     subgroup_size: int | None = None
-    implementation: str = "wgpu"
+    implementation: str = ""
     hosts: list = field(default_factory=list)
     index: int = 0
     counts: Counter = field(default_factory=Counter)
@@ -123,31 +124,21 @@ class RecordView:
 
 def failure_kind(record: CheckResult) -> str:
     """A defect class for a failing record, as Allure's categories do (docs/architecture.md §8):
-    read from the structured metrics first, then from the reasons verify itself writes."""
-    reason = record.reason
+    the kind set where the failure was found (CheckResult.failure_kind); for a record written
+    before kinds were recorded, what its output metrics show."""
+    if record.failure_kind is not None:
+        return record.failure_kind.value
     if record.verdict is Verdict.ERROR:
-        return "internal error"
-    for prefix, kind in (("WGSL does not compile", "compile error"), ("did not finish within", "time limit"),
-                         ("did not start within", "time limit"),
-                         ("the process running the kernel died", "crash or device lost"),
-                         ("nondeterministic", "nondeterministic")):
-        if reason.startswith(prefix):
-            return kind
-    if reason.startswith("exceeds the limits"):
-        return "over a device limit"
-    if "wrote past the end" in reason:
-        return "write out of bounds"
+        return FailureKind.INTERNAL.value
     summary = record.shrunk or record.worst
     outputs = summary.outputs if summary is not None else []
     if any(o.nan_count for o in outputs):
-        return "NaN"
+        return FailureKind.NAN.value
     if any(o.exact_mismatches for o in outputs):
-        return "not bit-exact"
+        return FailureKind.NOT_BIT_EXACT.value
     if any(o.failing for o in outputs):
-        return "over budget"
-    if "page placement changed" in reason:
-        return "page placement"
-    return "failed"
+        return FailureKind.OVER_BUDGET.value
+    return FailureKind.FAILED.value
 
 
 def scatter_feature(samples: list[dict]) -> str | None:

@@ -27,6 +27,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
+from verify.results.detail import axis_names
+
 #: Where err/budget values of 0 and of inf/NaN are drawn on a log axis (and the heatmap's
 #: colour range): the histogram bins of verify/results/detail.py span the same decades.
 LOG_FLOOR, LOG_CEILING = 1e-8, 1e4
@@ -166,8 +168,8 @@ def err_budget_heatmap(output: str, heatmap: dict, salt: str) -> str:
     grid = np.asarray(heatmap["values"], dtype=np.float64)
     logs = np.log10(_on_log_axis(grid)[0])
     rows, cols = grid.shape
-    names = heatmap.get("axes", ["axis -2", "axis -1"])
     shape = list(heatmap.get("shape", grid.shape))
+    names = axis_names(heatmap.get("axes"), len(shape))
     extent_rows = shape[-2] if len(shape) > 1 else 1
     row_step, col_step = -(-extent_rows // rows), -(-shape[-1] // cols)
     width = 3.8
@@ -183,6 +185,6 @@ def err_budget_heatmap(output: str, heatmap: dict, salt: str) -> str:
         colorbar = figure.colorbar(image, cax=figure.add_axes((box.x1 + 0.03, box.y0, 0.03, box.height)))
         colorbar.set_label("log10(err/budget)", fontsize=7)
         ax.set_xlabel(names[1] + (f" (blocks of {col_step})" if col_step > 1 else ""))
-        ax.set_ylabel(names[0] + (f" (blocks of {row_step})" if row_step > 1 else ""))
+        ax.set_ylabel((names[0] + (f" (blocks of {row_step})" if row_step > 1 else "")).strip())
         ax.set_title(f"{output} {shape}" + (", max over leading axes" if len(shape) > 2 else ""), loc="left")
     return _svg(figure, salt)

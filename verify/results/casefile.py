@@ -86,7 +86,7 @@ def load_case(path: str | Path) -> tuple[Case, dict]:
     if schema not in _SUPPORTED:
         raise UsageError(f"{sidecar_path}: case schema {schema!r} is newer than this verify understands "
                          f"({', '.join(sorted(_SUPPORTED))}); upgrade verify to replay it")
-    for key, kind in (("kernel", str), ("config", dict), ("wgsl", str), ("params", dict)):
+    for key, kind in (("kernel", str), ("check", str), ("config", dict), ("wgsl", str), ("params", dict)):
         if not isinstance(meta.get(key), kind):
             raise UsageError(f"{sidecar_path}: {key!r} is missing or not a {kind.__name__}; "
                              "not a case file written by verify")

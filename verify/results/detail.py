@@ -38,13 +38,26 @@ def _block_max(grid: np.ndarray, limit: int) -> np.ndarray:
     return grid
 
 
-def heatmap(ratio: np.ndarray, axes: tuple[str, str]) -> dict:
+def heatmap(ratio: np.ndarray, axes) -> dict:
+    """The worst err/budget over the output's last two axes (a 1-D output is one row), with the
+    names of those two axes: the kernel's `output_axes` names, however many it declares."""
     r = np.asarray(ratio, dtype=np.float64)
     r = np.where(np.isnan(r), np.inf, r)
     grid = r.reshape(1, -1) if r.ndim < 2 else r.reshape(-1, *r.shape[-2:]).max(axis=0)
     grid = _block_max(grid, HEATMAP_MAX)
     finite = np.where(np.isfinite(grid), grid, 1e30)
-    return {"axes": list(axes), "shape": list(r.shape), "values": [[float(f"{v:.3g}") for v in row] for row in finite]}
+    return {"axes": axis_names(axes, r.ndim), "shape": list(r.shape),
+            "values": [[float(f"{v:.3g}") for v in row] for row in finite]}
+
+
+def axis_names(axes, ndim: int) -> list[str]:
+    """Two names for a heatmap's (rows, columns): the last two of the declared names; a 1-D
+    output's rows are unnamed (one row), a missing name is the axis's position."""
+    names = [str(a) for a in (axes or ())][-2:]
+    if ndim < 2:
+        return ["", names[-1] if names else "axis -1"]
+    defaults = ["axis -2", "axis -1"]
+    return defaults[:2 - len(names)] + names
 
 
 def error_detail(outputs, axes_by_output: dict | None = None, with_heatmap: bool = True) -> dict:
@@ -56,7 +69,7 @@ def error_detail(outputs, axes_by_output: dict | None = None, with_heatmap: bool
     for m in outputs:
         if m.ratio is None or m.ratio.size == 0:
             continue
-        axes = (axes_by_output or {}).get(m.name, ("axis -2", "axis -1"))
+        axes = (axes_by_output or {}).get(m.name, ())
         detail[m.name] = {"histogram": histogram(m.ratio)}
         if with_heatmap:
             detail[m.name]["heatmap"] = heatmap(m.ratio, axes)

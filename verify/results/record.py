@@ -84,9 +84,10 @@ class AdapterRecord:
     driver: str = ""
     subgroup_size: int | None = None
     zeroes_workgroup_memory: bool | None = None
-    #: The WebGPU implementation that compiled and ran the kernel (verify.gpu.Implementation):
-    #: "wgpu" (Naga) or "dawn" (Tint). (name, backend, driver, implementation) is one column.
-    implementation: str = "wgpu"
+    #: The WebGPU implementation that compiled and ran the kernel (verify.gpu.implementations,
+    #: e.g. wgpu with Naga, dawn with Tint; "" in results written before it was recorded).
+    #: (name, backend, driver, implementation) is one column of the report.
+    implementation: str = ""
 
     @property
     def label(self) -> str:

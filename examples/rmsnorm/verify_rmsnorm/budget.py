@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.budgets import faithful_rounding_bound, gamma
-from verify.budgets.roundoff import smallest_normal
-from verify.budgets.wgsl_accuracy import division_rel, inverse_sqrt_rel, rounding_rel
+from verify.budgets import (
+    division_rel,
+    faithful_rounding_bound,
+    gamma,
+    inverse_sqrt_rel,
+    rounding_rel,
+    smallest_normal,
+)
 
 
 def rms_norm_budget(x, weight, eps: float, y_exact, out_dtype: str) -> np.ndarray:

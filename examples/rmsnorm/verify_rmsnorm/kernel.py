@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 import verify
 import verify.strategies as vs
-from verify.gpu.uniforms import pack_struct
-from verify.kernels.specialize import specialize
+from verify.extend import pack_struct, specialize, wgsl_file
 from verify_rmsnorm.budget import rms_norm_budget
 from verify_rmsnorm.reference import rms_norm
 
@@ -46,14 +45,11 @@ class RmsNorm(verify.Kernel):
         return [self.config({"dtype": "f32", "workgroup": 64}), self.config({"dtype": "f16", "workgroup": 256})]
 
     def wgsl(self, config):
-        from importlib import resources
-
-        body = resources.files(__package__).joinpath("rmsnorm.wgsl").read_text()
+        body = wgsl_file(__package__, "rmsnorm.wgsl")
         return specialize(self.name, body, config, enables=("f16",) if config["dtype"] == "f16" else (),
                           aliases={"io_t": config["dtype"]}, constants={"WORKGROUP": config["workgroup"]})
 
     def cases(self, config, profile):
-        profile = verify.get_profile(profile)
         rows = st.integers(1, profile.max_tokens)
         hidden = vs.tile_tails(config["workgroup"], MAX_HIDDEN)
         eps = st.sampled_from([1e-6, 1e-5, 1e-2])
