@@ -31,8 +31,8 @@ returned here is base 2. Which rows c query i sees, `prefill_mask`:
   plus chunk tokens 0..i. Sink rows are masked like any other row.
 - tree: see `paged_tree_attention` and `tree_attention`.
 
-A query row that sees nothing (kv_len = 0, a window row with W - i - 1 <= 0, a tree query whose
-context is empty) gets o = 0 and lse2 = -inf, as references.decode gives an empty context. TVM's
+A query row that sees nothing (kv_len = 0, or a window row with W - i - 1 <= 0; a tree query always
+sees its own node) gets o = 0 and lse2 = -inf, as references.decode gives an empty context. TVM's
 kernels start their running max at -5e4 (`init_states`, `_kernel_common.py` L229-230) and store
 something else there. This module is the exact math, in float64.
 """
