@@ -1,10 +1,13 @@
 """Apache TVM's WebGPU kernels as WGSL text, built once per config and kept on disk.
 
-TVM generates its paged-KV decode and merge kernels from Python factories
-(`tvm/relax/frontend/nn/llm/_decode_kernels.py`: `_attention_decode`, `_merge_state_inplace`);
-`tvm.build(..., target="webgpu")` lowers one to a host module whose single import is the
-WebGPU device module, and that module's `inspect_source()` is the WGSL TVM's web runtime
-compiles (docs/tvm.md §7; the cache: docs/tvm.md §8).
+TVM generates its paged-KV attention kernels from Python factories under
+`tvm/relax/frontend/nn/llm/`: decode and merge in `_decode_kernels.py` (`_attention_decode`,
+`_merge_state_inplace`), prefill in `_prefill_kernels.py` (`_attention_prefill`,
+`_attention_prefill_ragged`, `_attention_sequence_prefill`) and tree attention in `tree_attn.py`
+(`tree_attn`, `tree_attn_with_paged_kv_cache`). `tvm.build(..., target="webgpu")` lowers one to a
+host module whose single import is the WebGPU device module, and that module's
+`inspect_source()` is the WGSL TVM's web runtime compiles (docs/tvm.md §7; the cache:
+docs/tvm.md §8).
 
 Importing TVM takes ~2 s and a build ~0.1-0.5 s, so the text is cached under
 `$VERIFY_TVM_CACHE` (else `$XDG_CACHE_HOME/verify/tvm`, else `~/.cache/verify/tvm`) in one
@@ -17,6 +20,7 @@ from a machine that has it), newest supported version first.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import re
 from dataclasses import dataclass
@@ -35,7 +39,7 @@ CACHE_ENV = "VERIFY_TVM_CACHE"
 
 @dataclass(frozen=True)
 class TvmBuild:
-    """One call of a kernel factory in TVM's `_decode_kernels` module, built for WebGPU."""
+    """One call of a kernel factory of TVM's `relax.frontend.nn.llm` package, built for WebGPU."""
 
     factory: str
     arguments: tuple  # (name, value) pairs: the factory's keyword arguments besides `target`
@@ -67,7 +71,69 @@ def merge_build(*, heads: int, head_dim: int, dtype: str) -> TvmBuild:
                                              ("v_dtype", _TVM_DTYPE[dtype])))
 
 
+#: TVM's default window of the sliding-window prefill kernel (`_attention_prefill`'s
+#: sliding_window_size and `TIRPagedKVCache`'s layer_sliding_window_size, kv_cache.py L589).
+DEFAULT_SLIDING_WINDOW_SIZE = 1024
+
+
+def prefill_build(*, kv_heads: int, qo_heads: int, head_dim: int, dtype: str, sliding_window: bool,
+                  page_size: int = 16, rope_scaling: dict | None = None,
+                  sliding_window_size: int = DEFAULT_SLIDING_WINDOW_SIZE) -> TvmBuild:
+    """`_attention_prefill` (`batch_prefill_paged_kv[_sliding_window]`), called as `TIRPagedKVCache`
+    calls it for a non-CPU target (kv_cache.py L701, L703): heads, head dim, dtype, sliding_window,
+    rope_scaling, and for the sliding-window kernel the layer window `sliding_window_size`, a
+    compile-time constant of its causal mask (`_causal_or_sliding_cross_mask`). The kernel without
+    a window ignores that argument, so it is left out of its description (and cache file name)."""
+    arguments = [("h_kv", kv_heads), ("h_q", qo_heads), ("d", head_dim), ("dtype", _TVM_DTYPE[dtype]),
+                 ("sliding_window", bool(sliding_window)), ("rope_scaling", dict(rope_scaling or {})),
+                 ("page_size", page_size)]
+    if sliding_window:
+        arguments.append(("sliding_window_size", int(sliding_window_size)))
+    return TvmBuild("_attention_prefill", tuple(arguments))
+
+
+def ragged_prefill_build(*, kv_heads: int, qo_heads: int, head_dim: int, dtype: str, v_head_dim: int | None = None,
+                         rope_scaling: dict | None = None) -> TvmBuild:
+    """`_attention_prefill_ragged` (`batch_prefill_ragged_kv`), as kv_cache.py L698 calls it for MHA:
+    one head dim for q and k (d_qk) and one for v (d_v, the same unless given)."""
+    return TvmBuild("_attention_prefill_ragged", (
+        ("h_kv", kv_heads), ("h_q", qo_heads), ("d_qk", head_dim),
+        ("d_v", head_dim if v_head_dim is None else v_head_dim), ("dtype", _TVM_DTYPE[dtype]),
+        ("rope_scaling", dict(rope_scaling or {}))))
+
+
+def sequence_prefill_build(*, kv_heads: int, qo_heads: int, head_dim: int, dtype: str, causal: bool,
+                           sm_scale: float) -> TvmBuild:
+    """`_attention_sequence_prefill` (`batch_sequence_prefill_kv`): dense [B, L, H, D] batches with
+    causal and sm_scale fixed at build time. The paged KV cache does not use it (kv_cache.py only
+    re-exports it); it is here for completeness."""
+    return TvmBuild("_attention_sequence_prefill", (
+        ("h_kv", kv_heads), ("h_q", qo_heads), ("d", head_dim), ("dtype", _TVM_DTYPE[dtype]),
+        ("causal", int(bool(causal))), ("sm_scale", float(sm_scale))))
+
+
+def tree_build(*, kv_heads: int, qo_heads: int, head_dim: int, dtype: str, paged: bool,
+               rope_scaling: dict | None = None) -> TvmBuild:
+    """`tree_attn` (`batch_tree_attn`, ragged) or `tree_attn_with_paged_kv_cache`
+    (`tree_attn_paged_kv`), as kv_cache.py L705-706 calls them."""
+    return TvmBuild("tree_attn_with_paged_kv_cache" if paged else "tree_attn", (
+        ("h_kv", kv_heads), ("h_q", qo_heads), ("d", head_dim), ("dtype", _TVM_DTYPE[dtype]),
+        ("rope_scaling", dict(rope_scaling or {}))))
+
+
 _TVM_DTYPE = {"f16": "float16", "f32": "float32"}
+#: The module of `tvm.relax.frontend.nn.llm` that defines each factory. (The package's
+#: `__init__` imports the function `tree_attn` over the module of that name, so modules are
+#: imported by their full name.)
+FACTORY_MODULES = {
+    "_attention_decode": "_decode_kernels",
+    "_merge_state_inplace": "_decode_kernels",
+    "_attention_prefill": "_prefill_kernels",
+    "_attention_prefill_ragged": "_prefill_kernels",
+    "_attention_sequence_prefill": "_prefill_kernels",
+    "tree_attn": "tree_attn",
+    "tree_attn_with_paged_kv_cache": "tree_attn",
+}
 
 
 def cache_root() -> Path:
@@ -145,9 +211,8 @@ def build_wgsl(build: TvmBuild) -> str:
     TVM's message on one line.
     """
     tvm = _import_tvm()
-    from tvm.relax.frontend.nn.llm import _decode_kernels
-
-    factory = getattr(_decode_kernels, build.factory)
+    module = importlib.import_module(f"tvm.relax.frontend.nn.llm.{FACTORY_MODULES[build.factory]}")
+    factory = getattr(module, build.factory)
     target = tvm.target.Target("webgpu")
     try:
         func = factory(**dict(build.arguments), target=target)
