@@ -1,4 +1,4 @@
-"""verify.sources.tvm_build: TVM's prefill and tree-attention factories, built for webgpu and cached."""
+"""verify.sources.tvm.build: TVM's prefill and tree-attention factories, built for webgpu and cached."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from verify.errors import UsageError
 from verify.gpu.wgsl import parse_interface
-from verify.sources import tvm_build
+from verify.sources.tvm import build as tvm_build
 
 needs_tvm = pytest.mark.skipif(tvm_build.installed_version() is None, reason="apache-tvm is not installed")
 
