@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verify.errors import UsageError
-from verify.gpu.wgsl import parse_interface
+from verify.wgsl import read_interface
 from verify.sources.tvm import build as tvm_build
 
 needs_tvm = pytest.mark.skipif(tvm_build.installed_version() is None, reason="apache-tvm is not installed")
@@ -39,7 +39,7 @@ PREFILL_KERNELS = [
 @pytest.mark.parametrize("build, entry, storage", PREFILL_KERNELS, ids=lambda x: getattr(x, "factory", None))
 def test_prefill_factories_build_for_webgpu_with_the_documented_bindings(tmp_path, build, entry, storage):
     text = tvm_build.load(build, tmp_path)
-    interface = parse_interface(text)
+    interface = read_interface(text)
     assert f"fn {entry}(" in text
     names = [b.name.removesuffix("_ptr") for b in interface.bindings]
     assert names == storage + ["podArgs"]
