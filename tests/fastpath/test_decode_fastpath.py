@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from references.paged_kv import gather_kv
 from verify.budgets.roundoff import faithful_rounding_bound, float64_reference_bound
-from verify.fastpath import decode as fast
+from verify.kernels.attention import fastpath as fast
 from verify.kernels.attention.cases import decode_cases, explicit_decode_case
 from verify.kernels.attention.common import STORAGE
 from verify.kernels.attention.decode_tiled import DecodeTiled

@@ -35,7 +35,7 @@ def test_interface_reads_bindings_structs_and_entry_points():
     interface = read_interface(_copy(0))
     assert [(b.binding, b.name, b.access) for b in interface.bindings] == [
         (0, "src", "read"), (1, "dst", "read_write"), (2, "params", "read")]
-    assert [(name, t.wgsl) for name, t in interface.structs["Params"].members] == [("count", "u32"), ("scale", "f32")]
+    assert interface.structs["Params"].fields == [("count", "u32"), ("scale", "f32")]
     assert [(e.name, e.workgroup_size) for e in interface.entry_points] == [("main", (64, 1, 1))]
 
 

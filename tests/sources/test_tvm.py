@@ -204,11 +204,11 @@ def test_decode_interface_is_the_documented_binding(name, entry):
     interface = read_interface(kernel.wgsl(kernel.config({"qo_heads": 32, "kv_heads": 8, "head_dim": 128})))
     assert interface.names == DECODE_BINDINGS
     assert [b.name for b in interface.bindings if b.writable] == ["lse_ptr", "output_ptr"]
-    assert [f for f, _ in interface.structs["PODArgs"]] == DECODE_POD
-    types = dict(interface.structs["PODArgs"])
+    assert [f for f, _ in interface.structs["PODArgs"].fields] == DECODE_POD
+    types = dict(interface.structs["PODArgs"].fields)
     assert {f for f, t in types.items() if t == "f32"} == {"rope_scale", "rope_theta", "sm_scale"}
     assert types["packGridDimX"] == "u32"
-    assert [(e.name, e.workgroup_size) for e in interface.entry_points] == [(entry, "32, 4, 2")]
+    assert [(e.name, e.workgroup_size) for e in interface.entry_points] == [(entry, (32, 4, 2))]
     packed = np.frombuffer(pod_args(interface.structs["PODArgs"], {
         "B": 3, "rotary_mode": 1, "rope_scale": 0.5, "rope_theta": 1e4, "sm_scale": 0.125, "packGridDimX": 3}), "<i4")
     assert packed.size == 12 and list(packed[:7]) == [3, 0, 0, 0, 0, 0, 0] and packed[9] == 1
@@ -221,9 +221,9 @@ def test_merge_interface_is_the_documented_binding():
     interface = read_interface(kernel.wgsl(kernel.config({"heads": 32, "head_dim": 128})))
     assert interface.names == ["S_ptr", "S_other_ptr", "V_ptr", "V_other_ptr", "podArgs"]
     assert [b.name for b in interface.bindings if b.writable] == ["S_ptr", "V_ptr"]
-    assert interface.structs["PODArgs"] == [("D", "i32"), ("H", "i32"), ("N", "i32"), ("packGridDimX", "u32")]
+    assert interface.structs["PODArgs"].fields == [("D", "i32"), ("H", "i32"), ("N", "i32"), ("packGridDimX", "u32")]
     bdx, bdy, gdy = merge_schedule(32, 128)
-    assert (gdy, interface.entry_points[0].workgroup_size) == (4, f"{bdx}, {bdy}, 1")
+    assert (gdy, interface.entry_points[0].workgroup_size) == (4, (bdx, bdy, 1))
 
 
 @needs_tvm
@@ -236,7 +236,7 @@ def test_decode_schedule_is_the_generated_workgroup(head_dim, qo_heads, kv_heads
     config = kernel.config({"head_dim": head_dim, "qo_heads": qo_heads, "kv_heads": kv_heads, "dtype": dtype})
     bdx, bdy, bdz, slices = decode_schedule(head_dim, qo_heads // kv_heads)
     assert ((bdx, bdy, bdz), slices) == (workgroup, gdz)
-    assert read_interface(kernel.wgsl(config)).entry_points[0].workgroup_size == ", ".join(map(str, workgroup))
+    assert read_interface(kernel.wgsl(config)).entry_points[0].workgroup_size == tuple(workgroup)
 
 
 def test_web_runtime_grid_halves_x_past_65535_into_z():

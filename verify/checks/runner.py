@@ -68,9 +68,12 @@ class CheckRun:
     worst: Outcome | None = None
 
 
-def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult, progress=None) -> CheckRun:
-    """Run `check` over `options.examples` drawn cases: `base` (the job's record) with the outcome
-    filled in, and the cases to keep."""
+def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult | None = None,
+              progress=None) -> CheckRun:
+    """Run `check` over `options.examples` drawn cases: `base` (the job's record; by default one
+    naming just the kernel, check and config) with the outcome filled in, and the cases to keep."""
+    if base is None:
+        base = CheckResult(kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=Verdict.PASS)
     started = time.perf_counter()
     state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0,
              "paths": Counter()}

@@ -143,6 +143,11 @@ class Struct:
     def scalars(self) -> int:
         return sum(t.scalars for _, t in self.members)
 
+    @property
+    def fields(self) -> list[tuple[str, str]]:
+        """(member name, type as WGSL text) in order, e.g. [("n", "u32"), ("scale", "f32")]."""
+        return [(name, type_.wgsl) for name, type_ in self.members]
+
     def member(self, name: str):
         for member, type_ in self.members:
             if member == name:
