@@ -12,7 +12,13 @@ from prefill_cases import PrefillCase, parent_arrays, prefill_cases, ragged_layo
 from reference_bounds import LN_BASE, U64, assert_within, frequency_ulps, rope_bound, softmax_bounds
 
 from references.decode import LOG2E, decode_attention
-from references.prefill import paged_prefill_attention, prefill_mask, ragged_prefill_attention, tree_attention, tree_mask
+from references.prefill import (
+    paged_prefill_attention,
+    prefill_mask,
+    ragged_prefill_attention,
+    tree_attention,
+    tree_mask,
+)
 from references.rope import rope_frequencies, rotate_gptj, rotate_neox
 from references.softmax import logsumexp
 from references.token_tree import ancestry, tree_depths, tree_order

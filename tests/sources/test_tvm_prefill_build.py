@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from verify.errors import UsageError
-from verify.wgsl import read_interface
 from verify.sources.tvm import build as tvm_build
+from verify.wgsl import read_interface
 
 needs_tvm = pytest.mark.skipif(tvm_build.installed_version() is None, reason="apache-tvm is not installed")
 
