@@ -113,3 +113,18 @@ def test_every_docs_page_numbers_its_sections_in_order():
         for parent in top:
             children = [n for n in numbers if n.rsplit(".", 1)[0] == parent and "." in n]
             assert children == [f"{parent}.{i}" for i in range(1, len(children) + 1)], (page, parent)
+
+
+def test_the_architecture_page_names_every_package_kernel_and_check():
+    """docs/architecture.md is the newcomer's map: every package of verify (a folder with an
+    __init__.py), every kernel verify registers and every check is on it."""
+    from verify.checks import all_checks
+    from verify.kernels.registry import kernel_specs
+
+    text = (DOCS / "architecture.md").read_text()
+    packages = sorted(str(p.parent.relative_to(ROOT / "verify")) for p in (ROOT / "verify").rglob("__init__.py")
+                      if p.parent != ROOT / "verify")
+    missing = [f"verify/{p}" for p in packages if f"{p.split('/')[-1]}/" not in text]
+    missing += [s.name for s in kernel_specs() if s.origin == "built in" and f"`{s.name}`" not in text]
+    missing += [name for name in all_checks() if f"`{name}`" not in text and name not in text]
+    assert not missing, f"docs/architecture.md does not name {missing}"
