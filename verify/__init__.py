@@ -18,39 +18,46 @@ The import package and the command are ``verify``; the distribution is ``webgpu-
 (``pip install webgpu-verify``), since "verify" on PyPI is an unrelated project.
 """
 
+from importlib import import_module as _import_module
+
 from verify._version import DISTRIBUTION, __version__
-from verify.api import check
-from verify.budgets.expected import Expected
-from verify.cases.case import Case
-from verify.errors import KernelError, SetupError, UsageError
-from verify.gpu.buffers import InOut, Output
-from verify.kernels.contract import ConfigKey, Kernel, Launched
-from verify.profiles import Profile, get_profile
-from verify.results.record import (
-    CheckResult,
-    CheckResults,
-    Verdict,
-    VerificationFailure,
-)
+
+#: Where each public name lives. They are imported when first used, so `import verify` (and the
+#: `verify` command, which must answer signals from its first moment) costs almost nothing.
+_PUBLIC = {
+    "check": "verify.api",
+    "Expected": "verify.budgets.expected",
+    "Case": "verify.cases.case",
+    "KernelError": "verify.errors",
+    "SetupError": "verify.errors",
+    "UsageError": "verify.errors",
+    "InOut": "verify.gpu.buffers",
+    "Output": "verify.gpu.buffers",
+    "ConfigKey": "verify.kernels.contract",
+    "Kernel": "verify.kernels.contract",
+    "Launched": "verify.kernels.contract",
+    "Profile": "verify.profiles",
+    "get_profile": "verify.profiles",
+    "CheckResult": "verify.results.record",
+    "CheckResults": "verify.results.record",
+    "Verdict": "verify.results.record",
+    "VerificationFailure": "verify.results.record",
+}
 
 __all__ = [
-    "__version__",
-    "Case",
-    "CheckResult",
-    "CheckResults",
-    "ConfigKey",
-    "DISTRIBUTION",
-    "Expected",
-    "InOut",
-    "Kernel",
-    "KernelError",
-    "Launched",
-    "Output",
-    "Profile",
-    "SetupError",
-    "UsageError",
-    "Verdict",
-    "VerificationFailure",
-    "check",
-    "get_profile",
+    "Case", "CheckResult", "CheckResults", "ConfigKey", "DISTRIBUTION", "Expected", "InOut", "Kernel", "KernelError",
+    "Launched", "Output", "Profile", "SetupError", "UsageError", "Verdict", "VerificationFailure", "__version__",
+    "check", "get_profile",
 ]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(_import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'verify' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

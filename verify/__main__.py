@@ -1,5 +1,5 @@
 import sys
 
-from verify.cli import main
+from verify._entry import main
 
 sys.exit(main())

@@ -130,20 +130,22 @@ def cmd_show(args) -> int:
 
 # -- check / gate --------------------------------------------------------------------------------
 def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | None, allow_skip: bool,
-             prior: list | None = None, workers: int = 1, shard: str = "", planned: int = 0) -> int:
+             prior: list | None = None, workers: int = 1, shard: str = "", planned: int = 0, plan=None) -> int:
     """Run `jobs`, writing results.json after every record, then the report and JUnit.
 
     The output folder is locked for the run (a second run into it stops before writing), and
-    nothing is written there until every argument has been checked. Ctrl-C, SIGTERM or SIGHUP
-    stop the run; what finished is kept, the report is written, and a second signal while that
-    happens is ignored rather than losing it.
+    nothing is written there until every argument has been checked and a job has a record.
+    Ctrl-C, SIGTERM or SIGHUP stop the run; what finished is kept, the report is written, and a
+    second signal while that happens is ignored rather than losing it. A usage or setup error in
+    the middle of the run (a worker refusing a job, a full disk) stops it with one line: what
+    finished is written as an aborted run, never as complete.
     """
     from verify.results.lock import OutputLock
 
-    junit_path = _junit_path(junit)
+    junit_path = _junit_path(junit, out_dir)
     with OutputLock(out_dir):
         records, interrupted = _run(jobs, out_dir, command=command, profile=profile, prior=prior, workers=workers,
-                                    shard=shard, planned=planned)
+                                    shard=shard, planned=planned, plan=plan)
     if junit_path is not None:
         from verify.results.junit import write_junit
 
@@ -165,21 +167,21 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
 
 
 def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None, workers: int, shard: str,
-         planned: int) -> tuple[list, bool]:
+         planned: int, plan=None) -> tuple[list, bool]:
     global _stopping
     from verify.display import Display, summary
     from verify.results.store import ResultsWriter
     from verify.session import run_jobs
 
     writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile, shard=shard,
-                           planned=planned)
+                           planned=planned, plan=plan)
 
     def plan_order(record):
         return record.job_id if record.job_id is not None else -1
 
     display = Display(len(jobs))
     for record in prior or []:
-        writer.add(record)
+        writer.add(record, write=False)
         display.record(record)
     last_render = [time.monotonic()]
 
@@ -190,7 +192,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
             _write_report(writer.document, out_dir)
             last_render[0] = time.monotonic()
 
-    interrupted = False
+    interrupted, aborted, written = False, None, False
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     _stopping = False
     previous = {s: signal.signal(s, _terminate) for s in stops}  # a CI timeout stops the run like Ctrl-C
@@ -199,29 +201,52 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
                  log_path=out_dir / "worker.log", workers=workers)
     except KeyboardInterrupt:
         interrupted = True
+    except UsageError as exc:
+        aborted = exc
     finally:
         for s in stops:  # finishing must not be interrupted: it is what keeps the results
             signal.signal(s, signal.SIG_IGN)
         try:
             display.close()
-            writer.finish(interrupted=interrupted, order=plan_order)
-            _write_report(writer.document, out_dir)
+            written = _finish(writer, interrupted, aborted, plan_order)
+            if written:
+                _write_report(writer.document, out_dir)
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+    if aborted is not None:
+        if written:
+            print(f"verify: {out_dir / 'results.json'} keeps the {len(writer.records)} checks that finished, "
+                  "marked as an aborted run", file=sys.stderr)
+        raise aborted
     print(summary(writer.records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
-    print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
+    if written:
+        print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
     return writer.records, interrupted
 
 
-def _junit_path(junit: str | None) -> Path | None:
+def _finish(writer, interrupted: bool, aborted, order) -> bool:
+    """Write the run's end; a write the disk refuses ends the run with its one line, not a second error."""
+    try:
+        return writer.finish(interrupted=interrupted, aborted=str(aborted or ""), order=order)
+    except UsageError as exc:
+        print(f"verify: error: {exc}", file=sys.stderr)
+        return False
+
+
+def _junit_path(junit: str | None, out_dir: Path | None = None) -> Path | None:
     """The --junit file, checked before the run: a path that cannot be written fails now, not
-    after an hour of checks."""
+    after an hour of checks, and a path that would overwrite the run's own results (results.json,
+    report.html, the lock) or any results file is refused."""
     if not junit:
         return None
     path = Path(junit)
     if path.is_dir():
         raise UsageError(f"--junit {junit}: is a folder; name the XML file to write")
+    if out_dir is not None and path.resolve() in {(out_dir / name).resolve() for name in RUN_FILES}:
+        raise UsageError(f"--junit {junit}: is one of the run's own files in {out_dir}; name another file "
+                         f"(e.g. {out_dir / 'junit.xml'})")
+    _refuse_results_file(path, "--junit")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -229,6 +254,21 @@ def _junit_path(junit: str | None) -> Path | None:
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"--junit {junit}: not writable")
     return path
+
+
+#: The files a run writes into its output folder.
+RUN_FILES = ("results.json", "report.html", ".verify.lock")
+
+
+def _refuse_results_file(path: Path, option: str) -> None:
+    """UsageError if `path` holds a verify results file: writing there would destroy results."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return
+    if b'"verify.results/' in head:
+        raise UsageError(f"{option} {path}: holds verify results; writing there would destroy them")
 
 
 #: Seconds between refreshes of report.html during a run.
@@ -264,6 +304,9 @@ def _out_dir(path: str) -> Path:
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {path}: is a file, not a folder")
+    for name in RUN_FILES:
+        if (out / name).is_dir():
+            raise UsageError(f"--out {path}: {out / name} is a folder; a run writes a file there")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -274,7 +317,7 @@ def _out_dir(path: str) -> Path:
 
 
 def cmd_check(args) -> int:
-    from verify.plan import check_jobs, numbered, read_wgsl
+    from verify.plan import check_jobs, numbered, plan_identity, read_wgsl
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
@@ -293,11 +336,11 @@ def cmd_check(args) -> int:
     for name in sorted({job.implementation for job in jobs}, key=str):  # a kernel may prefer its own
         _check_adapter(args.adapter, name)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, workers=args.jobs)
+                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan_identity(jobs, [], profile, args.seed))
 
 
 def cmd_gate(args) -> int:
-    from verify.plan import gate_implementations, gate_jobs, select_shard
+    from verify.plan import gate_implementations, gate_jobs, plan_identity, select_shard
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
@@ -308,6 +351,7 @@ def cmd_gate(args) -> int:
                               unavailable=tuple(chosen.unavailable))
     skipped += chosen.skips()
     planned = len(jobs) + len(skipped)
+    plan = plan_identity(jobs, skipped, profile, args.seed)
     shard = ""
     if args.shard:
         index, count = args.shard
@@ -315,7 +359,8 @@ def cmd_gate(args) -> int:
         shard = f"{index}/{count}"
     _check_adapter(args.adapter, chosen.run_on[0])
     return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned)
+                    allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned,
+                    plan=plan)
 
 
 def _check_adapter(name: str | None, implementation: str | None) -> None:
@@ -361,6 +406,9 @@ def cmd_report(args) -> int:
     output = Path(args.output)
     if output.is_dir():
         raise UsageError(f"-o {args.output}: is a folder; name the HTML file to write (e.g. {output / 'report.html'})")
+    if output.resolve() in {Path(path).resolve() for path in args.results}:
+        raise UsageError(f"-o {args.output}: is one of the results files to render; name the HTML file to write")
+    _refuse_results_file(output, "-o")
     try:
         render_report(documents, output)
     except OSError as exc:
@@ -395,14 +443,13 @@ def _count(text: str) -> int:
 
 
 def _shard(text: str) -> tuple[int, int]:
-    """K/N with 1 <= K <= N (argparse type)."""
+    """K/N with 1 <= K <= N <= MAX_SHARDS (argparse type)."""
+    from verify.results.store import shard_of
+
     try:
-        index, count = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected K/N such as 2/4, got {text!r}") from None
-    if not 1 <= index <= count:
-        raise argparse.ArgumentTypeError(f"expected 1 <= K <= N, got {text!r}")
-    return index, count
+        return shard_of(text, "--shard")
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard: ")) from None
 
 
 class _Parser(argparse.ArgumentParser):

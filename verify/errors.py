@@ -44,6 +44,14 @@ class SetupError(UsageError):
     """The machine lacks something the toolkit needs (no WebGPU adapter, no apache-tvm): exit 2."""
 
 
+class InfrastructureError(Exception):
+    """What runs the kernel broke, not the kernel: the process of a WebGPU implementation died or
+    stopped answering. The check's record is an ERROR naming it (`kind`), never a FAIL of the
+    kernel; the next check starts that process again."""
+
+    kind = FailureKind.CRASH
+
+
 class KernelError(Exception):
     """The kernel under test is broken in a way that stops it running (compile error,
     device lost, time limit): a verification failure, exit 1. `kind` says which."""

@@ -7,11 +7,14 @@ the gate is run.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verify._version import __version__
 from verify.checks import get_check
 from verify.errors import SetupError, UsageError
 from verify.gpu.device import SUBGROUP_WIDTHS
@@ -21,6 +24,8 @@ from verify.kernels.specialize import check_recorded_config, recorded_config
 from verify.profiles import Profile
 from verify.protocol import Job
 from verify.results.record import CheckResult, Source, Verdict
+from verify.results.store import PlanIdentity
+from verify.wgsl import sha256
 
 
 def _source(spec, kernel) -> Source:
@@ -187,6 +192,28 @@ def kernel_implementations(kernel, implementations: list) -> list:
     return [i for i in implementations if i is not None and implementation(i).name in declared] or [declared[0]]
 
 
+def plan_identity(jobs: list[Job], skipped: list, profile: Profile, seed: int) -> PlanIdentity:
+    """The plan's fingerprint: every job's identity, the sha256 of the WGSL it runs, the profile,
+    the seed and verify's version; shards of one gate share it, shards of anything else do not
+    (verify.results.merge)."""
+    digest = hashlib.sha256(f"{__version__}|{profile.name}|{seed}".encode())
+    wgsl: dict[tuple, str] = {}
+    for job in jobs:
+        key = (job.kernel_ref, json.dumps(job.config, sort_keys=True, default=str))
+        if job.wgsl is not None:
+            text_hash = sha256(job.wgsl)
+        else:
+            if key not in wgsl:
+                kernel = get_kernel(job.kernel_ref)
+                wgsl[key] = sha256(kernel.wgsl(kernel.config(job.config)))
+            text_hash = wgsl[key]
+        digest.update(json.dumps([job.id, job.kernel, job.kernel_ref, job.check, job.config, job.implementation,
+                                  job.subgroup_width, job.examples, text_hash], sort_keys=True, default=str).encode())
+    for record in skipped:
+        digest.update(f"skip|{record.kernel}|{record.reason}".encode())
+    return PlanIdentity(digest.hexdigest(), len(jobs), len(skipped))
+
+
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
     """Shard `index` (1-based) of `count`: every count-th job, starting at the index-th.
 
@@ -196,6 +223,9 @@ def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
     """
     if not 1 <= index <= count:
         raise UsageError(f"shard {index}/{count}: expected 1 <= K <= N")
+    if count > max(len(jobs), 1):
+        raise UsageError(f"shard {index}/{count}: the plan has {len(jobs)} jobs, so a split into more than "
+                         f"{max(len(jobs), 1)} shards leaves shards with nothing to run")
     return jobs[index - 1 :: count]
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.implementations import divergence
-from verify.checks.runner import RunOptions, raised_by, run_check
-from verify.errors import FailureKind, KernelError, SetupError, UsageError
+from verify.checks.runner import RunOptions, infrastructure_reason, raised_by, run_check
+from verify.errors import FailureKind, InfrastructureError, KernelError, SetupError, UsageError
 from verify.gpu.device import ShaderCompileError
 from verify.gpu.implementations import default_implementation, open_device, other_implementation
 from verify.gpu.limits import check_limits
@@ -60,6 +60,8 @@ class DeviceCache:
     def get(self, adapter: str | None, implementation: str | None, limits: dict):
         implementation = implementation or default_implementation()
         key = (adapter, implementation, json.dumps(limits, sort_keys=True))
+        if key in self._open and not getattr(self._open[key], "alive", True):
+            del self._open[key]  # its process died (and took its check with it): start another
         if key not in self._open:
             self._open[key] = open_device(implementation, adapter, limits)
         return self._open[key]
@@ -271,6 +273,8 @@ def _check_job(job: Job, devices: DeviceCache, emit) -> None:
         emit(Refused(str(exc)))
     except KernelError as exc:
         emit(Finished(job.result(Verdict.FAIL, str(exc), failure_kind=exc.kind)))
+    except InfrastructureError as exc:
+        emit(Finished(job.result(Verdict.ERROR, infrastructure_reason(exc), failure_kind=exc.kind)))
     except Exception as exc:
         reason, kind = raised_by(exc, _loaded_kernel(job))
         emit(Finished(job.result(Verdict.ERROR, reason, failure_kind=kind, traceback=traceback.format_exc())))

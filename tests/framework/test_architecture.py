@@ -154,6 +154,12 @@ def test_the_public_names_are_exactly_the_declared_ones(module, declared):
     assert public - modules - {"DISTRIBUTION"} <= declared | {"DISTRIBUTION"}, sorted(public - modules - declared)
 
 
+def test_every_public_name_of_verify_is_importable_from_where_it_lives():
+    assert set(verify._PUBLIC) | {"DISTRIBUTION", "__version__"} == VERIFY_ALL
+    for name in verify._PUBLIC:
+        assert getattr(verify, name) is not None
+
+
 @pytest.mark.parametrize("name", sorted(EXTEND_ALL))
 def test_every_extension_name_is_documented(name):
     value = getattr(verify.extend, name)

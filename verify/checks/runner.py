@@ -19,7 +19,7 @@ from hypothesis.errors import Flaky
 
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
-from verify.errors import FailureKind, KernelError
+from verify.errors import FailureKind, InfrastructureError, KernelError
 from verify.results.detail import error_detail
 from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
 
@@ -133,6 +133,8 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
                   "uninitialised memory?); first failure: " + (shrunk.message() if shrunk else "?"))
     except KernelError as exc:
         verdict, reason, kind = Verdict.FAIL, str(exc), exc.kind
+    except InfrastructureError as exc:
+        verdict, reason, kind = Verdict.ERROR, infrastructure_reason(exc), exc.kind
     except Exception as exc:  # the kernel's own code, or a defect in verify itself: reported, not hidden
         verdict, trace = Verdict.ERROR, traceback.format_exc()
         reason, kind = raised_by(exc, ctx.kernel)
@@ -156,6 +158,11 @@ def _rank(outcome: Outcome) -> tuple:
     """Failures outrank passes; then the larger err/budget."""
     score = outcome.score if outcome.score == outcome.score else float("inf")
     return (not outcome.passed, score)
+
+
+def infrastructure_reason(exc: InfrastructureError) -> str:
+    return (f"{exc}\n(what runs the kernel broke, not the kernel: no verdict on it; the next check starts "
+            "that process again)")
 
 
 def raised_by(exc: BaseException, kernel) -> tuple[str, FailureKind]:

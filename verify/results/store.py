@@ -1,12 +1,20 @@
 """The results file: run metadata plus one record (a CheckResult) per check, rewritten
-atomically after every record, so an interrupted run still leaves a valid (partial) file."""
+atomically after every record, so an interrupted run still leaves a valid (partial) file.
+
+A run that ends before its first record (a usage error, a signal) leaves an earlier results file
+in the folder as it was: nothing is written until there is something to keep. A run that stops on
+an error after some records is written with `complete: false` and the error as `aborted`, never as
+complete. A disk that refuses a write stops the run with one line; the last complete results file
+stays (the write goes to a temporary file first).
+"""
 
 from __future__ import annotations
 
 import json
 import platform
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verify._version import __version__
@@ -17,6 +25,26 @@ from verify.results.record import CheckResult, to_json_value
 SCHEMA = "verify.results/2"
 #: Schemas this version reads: /1 records are the same fields, untyped.
 READABLE = ("verify.results/1", SCHEMA)
+
+
+#: The most shards a gate may be split into (a split into more shards than jobs runs nothing).
+MAX_SHARDS = 100_000
+_SHARD = re.compile(r"^(\d{1,6})/(\d{1,6})$")
+
+
+@dataclass(frozen=True)
+class PlanIdentity:
+    """What a run set out to do, so shards of one gate can be proved to be that gate's.
+
+    `fingerprint` is the sha256 of the whole plan: every job's identity (kernel and its import
+    path, check, config, implementation, subgroup width, examples), the sha256 of the WGSL each
+    would run, the profile, the seed and verify's version (verify.plan.plan_identity). `jobs` is
+    how many jobs the whole plan has (ids 0..jobs-1), `skipped` how many kernels it could not plan
+    (reported by shard 1 as SKIP records)."""
+
+    fingerprint: str
+    jobs: int
+    skipped: int = 0
 
 
 @dataclass
@@ -36,6 +64,10 @@ class ResultsDocument:
     shard: str = ""
     #: Checks in the whole plan (all shards), so a merge can tell whether every one ran.
     planned: int = 0
+    #: The plan this run is (a part of); None in files written before plans were recorded.
+    plan: PlanIdentity | None = None
+    #: Why the run stopped before its end (a usage or setup error, a full disk); "" otherwise.
+    aborted: str = ""
     records: list[CheckResult] = field(default_factory=list)
     #: Where the document was read from ("" for one being written).
     path: str = ""
@@ -43,39 +75,58 @@ class ResultsDocument:
     def to_dict(self) -> dict:
         data = {"schema": SCHEMA}
         for name in ("command", "argv", "profile", "host", "started", "finished", "complete", "interrupted",
-                     "verify_version", "shard", "planned"):
+                     "aborted", "verify_version", "shard", "planned"):
             data[name] = to_json_value(getattr(self, name))
+        data["plan"] = asdict(self.plan) if self.plan is not None else None
         data["records"] = [r.to_dict() for r in self.records]
         return data
 
 
 class ResultsWriter:
-    def __init__(self, path: Path, *, command: str, argv: list, profile: str, shard: str = "", planned: int = 0):
+    """Writes one run's results file as its records arrive (nothing before the first)."""
+
+    def __init__(self, path: Path, *, command: str, argv: list, profile: str, shard: str = "", planned: int = 0,
+                 plan: PlanIdentity | None = None):
         self.path = Path(path)
         self.document = ResultsDocument(command=command, argv=list(argv), profile=profile, host=platform.node(),
-                                        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), shard=shard, planned=planned)
-        self.flush()
+                                        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), shard=shard, planned=planned,
+                                        plan=plan)
+        self.written = False
 
     @property
     def records(self) -> list[CheckResult]:
         return self.document.records
 
-    def add(self, record: CheckResult) -> None:
+    def add(self, record: CheckResult, *, write: bool = True) -> None:
+        """Keep `record`, and write the file unless told not to (records known before the run's
+        first job, e.g. kernels it could not plan, wait for a record of a job)."""
         self.records.append(record)
-        self.flush()
+        if write:
+            self.flush()
 
-    def finish(self, *, interrupted: bool = False, order=None) -> None:
-        """Mark the run finished; `order` (a key function) puts the records in plan order, which
-        parallel workers do not finish in."""
+    def finish(self, *, interrupted: bool = False, aborted: str = "", order=None) -> bool:
+        """Mark the run finished (or interrupted, or aborted with the reason) and write it; `order`
+        (a key function) puts the records in plan order, which parallel workers do not finish in.
+        A run that did not end normally and has no record of a job writes nothing (an earlier file
+        in the folder stays). Returns whether the file was written."""
         if order is not None:
             self.document.records.sort(key=order)
-        self.document.complete = not interrupted
+        self.document.complete = not interrupted and not aborted
         self.document.interrupted = interrupted
+        self.document.aborted = aborted
         self.document.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        self.flush()
+        if self.document.complete or self.written or any(r.job_id is not None for r in self.records):
+            self.flush()
+        return self.written
 
     def flush(self) -> None:
-        write_atomic(self.path, json.dumps(self.document.to_dict(), indent=1))
+        """Write the document; UsageError (one line) when the disk refuses."""
+        try:
+            write_atomic(self.path, json.dumps(self.document.to_dict(), indent=1))
+        except OSError as exc:
+            kept = "the last complete version is kept" if self.path.exists() else "nothing was written"
+            raise UsageError(f"{self.path}: cannot write the results ({exc.strerror or exc}); {kept}") from None
+        self.written = True
 
 
 def load_results(path: str | Path) -> ResultsDocument:
@@ -91,7 +142,12 @@ def load_results(path: str | Path) -> ResultsDocument:
         raise UsageError(f"{path}: cannot read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return parse_results(data, str(path))
+    except RecursionError:
+        raise UsageError(f"{path}: not a verify results file (JSON nested too deeply)") from None
+    try:
+        return parse_results(data, str(path))
+    except RecursionError:
+        raise UsageError(f"{path}: not a verify results file (a value nested too deeply)") from None
 
 
 def parse_results(data, where: str = "results") -> ResultsDocument:
@@ -106,14 +162,42 @@ def parse_results(data, where: str = "results") -> ResultsDocument:
         raise UsageError(f"{path}: 'records' is missing or not a list")
     document = ResultsDocument(path=str(path))
     for name, kind in (("command", str), ("argv", list), ("profile", str), ("host", str), ("started", str),
-                       ("finished", str), ("complete", bool), ("interrupted", bool), ("verify_version", str),
-                       ("shard", str), ("planned", int)):
+                       ("finished", str), ("complete", bool), ("interrupted", bool), ("aborted", str),
+                       ("verify_version", str), ("shard", str), ("planned", int)):
         if name in data and data[name] is not None:
-            if not isinstance(data[name], kind):
+            if not isinstance(data[name], kind) or (kind is int and isinstance(data[name], bool)):
                 raise UsageError(f"{path}: {name!r} should be a {kind.__name__}, not {type(data[name]).__name__}")
             setattr(document, name, data[name])
+    if document.planned < 0:
+        raise UsageError(f"{path}: 'planned' is {document.planned}; a plan has no fewer than 0 checks")
+    if document.shard:
+        shard_of(document.shard, path)
+    document.plan = _plan(data.get("plan"), path)
     document.records = [CheckResult.from_dict(r, f"{path}: record {i}") for i, r in enumerate(records)]
     # Kernels a /1 gate could not set up were kept beside the records; they are skipped checks.
     for i, r in enumerate(data.get("skipped_kernels") or []):
         document.records.append(CheckResult.from_dict(r, f"{path}: skipped kernel {i}"))
     return document
+
+
+def shard_of(text: str, where: str = "shard") -> tuple[int, int]:
+    """(K, N) of a shard written "K/N" with 1 <= K <= N <= MAX_SHARDS; UsageError otherwise."""
+    found = _SHARD.match(text) if isinstance(text, str) else None
+    index, count = (int(found[1]), int(found[2])) if found else (0, 0)
+    if not found or not 1 <= index <= count <= MAX_SHARDS:
+        raise UsageError(f"{where}: shard {text!r} is not K/N with 1 <= K <= N <= {MAX_SHARDS}")
+    return index, count
+
+
+def _plan(value, path: str) -> PlanIdentity | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise UsageError(f"{path}: 'plan' should be an object, not {type(value).__name__}")
+    fingerprint, jobs, skipped = value.get("fingerprint"), value.get("jobs"), value.get("skipped", 0)
+    if not isinstance(fingerprint, str) or not re.fullmatch(r"[0-9a-f]{64}", fingerprint):
+        raise UsageError(f"{path}: the plan's fingerprint is not a sha256")
+    for name, number in (("jobs", jobs), ("skipped", skipped)):
+        if not isinstance(number, int) or isinstance(number, bool) or not 0 <= number <= 10**7:
+            raise UsageError(f"{path}: the plan's {name} should be a count, not {number!r}")
+    return PlanIdentity(fingerprint, jobs, skipped)

@@ -23,7 +23,7 @@ from verify.gpu.binding import (
     unpack_readbacks,
 )
 from verify.gpu.dawn import environment
-from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
+from verify.gpu.dawn.process import ANSWER_S, NodeProcess, NodeProcessDied
 from verify.gpu.device import (
     OPTIONAL_FEATURES,
     WANTED_LIMITS,
@@ -100,7 +100,7 @@ def list_dawn_adapters() -> list[AdapterInfo]:
     for driver in environment.vulkan_drivers():
         process = _start(driver)
         try:
-            reply, _ = process.request({"op": "adapters"})
+            reply, _ = process.request({"op": "adapters"}, timeout=ANSWER_S)
         except NodeProcessDied as exc:
             raise SetupError(f"Dawn could not start on the {driver.name} Vulkan driver: {exc}") from None
         finally:
@@ -127,7 +127,7 @@ class DawnDevice(AdapterProbes):
         for driver in environment.vulkan_drivers():
             process = _start(driver)
             try:
-                reply, _ = process.request(request)
+                reply, _ = process.request(request, timeout=ANSWER_S)
             except NodeProcessDied as exc:
                 raise SetupError(f"Dawn could not start on the {driver.name} Vulkan driver: {exc}") from None
             if "error" not in reply:
@@ -146,8 +146,9 @@ class DawnDevice(AdapterProbes):
         self._handles = itertools.count(1)
 
     @property
-    def adapter(self) -> AdapterInfo:
-        return self.info
+    def alive(self) -> bool:
+        """Whether its Node process still runs (a dead one is replaced by verify.worker's device cache)."""
+        return self._process.alive
 
     @property
     def pid(self) -> int:

@@ -18,13 +18,15 @@ import ctypes
 import ctypes.util
 import json
 import os
+import select
 import signal
 import struct
 import subprocess
 import sys
 import threading
+import time
 
-from verify.errors import FailureKind, KernelError
+from verify.errors import InfrastructureError, SetupError
 from verify.gpu.environment import quiet_environment
 
 _HEADER_LENGTH = struct.Struct("<I")
@@ -33,10 +35,18 @@ _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
 
 
-class NodeProcessDied(KernelError):
-    """The Node process running Dawn exited (a crash in the driver, or a lost device)."""
+#: Seconds Dawn's Node process may take to answer a request that has a time limit (start-up,
+#: listing adapters, opening a device): far above the seconds it takes on a software driver.
+ANSWER_S = float(os.environ.get("VERIFY_NODE_TIMEOUT", "120"))
 
-    kind = FailureKind.CRASH
+
+class NodeProcessDied(InfrastructureError):
+    """The Node process running Dawn exited (a crash in the driver, or a lost device): Dawn's
+    infrastructure, not a verdict on the kernel."""
+
+
+class NodeNotAnswering(SetupError):
+    """The Node process running Dawn did not answer within its time limit (a wedged driver)."""
 
 
 def encode_frame(header: dict, blobs: list[bytes] = ()) -> list[bytes]:
@@ -68,6 +78,7 @@ class NodeProcess:
             env={**os.environ, **env}, preexec_fn=_die_with_parent(os.getpid()) if _LIBC else None,
         )
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._pending = bytearray()
         self._drain = threading.Thread(target=self._keep_stderr, daemon=True)
         self._drain.start()
 
@@ -79,23 +90,45 @@ class NodeProcess:
         for line in self.proc.stderr:
             self.stderr_tail.append(line.decode(errors="replace").rstrip())
 
-    def request(self, header: dict, blobs: list[bytes] = ()) -> tuple[dict, list[bytes]]:
-        """Send one request and wait for its reply: (reply header, reply blobs)."""
+    def request(self, header: dict, blobs: list[bytes] = (), timeout: float | None = None) -> tuple[dict, list[bytes]]:
+        """Send one request and wait for its reply: (reply header, reply blobs). With `timeout`
+        (seconds), a process that has not answered by then is killed: NodeNotAnswering. Requests
+        without one (compiling, dispatching) are bounded by the check's own time limit."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             for piece in encode_frame(header, blobs):
                 self.proc.stdin.write(piece)
             self.proc.stdin.flush()
-            length = _HEADER_LENGTH.unpack(self._read(_HEADER_LENGTH.size))[0]
-            reply = json.loads(self._read(length))
-            blobs_in = [self._read(size) for size in reply.pop("blobs", [])]
+            length = _HEADER_LENGTH.unpack(self._read(_HEADER_LENGTH.size, deadline))[0]
+            reply = json.loads(self._read(length, deadline))
+            blobs_in = [self._read(size, deadline) for size in reply.pop("blobs", [])]
         except (BrokenPipeError, EOFError):
             raise self._died() from None
+        except TimeoutError:
+            self.proc.kill()
+            self.proc.wait()
+            raise NodeNotAnswering(f"Dawn's Node process (pid {self.proc.pid}) did not answer {header.get('op')!r} "
+                                   f"within {timeout:g} s: its Vulkan driver may be wedged (VERIFY_NODE_TIMEOUT "
+                                   "sets the limit)") from None
         return reply, blobs_in
 
-    def _read(self, count: int) -> bytes:
-        data = self.proc.stdout.read(count)
-        if len(data) != count:
-            raise EOFError
+    def _read(self, count: int, deadline: float | None = None) -> bytes:
+        """`count` bytes of stdout; EOFError at its end, TimeoutError past `deadline`.
+
+        Reads the pipe's file descriptor itself into its own buffer: a buffered reader would read
+        ahead into a buffer select() cannot see."""
+        fd = self.proc.stdout.fileno()
+        while len(self._pending) < count:
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                    raise TimeoutError
+            chunk = os.read(fd, max(1 << 16, count - len(self._pending)))
+            if not chunk:
+                raise EOFError
+            self._pending += chunk
+        data = bytes(self._pending[:count])
+        del self._pending[:count]
         return data
 
     def _died(self) -> NodeProcessDied:
@@ -103,6 +136,10 @@ class NodeProcess:
         self._drain.join(timeout=2)
         tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
         return NodeProcessDied(f"the Node process running Dawn died (exit code {code}):\n{tail}")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
     def close(self) -> None:
         """End the process: EOF on its stdin, then SIGKILL if it has not exited within a few seconds."""
