@@ -58,14 +58,21 @@ def cmd_list(args) -> int:
     from verify.checks import all_checks
     from verify.kernels.registry import get_kernel, kernel_specs
 
-    described = []
+    described, broken = [], []
     for spec in kernel_specs():
-        entry = dict(get_kernel(spec.name).describe(), ref=spec.ref, origin=spec.origin,
+        try:
+            kernel = get_kernel(spec.name)
+        except UsageError as exc:  # a broken package is named, and the others are still listed
+            broken.append(str(exc))
+            continue
+        entry = dict(kernel.describe(), ref=spec.ref, origin=spec.origin,
                      package=spec.distribution, package_version=spec.version)
         described.append(entry)
+    for problem in broken:
+        print(f"verify: error: {problem}", file=sys.stderr)
     if args.json:
         print(json.dumps(described, indent=1))
-        return 0
+        return 2 if broken else 0
     checks = all_checks()
     for d in described:
         keys = ", ".join(f"{k}={v['default']}" + (f" ({'|'.join(map(str, v['choices']))})" if v["choices"] else "")
@@ -78,7 +85,7 @@ def cmd_list(args) -> int:
     print("\nchecks:")
     for name, check in sorted(checks.items()):
         print(f"  {name:18} {check.doc}")
-    return 0
+    return 2 if broken else 0
 
 
 def cmd_adapters(args) -> int:

@@ -52,6 +52,14 @@ class InfrastructureError(Exception):
     kind = FailureKind.CRASH
 
 
+class ContractError(Exception):
+    """A kernel's Python side breaks the contract (docs/writing-a-kernel.md): `expected()` names
+    an output `launch()` did not return, or gives it another shape, returns no outputs, or a
+    budget that bounds nothing. The check's record is an ERROR of the kernel's code."""
+
+    kind = FailureKind.KERNEL_CODE
+
+
 class KernelError(Exception):
     """The kernel under test is broken in a way that stops it running (compile error,
     device lost, time limit): a verification failure, exit 1. `kind` says which."""

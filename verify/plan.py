@@ -16,10 +16,10 @@ from pathlib import Path
 
 from verify._version import __version__
 from verify.checks import get_check
-from verify.errors import SetupError, UsageError
+from verify.errors import FailureKind, SetupError, UsageError
 from verify.gpu.device import SUBGROUP_WIDTHS
 from verify.gpu.implementations import implementation, implementation_names
-from verify.kernels.registry import get_kernel, kernel_names, spec_of
+from verify.kernels.registry import KernelLoadError, get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
 from verify.profiles import Profile
 from verify.protocol import Job
@@ -86,6 +86,14 @@ def skipped(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile 
                        profile=profile.name if profile is not None else "", seed=seed, source=source)
 
 
+def broken(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile | None = None,
+           seed: int = 0) -> CheckResult:
+    """The ERROR record of a kernel whose own code cannot even be planned (a broken package)."""
+    return CheckResult(kernel=kernel, check="*", config={}, verdict=Verdict.ERROR, reason=reason, kernel_ref=kernel_ref,
+                       profile=profile.name if profile is not None else "", seed=seed,
+                       failure_kind=FailureKind.KERNEL_CODE)
+
+
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
               adapter: str | None = None, implementations: list | None = None,
               unavailable: tuple = ()) -> tuple[list[Job], list[CheckResult]]:
@@ -104,14 +112,25 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
     implementations = list(implementations or [None])
     jobs, skips = [], []
     for name in kernels or kernel_names():
-        spec = spec_of(name)
-        instance = get_kernel(name)
-        source = _source(spec, instance)
+        spec, instance = spec_of(name), None
         try:
+            instance = get_kernel(name)
+            source = _source(spec, instance)
             configs = instance.gate_configs(profile)
+        except KernelLoadError as exc:  # a broken package is an error of that kernel; the others still run
+            skips.append(broken(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed))
+            continue
+        except SetupError as exc:  # what it needs is missing here (apache-tvm, a cache): not verified
+            skips.append(skipped(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed,
+                                 source=_source(spec, instance) if instance is not None else None))
+            continue
         except UsageError as exc:
-            skips.append(skipped(instance.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed,
-                                 source=source))
+            skips.append(broken(spec.name, f"{spec.name}: its gate configs are refused: {exc}", kernel_ref=spec.ref,
+                                profile=profile, seed=seed))
+            continue
+        except Exception as exc:
+            skips.append(broken(spec.name, f"{spec.name}: gate_configs() in {spec.provenance} raised "
+                                f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile, seed=seed))
             continue
         per_config = max(1, math.ceil(profile.examples / len(configs)))
         runs_on = kernel_implementations(instance, implementations)
@@ -236,6 +255,11 @@ def _validate_user_wgsl(kernel, config: dict, text: str, origin: str) -> None:
         raise UsageError(f"{kernel.name} compiles no WGSL of its own (its source runs its programs itself), "
                          "so --wgsl does not apply to it")
     check_recorded_config(text, config, origin)
+    for module in kernel.modules(text):
+        entries = read_interface(module).entry_points
+        if len(entries) != 1:
+            raise UsageError(f"{origin}: a module must have exactly one @compute entry point; it has "
+                             f"{len(entries)} ({', '.join(e.name for e in entries) or 'none'})")
     want = read_interface(kernel.wgsl(config)).names
     have = read_interface(text).names
     if sorted(want) != sorted(have):

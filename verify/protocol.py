@@ -6,7 +6,7 @@ this module turns them into JSON and back, and `decode_*` refuse a malformed lin
 UsageError naming what is wrong, so nothing else reads a dict by string keys.
 
 Events, in the order the worker emits them for a job: `Started` (the check itself starts: the
-parent's time limit counts from here), any number of `Progress`, then `Finished` (the record),
+parent's time limit counts from here), any number of `Progress` and `Stage`, then `Finished` (the record),
 `Replayed` (a replay's lines) or `Refused` (a usage error: the run stops).
 """
 
@@ -92,6 +92,14 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """What the check is doing now (GPU, reference, compare, drawing cases): a time limit then
+    says whether a kernel hung on the GPU or the kernel's Python reference was slow."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Finished:
     record: CheckResult
 
@@ -111,7 +119,8 @@ class Refused:
     message: str
 
 
-_EVENTS = {"started": Started, "progress": Progress, "finished": Finished, "replayed": Replayed, "refused": Refused}
+_EVENTS = {"started": Started, "progress": Progress, "stage": Stage, "finished": Finished, "replayed": Replayed,
+           "refused": Refused}
 _KIND = {cls: name for name, cls in _EVENTS.items()}
 
 

@@ -51,9 +51,30 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    _check_options(config)
     config.addinivalue_line(
         "markers", "webgpu(requires=()): needs a WebGPU adapter (with the named features, e.g. "
         "{'shader-f16', 'subgroup'}); skipped with the install hint where there is none")
+
+
+def _check_options(config) -> None:
+    """A bad --verify-* option is pytest's usage error (one line, exit 4), not an internal error."""
+    from verify.errors import UsageError
+
+    try:
+        from verify.gpu.implementations import chosen_implementation
+        from verify.profiles import get_profile
+
+        get_profile(config.getoption("verify_profile"))
+        chosen_implementation(config.getoption("verify_implementation"))
+        kernels = config.getoption("verify_kernels")
+        if kernels:
+            from verify.kernels.registry import spec_of
+
+            for name in (k for k in kernels.split(",") if k):
+                spec_of(name)
+    except UsageError as exc:
+        raise pytest.UsageError(f"verify: {exc}") from None
 
 
 # -- the adapter --------------------------------------------------------------------------------
@@ -210,7 +231,7 @@ class GateCollector(pytest.Collector):
         skipped += chosen.skips()
         default = default_implementation()
         for result in skipped:
-            yield GateItem.from_parent(self, name=f"{result.kernel}::setup", job=None, setup_skip=result)
+            yield GateItem.from_parent(self, name=f"{result.kernel}::setup", job=None, unplanned=result)
         for job in jobs:
             config_text = ",".join(f"{k}={v}" for k, v in sorted(job.config.items()))
             if job.subgroup_width:
@@ -225,16 +246,20 @@ class _GateFailure(Exception):
 
 
 class GateItem(pytest.Item):
-    def __init__(self, *, job, setup_skip=None, **kwargs):
+    def __init__(self, *, job, unplanned=None, **kwargs):
         super().__init__(**kwargs)
         self.job = job
-        self.setup_skip = setup_skip
+        #: The record of a kernel the gate could not plan: a SKIP (what it needs is missing) or an
+        #: ERROR (its package is broken).
+        self.unplanned = unplanned
 
     def runtest(self):
         from verify.results.record import Verdict
 
-        if self.setup_skip is not None:
-            self._skip(self.setup_skip.reason)
+        if self.unplanned is not None:
+            if self.unplanned.verdict.fails_run:
+                raise _GateFailure(self.unplanned.failure_message())
+            self._skip(self.unplanned.reason)
         session = _worker_session(self.config)
         results = []
         session.run([self.job], on_record=results.append)

@@ -28,6 +28,7 @@ from verify.protocol import (
     Refused,
     Replayed,
     ReplayJob,
+    Stage,
     Started,
     decode_event,
     encode_job,
@@ -161,7 +162,7 @@ class Session:
         sent = time.monotonic()
         started = None
         deadline = sent + STARTUP_ALLOWANCE_S
-        done, last_progress = 0, None
+        done, last_progress, stage = 0, None, None
         while True:
             try:
                 event = worker.next_event(deadline)
@@ -169,7 +170,8 @@ class Session:
                 return job.unfinished(FailureKind.CRASH, self._died(), time.monotonic() - sent, done)
             if event is None:
                 self.close(kill=True)
-                return job.unfinished(FailureKind.TIME_LIMIT, _time_limit_reason(job, started, done, last_progress),
+                return job.unfinished(FailureKind.TIME_LIMIT,
+                                      _time_limit_reason(job, started, done, last_progress, stage),
                                       time.monotonic() - sent, done)
             if isinstance(event, Started):
                 started = time.monotonic()
@@ -178,6 +180,8 @@ class Session:
                 done, last_progress = event.done, time.monotonic()
                 if on_progress:
                     on_progress(job, event.done, event.total)
+            elif isinstance(event, Stage):
+                stage = (event.name, time.monotonic())
             elif isinstance(event, Refused):
                 raise UsageError(event.message)
             elif isinstance(event, Finished):
@@ -283,11 +287,26 @@ def _numbered(log_path: Path | None, index: int) -> Path | None:
     return Path(log_path).with_name(f"{Path(log_path).stem}-{index + 1}{Path(log_path).suffix}")
 
 
-def _time_limit_reason(job: Job, started: float | None, done: int, last_progress: float | None) -> str:
+#: What a check was doing when its time ran out, by the stage it last reported (verify.protocol.Stage).
+_STAGES = {
+    "GPU": "waiting on the kernel's dispatch on the GPU",
+    "reference": "computing the float64 reference and budget (the kernel's `expected`, Python): a slow reference, "
+                 "not a hung kernel",
+    "compare": "comparing outputs with the reference",
+    "drawing cases": "drawing cases (Hypothesis and the kernel's `cases`, Python), not running the kernel",
+}
+
+
+def _time_limit_reason(job: Job, started: float | None, done: int, last_progress: float | None,
+                       stage: tuple | None = None) -> str:
     if started is None:
         return (f"did not start within {STARTUP_ALLOWANCE_S:g} s (importing the kernel, opening the device and "
                 "compiling its WGSL)")
     now = time.monotonic()
+    if stage is not None and stage[0] != "GPU":
+        return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
+                f"passed; for the last {now - stage[1]:.0f} s it was {_STAGES.get(stage[0], stage[0])} (raise "
+                "--time-limit or draw smaller cases)")
     if done and last_progress is not None and now - last_progress < job.time_limit / 4:
         return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
                 f"passed, the last {now - last_progress:.0f} s before the limit (too slow, not hung: raise "

@@ -42,6 +42,7 @@ from verify.protocol import (
     Refused,
     Replayed,
     ReplayJob,
+    Stage,
     Started,
     decode_job,
     encode_event,
@@ -145,6 +146,8 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
     if verdict is not None:
         return replace(base, verdict=verdict.verdict, reason=verdict.reason, failure_kind=verdict.kind)
     emit(Started())
+    ctx.timer.on_stage = lambda name: emit(Stage(name))
+    ctx.timer.entering("drawing cases")
     run = run_check(check, ctx, RunOptions(job.examples, job.seed), base,
                     progress=lambda done, total: emit(Progress(done, total)))
     checked = run.result

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from verify.budgets.metrics import compare
 from verify.checks.outcome import Outcome, StageTimer
-from verify.errors import FailureKind
+from verify.errors import ContractError, FailureKind
 from verify.profiles import Profile, get_profile
 
 
@@ -27,6 +29,7 @@ class CheckContext:
         """Run a kernel (this one by default) on a case, timing the stages; `device` replaces
         the check's device (e.g. an instrumented wrapper of it)."""
         kernel = kernel or self.kernel
+        self.timer.entering("GPU")
         launched = kernel.launch(device or self.device, wgsl or self.wgsl, self.config, case)
         self.timer.add_launch(launched.timing)
         return launched
@@ -50,6 +53,7 @@ class CheckContext:
         kernel = kernel or self.kernel
         with self.timer.stage("reference"):
             expected = kernel.expected(self.config, case)
+        check_contract(kernel, expected, launched)
         with self.timer.stage("compare"):
             metrics = [compare(launched.outputs[e.name], e) for e in expected]
         reasons = [f"{name}: wrote past the end of the buffer"
@@ -58,3 +62,24 @@ class CheckContext:
         passed = not reasons and all(m.passed for m in metrics)
         return Outcome(passed, score, metrics, reasons, kernel.features(case), case,
                        FailureKind.WRITE_OUT_OF_BOUNDS if reasons else None)
+
+
+def check_contract(kernel, expected: list, launched) -> None:
+    """ContractError unless `expected` judges something: at least one output, each one `launch`
+    returned, of the shape it returned, with a budget that bounds at least one element."""
+    if not expected:
+        raise ContractError(f"{kernel.name}: expected() returned no outputs, so nothing would be compared")
+    returned = sorted(launched.outputs)
+    for item in expected:
+        if item.name not in launched.outputs:
+            raise ContractError(f"{kernel.name}: expected() names output {item.name!r}, which launch() did not return "
+                                f"(it returned {', '.join(returned) or 'nothing'})")
+        got = np.shape(launched.outputs[item.name])
+        if np.shape(item.lo) != got:
+            raise ContractError(f"{kernel.name}: expected() gives output {item.name!r} the shape "
+                                f"{tuple(np.shape(item.lo))}, launch() returned {tuple(got)}")
+        budget = np.broadcast_to(np.asarray(item.budget, np.float64), got)
+        exact = np.zeros(got, bool) if item.exact is None else np.broadcast_to(item.exact, got)
+        if budget.size and not (np.isfinite(budget) | exact).any():
+            raise ContractError(f"{kernel.name}: the budget of output {item.name!r} is infinite (or NaN) on every "
+                                "element, so no value could fail; derive a finite one (verify.budgets)")

@@ -55,9 +55,19 @@ class StageTimer:
         self.seconds = dict.fromkeys(self.STAGES, 0.0)
         self.gpu_ns: list[float] = []
         self.cases = 0
+        #: Called with a stage's name when the check enters it (the worker reports it to the parent).
+        self.on_stage = None
+        self._current = ""
+
+    def entering(self, name: str) -> None:
+        """Say what the check is doing now (verify.protocol.Stage), if anyone listens."""
+        if self.on_stage is not None and name != self._current:
+            self._current = name
+            self.on_stage(name)
 
     @contextmanager
     def stage(self, name: str):
+        self.entering(name)
         start = time.perf_counter()
         try:
             yield

@@ -19,7 +19,7 @@ from hypothesis.errors import Flaky
 
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
-from verify.errors import FailureKind, InfrastructureError, KernelError
+from verify.errors import ContractError, FailureKind, InfrastructureError, KernelError
 from verify.results.detail import error_detail
 from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
 
@@ -84,6 +84,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             _body(case)
         finally:
             state["in_body"] += time.perf_counter() - entered
+            ctx.timer.entering("drawing cases")
 
     def _body(case):
         state["calls"] += 1
@@ -135,6 +136,8 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         verdict, reason, kind = Verdict.FAIL, str(exc), exc.kind
     except InfrastructureError as exc:
         verdict, reason, kind = Verdict.ERROR, infrastructure_reason(exc), exc.kind
+    except ContractError as exc:
+        verdict, reason, kind = Verdict.ERROR, f"the kernel breaks its contract: {exc}", exc.kind
     except Exception as exc:  # the kernel's own code, or a defect in verify itself: reported, not hidden
         verdict, trace = Verdict.ERROR, traceback.format_exc()
         reason, kind = raised_by(exc, ctx.kernel)

@@ -73,6 +73,8 @@ def _module_exists(ref: str) -> bool:
         # A kernel whose module is absent is not offered; a missing *dependency* of a present
         # module (e.g. apache-tvm) still is, and says so when used.
         return not (module == exc.name or module.startswith(f"{exc.name}."))
+    except Exception:
+        return True  # a module that raises is offered, and says what it raised when loaded
     return True
 
 
@@ -125,8 +127,20 @@ def _path_spec(name: str, ref: str) -> KernelSpec:
     return KernelSpec(name, ref, "import path", dists[0] if dists else "", version)
 
 
+class KernelLoadError(UsageError):
+    """A kernel's package cannot be imported, or its class cannot be made: one line naming the
+    package and what it raised (a broken package must not take verify down)."""
+
+
+def _package_of(ref: str) -> str:
+    top = ref.split(":")[0].split(".")[0]
+    dists = metadata.packages_distributions().get(top, [])
+    return f"package {dists[0]}" if dists else f"module {ref.split(':')[0]}"
+
+
 def load_kernel(ref: str):
-    """Import "pkg.module:Class" and instantiate it; UsageError saying what is wrong with the path."""
+    """Import "pkg.module:Class" and instantiate it; UsageError saying what is wrong with the path,
+    KernelLoadError naming the package when its own code raises."""
     from verify.kernels.contract import Kernel
 
     module_name, _, qualname = ref.partition(":")
@@ -137,7 +151,11 @@ def load_kernel(ref: str):
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
             raise UsageError(f"{ref!r}: no module named {module_name!r} (is its package installed, or on PYTHONPATH?)") from None
-        raise
+        raise KernelLoadError(f"kernel {ref!r} cannot be loaded: {_package_of(ref)} needs the missing module "
+                              f"{exc.name!r}") from None
+    except Exception as exc:
+        raise KernelLoadError(f"kernel {ref!r} cannot be loaded: importing {_package_of(ref)} raised "
+                              f"{type(exc).__name__}: {exc}") from None
     target = module
     for part in qualname.split("."):
         target = getattr(target, part, None)
@@ -148,7 +166,11 @@ def load_kernel(ref: str):
     if inspect.isabstract(target):
         missing = ", ".join(sorted(target.__abstractmethods__))
         raise UsageError(f"{ref!r} does not implement {missing}")
-    kernel = target()
+    try:
+        kernel = target()
+    except Exception as exc:
+        raise KernelLoadError(f"kernel {ref!r} cannot be made: {qualname}() in {_package_of(ref)} raised "
+                              f"{type(exc).__name__}: {exc}") from None
     if not kernel.name:
         raise UsageError(f"{ref!r} has no `name`; give the Kernel subclass a name attribute")
     return kernel

@@ -23,9 +23,13 @@ from verify.results.atomic import write_atomic
 from verify.results.record import to_json_value
 from verify.wgsl import sha256
 
-#: Written into every sidecar; a newer schema is refused rather than misread.
-SCHEMA = "verify.case/1"
-_SUPPORTED = {SCHEMA}
+#: Written into every sidecar; a newer schema is refused rather than misread. /2 adds
+#: `case_sha256`, the digest of the arrays and parameters (a /1 file is read with its WGSL's).
+SCHEMA = "verify.case/2"
+_SUPPORTED = {"verify.case/1", SCHEMA}
+#: The most elements one saved array may declare: far above any case verify draws, far below a
+#: header that would exhaust memory.
+MAX_ELEMENTS = 1 << 30
 
 
 def save_case(directory: Path, stem: str, case: Case, meta: dict, wgsl: str) -> Path:
@@ -35,7 +39,9 @@ def save_case(directory: Path, stem: str, case: Case, meta: dict, wgsl: str) -> 
     tmp = npz.with_suffix(".tmp.npz")
     np.savez_compressed(tmp, **case.arrays)
     os.replace(tmp, npz)
-    sidecar = dict(meta, schema=SCHEMA, params=case.params, wgsl=wgsl, wgsl_sha256=sha256(wgsl),
+    params = json.loads(json.dumps(case.params, default=_plain))
+    sidecar = dict(meta, schema=SCHEMA, params=params, wgsl=wgsl, wgsl_sha256=sha256(wgsl),
+                   case_sha256=case_digest(case.arrays, params),
                    arrays={name: {"shape": list(a.shape), "dtype": str(a.dtype)} for name, a in case.arrays.items()})
     write_atomic(npz.with_suffix(".json"), json.dumps(sidecar, indent=1, default=_plain))
     return npz
@@ -90,11 +96,10 @@ def load_case(path: str | Path) -> tuple[Case, dict]:
         if not isinstance(meta.get(key), kind):
             raise UsageError(f"{sidecar_path}: {key!r} is missing or not a {kind.__name__}; "
                              "not a case file written by verify")
-    try:
-        with np.load(npz, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise UsageError(f"{npz}: not a readable case file ({type(exc).__name__}: {exc})") from None
+    if "wgsl_sha256" not in meta:
+        raise UsageError(f"{sidecar_path}: has no wgsl_sha256, so an edit of its WGSL could not be told; "
+                         "not a case file as verify writes it")
+    arrays = _load_arrays(npz)
     declared = meta.get("arrays", sorted(arrays))
     if sorted(arrays) != sorted(declared):
         raise UsageError(f"{npz}: arrays {sorted(arrays)} do not match its sidecar {sorted(declared)}")
@@ -104,11 +109,64 @@ def load_case(path: str | Path) -> tuple[Case, dict]:
             if arrays[name].shape != shape or str(arrays[name].dtype) != dtype:
                 raise UsageError(f"{npz}: array {name!r} is {arrays[name].dtype}{list(arrays[name].shape)}, "
                                  f"its sidecar says {dtype}{list(shape)}")
-    recorded = meta.get("wgsl_sha256")
-    if recorded is not None and recorded != sha256(meta["wgsl"]):
-        raise UsageError(f"{sidecar_path}: the WGSL's sha256 does not match the recorded {recorded[:12]}...; "
+    recorded = meta["wgsl_sha256"]
+    if recorded != sha256(meta["wgsl"]):
+        raise UsageError(f"{sidecar_path}: the WGSL's sha256 does not match the recorded {str(recorded)[:12]}...; "
                          "the sidecar was edited")
+    if schema == SCHEMA:
+        if "case_sha256" not in meta:
+            raise UsageError(f"{sidecar_path}: has no case_sha256, so an edit of the case could not be told; "
+                             "not a case file as verify writes it")
+        if meta["case_sha256"] != case_digest(arrays, meta["params"]):
+            raise UsageError(f"{npz}: the arrays or parameters do not match the recorded case_sha256; the case was "
+                             "edited")
     return Case(arrays, meta["params"]), meta
+
+
+def case_digest(arrays: dict, params: dict) -> str:
+    """sha256 of a case: every array's name, dtype, shape and bytes, and the parameters (JSON)."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    digest.update(json.dumps(params, sort_keys=True, default=_plain).encode())
+    return digest.hexdigest()
+
+
+def _load_arrays(npz: Path) -> dict:
+    """The arrays of a case's .npz, each header checked before its data is read: numbers only, and
+    no more elements than its data holds (a doctored header must not exhaust memory)."""
+    try:
+        with zipfile.ZipFile(npz) as archive:
+            arrays = {}
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise UsageError(f"{npz}: holds {info.filename!r}, which is not an array")
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(member)
+                    if dtype.hasobject:
+                        raise UsageError(f"{npz}: array {info.filename[:-4]!r} holds Python objects; a case holds "
+                                         "numbers only")
+                    elements = int(np.prod(shape, dtype=np.float64))
+                    if elements > MAX_ELEMENTS or elements * dtype.itemsize > info.file_size:
+                        raise UsageError(f"{npz}: array {info.filename[:-4]!r} declares {elements} elements of "
+                                         f"{dtype}, more than its {info.file_size} bytes hold")
+                with archive.open(info) as member:
+                    arrays[info.filename[:-4]] = np.lib.format.read_array(member, allow_pickle=False)
+            return arrays
+    except UsageError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise UsageError(f"{npz}: not a readable case file ({type(exc).__name__}: {_plain_message(exc)})") from None
+
+
+def _plain_message(exc: Exception) -> str:
+    """numpy's message without its advice to allow pickles, which a case file never needs."""
+    return str(exc).split(" Use allow_pickle")[0].split("; allow_pickle")[0]
 
 
 def _safe(name: str) -> str:
