@@ -4,7 +4,7 @@
 #   scripts/setup.sh          what the gate needs
 #   scripts/setup.sh --test   also what the test suite needs (pytest, headless Chromium, Node)
 #
-# Then scripts/setup_dawn.sh sets up the second WebGPU implementation (`--backend dawn`):
+# Then scripts/setup_dawn.sh sets up the second WebGPU implementation (`--implementation dawn`):
 # the pinned npm packages and a Vulkan driver Dawn accepts, without changing what wgpu uses.
 #
 # wgpu's OpenGL fallback on Mesa llvmpipe has neither shader-f16 nor subgroups, so when no

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# What the dawn backend (Dawn through Node, npm `webgpu`) needs, without touching what wgpu uses:
+# What the dawn WebGPU implementation (Dawn through Node, npm `webgpu`; `--implementation dawn`)
+# needs, without touching what wgpu uses:
 #
 #   1. the pinned Node packages (verify/gpu/dawn/package-lock.json: `webgpu`, which ships
 #      dawn.node, and `onnxruntime-web`, whose WebGPU kernels the ort.* kernels verify) installed
@@ -12,7 +13,7 @@
 #
 # Chromium's SwiftShader (/usr/lib/chromium/vk_swiftshader_icd.json, no shader-f16) is used
 # when Mesa 25 cannot be had. Idempotent: a second run checks and returns in about a second.
-# Never fatal for the wgpu backend: without Node or a driver it says so and exits 0.
+# Never fatal for the wgpu implementation: without Node or a driver it says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,7 @@ NODE_DIR=verify/gpu/dawn
 
 # -- 1. Node packages ----------------------------------------------------------------------------
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  say "Node.js and npm not found: the dawn backend is unavailable (install nodejs >= 18 and npm, then rerun)"
+  say "Node.js and npm not found: the dawn implementation is unavailable (install nodejs >= 18 and npm, then rerun)"
   exit 0
 fi
 lock_sum=$(sha256sum "$NODE_DIR/package-lock.json" | cut -d' ' -f1)

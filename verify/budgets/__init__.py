@@ -4,7 +4,7 @@ Notation follows Higham, *Accuracy and Stability of Numerical Algorithms* (2002)
 ``u`` is the unit roundoff of a format (2**-p for p significand bits, implicit bit included),
 ``gamma(n, u) = n*u / (1 - n*u)`` bounds the relative error of n chained roundings.
 
-Public, on plain numpy arrays (docs/budgets.md §9 lists each with its signature):
+Public, on plain numpy arrays (docs/budgets.md §10 lists each with its signature):
 
 - rounding: ``unit_roundoff``, ``smallest_normal``, ``gamma``, ``ulp``,
   ``faithful_rounding_bound``, ``rounding_floor``, ``rounding_rel``;
