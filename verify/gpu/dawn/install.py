@@ -192,6 +192,7 @@ def node_packages(prefix: Path | None = None, *, install: bool = True) -> str:
     """Step 1: the pinned Node packages, in `prefix`/node_modules (default: any folder Dawn
     searches that has them, else `npm ci` into the user cache). The line saying what was done."""
     pins = _describe_pins()
+    explicit = prefix is not None
     if prefix is None:
         for folder in node_modules_candidates():
             if node_packages_ready(folder):
@@ -200,8 +201,9 @@ def node_packages(prefix: Path | None = None, *, install: bool = True) -> str:
     elif node_packages_ready(prefix / "node_modules") and (prefix / "node_modules" / STAMP).is_file():
         return f"node packages: {pins} up to date in {prefix / 'node_modules'}"
     if not install:
-        raise Missing(f"node packages {pins} are not installed (searched "
-                      f"{', '.join(str(f) for f in node_modules_candidates())}); `verify setup --dawn` installs them")
+        searched = [prefix / "node_modules"] if explicit else node_modules_candidates()
+        raise Missing(f"node packages {pins} are not installed (searched {', '.join(str(f) for f in searched)}); "
+                      "`verify setup --dawn` installs them")
     _, npm, _ = node_tools()
     started = time.monotonic()
     with _locked(cache_dir() / "setup.lock"):
@@ -238,10 +240,9 @@ def _is_debian_12_x86_64() -> bool:
     return platform.machine() == "x86_64" and "bookworm" in release
 
 
-def debian_mirror() -> str:
+def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
     """The machine's configured Debian mirror (deb822 .sources or a classic sources.list), not the
     security archive; deb.debian.org when none is configured."""
-    apt = Path("/etc/apt")
     uris = []
     for sources in sorted((apt / "sources.list.d").glob("*.sources")):
         for line in _read_lines(sources):
