@@ -5,7 +5,8 @@
 #   scripts/setup.sh --test   also what the test suite needs (pytest, headless Chromium, Node)
 #
 # Then scripts/setup_dawn.sh sets up the second WebGPU implementation (`--implementation dawn`):
-# the pinned npm packages and a Vulkan driver Dawn accepts, without changing what wgpu uses.
+# the pinned npm packages and a Vulkan driver Dawn accepts, without changing what wgpu uses
+# (the code `verify setup --dawn` runs for a pip-installed verify).
 #
 # wgpu's OpenGL fallback on Mesa llvmpipe has neither shader-f16 nor subgroups, so when no
 # adapter offers both, Debian's software Vulkan driver (mesa-vulkan-drivers, "lavapipe") is
@@ -55,14 +56,10 @@ if [ "$want_tests" = 1 ]; then
   "$VENV/bin/python" -m pip install -q --no-deps -e examples/rmsnorm
 fi
 
-# An adapter on a native backend (Vulkan/Metal/D3D12) with shader-f16 and subgroups?
+# An adapter on a native backend (Vulkan/Metal/D3D12) with shader-f16 and subgroups? `verify setup
+# --check` asks wgpu (exit 2 when there is none), as it does for a pip-installed verify.
 has_adapter() {
-  "$VENV/bin/python" - <<'PY'
-import sys
-from verify.gpu import list_adapters
-ok = any(a.backend != "OpenGL" and {"shader-f16", "subgroup"} <= set(a.features) for a in list_adapters())
-sys.exit(0 if ok else 1)
-PY
+  "$VENV/bin/verify" setup --check >/dev/null 2>&1
 }
 if ! has_adapter; then
   apt_install mesa-vulkan-drivers

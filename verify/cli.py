@@ -1,4 +1,4 @@
-"""The `verify` command: list, adapters, show, check, gate, replay, report.
+"""The `verify` command: list, adapters, show, check, gate, replay, report, setup.
 
 Exit codes (docs/architecture.md §5): 0 every check held; 1 a kernel failed verification; 2 usage
 or setup error; 130 interrupted (Ctrl-C or SIGTERM: results so far are kept, the report is
@@ -32,6 +32,7 @@ examples:
                                                  every kernel; exit 1 on any failure
   verify replay reports/cases/decode.tiled-reference-...-shrunk.npz
   verify report reports/lavapipe.json reports/h200.json -o reports/both.html
+  verify setup --dawn                            install what Dawn needs (Node packages, Mesa 25 lavapipe)
 
 kernels: a built-in name, a name another package registers (entry point group
          "verify.kernels"), or an import path "pkg.module:Class".
@@ -426,6 +427,28 @@ def cmd_report(args) -> int:
     return 1 if args.strict and problems else 0
 
 
+# -- setup ---------------------------------------------------------------------------------------------
+def cmd_setup(args) -> int:
+    """What the implementations need, one line per step on stdout; what cannot be done (a missing
+    prerequisite, a system package only root may install) is one error line and exit 2. SIGTERM
+    and SIGHUP stop it as Ctrl-C does, so the download it was running is killed with it."""
+    from verify.setup import run_setup
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, interrupt) for s in stops}
+    try:
+        outcome = run_setup(dawn=args.dawn, check_only=args.check, say=lambda line: print(line, flush=True))
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if outcome.problems:
+        raise UsageError("; ".join(outcome.problems))
+    return 0
+
+
 # -- parser ----------------------------------------------------------------------------------------
 def _seconds(text: str) -> float:
     """A positive, finite number of seconds (argparse type)."""
@@ -554,6 +577,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "finish, or a shard of a split gate is missing: the merge step of a sharded CI gate")
     p.add_argument("--allow-skip", action="store_true", help="with --strict: skipped checks do not fail")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("setup", help="check what the WebGPU implementations need here; with --dawn install what "
+                       "Dawn needs into the user cache (Node packages, Mesa 25 lavapipe)",
+                       description="Check that wgpu has an adapter with shader-f16 and subgroups (a system driver "
+                       "that needs root is said as the command to run, not installed); with --dawn, install the "
+                       "pinned Node packages (npm ci) and, on Debian 12, Mesa 25 lavapipe into $VERIFY_CACHE "
+                       "(default ~/.cache/verify), then ask Dawn for its adapter. Idempotent. Exit 0 when all is in "
+                       "place, 2 with one line naming what is missing.")
+    p.add_argument("--dawn", action="store_true", help="also set up Dawn, the second implementation")
+    p.add_argument("--check", action="store_true", help="only report what is in place; install nothing")
+    p.set_defaults(func=cmd_setup)
     return parser
 
 

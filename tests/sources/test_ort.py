@@ -541,7 +541,7 @@ def test_without_onnxruntime_web_an_ort_kernel_is_one_line_and_exit_2(tmp_path, 
     for name in ORT_KERNELS:
         assert verify_main(["show", name]) == 2
         err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and "onnxruntime-web 1.30.0" in err and "scripts/setup.sh" in err
+        assert len(err.splitlines()) == 1 and "onnxruntime-web 1.30.0" in err and "verify setup --dawn" in err
     jobs, skipped = gate_jobs(list(ORT_KERNELS), profile=get_profile("ci"), seed=0, out_dir=None, time_limit=None)
     assert not jobs and [r.verdict for r in skipped] == [Verdict.SKIP] * len(ORT_KERNELS)
     assert all("onnxruntime-web" in r.reason for r in skipped)

@@ -3,13 +3,15 @@
 Node packages (the versions pinned in package-lock.json beside this file) are looked for in:
   1. $VERIFY_NODE_MODULES, a node_modules folder;
   2. node_modules beside this file (scripts/setup.sh runs `npm ci` there in a checkout);
-  3. $XDG_CACHE_HOME/verify/node/node_modules (~/.cache/...), for a pip-installed package:
-     copy package.json and package-lock.json from this folder there and run `npm ci`.
+  3. $XDG_CACHE_HOME/verify/node/node_modules (~/.cache/...), where `verify setup --dawn`
+     installs them for a pip-installed package.
+The folders are defined in verify.gpu.dawn.install, the code both set-up routes run, so where
+set-up puts things and where they are looked for are one definition.
 
 Vulkan drivers Dawn is tried on, each in its own Node process (a driver is chosen by the
 environment the process starts with), in this order:
   - "system": whatever the Vulkan loader finds by default (a real GPU's driver);
-  - "mesa-backports": Mesa 25 lavapipe unpacked by scripts/setup.sh into
+  - "mesa-backports": Mesa 25 lavapipe unpacked by `verify setup --dawn` (or scripts/setup.sh) into
     $VERIFY_CACHE/mesa-bpo (default ~/.cache/verify/mesa-bpo). Debian 12's own Mesa 22.3
     lavapipe lacks a feature Dawn requires (dynamic indexing of uniform arrays) and gives no
     adapter;
@@ -25,29 +27,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verify.errors import SetupError
+from verify.gpu.dawn.install import MESA_LIB, mesa_backports_dir, mesa_icd
+from verify.gpu.dawn.install import node_modules_candidates as node_modules_candidates
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.mjs"
 SWIFTSHADER_ICD = Path("/usr/lib/chromium/vk_swiftshader_icd.json")
 
-SETUP_HINT = "run scripts/setup.sh (it installs the Node packages and a Vulkan driver Dawn accepts)"
+#: How to get what is missing: the pip route, and the checkout's (both run verify.gpu.dawn.install).
+SETUP_HINT = ("run `verify setup --dawn` (it installs the pinned Node packages and a Vulkan driver Dawn accepts; "
+              "in a checkout, scripts/setup.sh)")
 
 
 def pinned_webgpu_version() -> str:
     """The npm `webgpu` version package.json pins (exactly; package-lock.json records its hash)."""
     return json.loads((HERE / "package.json").read_text())["dependencies"]["webgpu"]
-
-
-def cache_dir() -> Path:
-    if os.environ.get("VERIFY_CACHE"):
-        return Path(os.environ["VERIFY_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "verify"
-
-
-def node_modules_candidates() -> list[Path]:
-    """The folders searched for node_modules/webgpu, in order."""
-    found = [Path(os.environ["VERIFY_NODE_MODULES"])] if os.environ.get("VERIFY_NODE_MODULES") else []
-    return found + [HERE / "node_modules", cache_dir() / "node" / "node_modules"]
 
 
 def find_node() -> str:
@@ -82,16 +76,12 @@ class VulkanDriver:
     env: dict = field(default_factory=dict, compare=False)
 
 
-def mesa_backports_dir() -> Path:
-    return cache_dir() / "mesa-bpo"
-
-
 def vulkan_drivers() -> list[VulkanDriver]:
     """The driver selections present on this machine, in the order Dawn is tried on them."""
     drivers = [VulkanDriver("system")]
-    icd = mesa_backports_dir() / "lvp_icd.json"
+    icd = mesa_icd()
     if icd.is_file():
-        lib = mesa_backports_dir() / "usr" / "lib" / "x86_64-linux-gnu"
+        lib = mesa_backports_dir() / MESA_LIB
         library_path = ":".join(p for p in (str(lib), os.environ.get("LD_LIBRARY_PATH", "")) if p)
         drivers.append(VulkanDriver("mesa-backports", _only_icd(icd, LD_LIBRARY_PATH=library_path)))
     if SWIFTSHADER_ICD.is_file():

@@ -32,8 +32,8 @@ RUNNER = Path(__file__).resolve().parent / "runner.mjs"
 PACKAGE = "onnxruntime-web"
 #: Sessions kept open per runtime (one per model: dtype, bits, block size, K, N, options).
 MAX_SESSIONS = 16
-SETUP_HINT = ("run scripts/setup.sh (it installs the pinned Node packages, onnxruntime-web among them, "
-              "and a Vulkan driver Dawn accepts)")
+SETUP_HINT = ("run `verify setup --dawn` (it installs the pinned Node packages, onnxruntime-web among them, "
+              "and a Vulkan driver Dawn accepts; in a checkout, scripts/setup.sh)")
 
 
 def pinned_version() -> str:
