@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from verify.fastpath import decode as fast_decode
-from verify.fastpath import dp4a as fast_dp4a
+from verify.kernels.attention import fastpath as fast_decode
+from verify.kernels.dp4a import fastpath as fast_dp4a
 from verify.kernels.registry import get_kernel
 from verify.profiles import get_profile
 from verify.session import _WORKER_TUNING

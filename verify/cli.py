@@ -565,7 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=_count, default=None, metavar="N",
                    help="replay N times and say how many failed (default: 1, or 10 for a case of a check that "
                    "failed as nondeterministic, whose failure may show in some runs only)")
-    adapter_option(p)
+    adapter_option(p, "the one the case was saved on, else the kernel's own, else the first registered")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("report", help="render one HTML report from one or more results files (e.g. the shards "

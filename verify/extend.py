@@ -24,7 +24,7 @@ WebGPU implementations (register under `verify.implementations`):
 Case sizes and results:
     FamilySizes, Profile, Verdict, FailureKind
 
-Budget helpers with their signatures are in `verify.budgets` (docs/budgets.md §9).
+Budget helpers with their signatures are in `verify.budgets` (docs/budgets.md §10).
 """
 
 from verify.checks import CaseFamilyCheck, Check, CheckContext, Outcome, Preflight, register

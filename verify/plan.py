@@ -21,7 +21,7 @@ from verify.gpu.device import SUBGROUP_WIDTHS
 from verify.gpu.implementations import implementation, implementation_names
 from verify.kernels.registry import KernelLoadError, get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
-from verify.profiles import Profile
+from verify.profiles import Profile, encode_profile
 from verify.protocol import Job
 from verify.results.record import CheckResult, Source, Verdict
 from verify.results.store import PlanIdentity
@@ -76,7 +76,7 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
     return numbered([Job(0, instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl,
                          source=source, out_dir=str(out_dir) if out_dir is not None else None, adapter=adapter,
                          implementation=implementation, time_limit=time_limit or profile.time_limit,
-                         subgroup_width=subgroup_width) for check in selected])
+                         subgroup_width=subgroup_width, profile_data=encode_profile(profile)) for check in selected])
 
 
 def skipped(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile | None = None, seed: int = 0,

@@ -14,6 +14,8 @@ folder, e.g. verify.kernels.attention.sizes); a Profile may replace a family's s
 
 from __future__ import annotations
 
+import base64
+import pickle
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -91,3 +93,22 @@ def get_profile(profile: "str | Profile") -> Profile:
     if profile not in PROFILES:
         raise UsageError(f"unknown profile {profile!r}; valid profiles: {', '.join(PROFILES)}")
     return PROFILES[profile]
+
+
+def encode_profile(profile: Profile) -> str | None:
+    """A profile as a job carries it to the worker: None for one of verify's own (its name
+    suffices), else the whole Profile, pickled (its family sizes are the caller's own types; the
+    worker is verify's own process, importing what the caller imports)."""
+    if PROFILES.get(profile.name) is profile:
+        return None
+    return base64.b64encode(pickle.dumps(profile)).decode()
+
+
+def job_profile(name: str, data: str | None) -> Profile:
+    """The profile a job names or carries (encode_profile)."""
+    if data is None:
+        return get_profile(name)
+    profile = pickle.loads(base64.b64decode(data))
+    if not isinstance(profile, Profile):
+        raise UsageError(f"the job's profile is a {type(profile).__name__}, not a verify Profile")
+    return profile

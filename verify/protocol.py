@@ -44,6 +44,9 @@ class Job:
     time_limit: float = 600.0
     #: Run with subgroups of this many lanes, emulated in workgroup memory (None: native).
     subgroup_width: int | None = None
+    #: A profile that is not one of verify's own (`Profile` built by the caller), whole
+    #: (verify.profiles.encode_profile); None: the profile named `profile`.
+    profile_data: str | None = None
 
     def result(self, verdict: Verdict, reason: str = "", **fields) -> CheckResult:
         """A record of this job: its identity filled in, `fields` (the outcome) added."""

@@ -30,11 +30,16 @@ from verify.checks.implementations import divergence
 from verify.checks.runner import RunOptions, infrastructure_reason, raised_by, run_check
 from verify.errors import FailureKind, InfrastructureError, KernelError, SetupError, UsageError
 from verify.gpu.device import ShaderCompileError
-from verify.gpu.implementations import default_implementation, open_device, other_implementation
+from verify.gpu.implementations import (
+    default_implementation,
+    implementation_names,
+    open_device,
+    other_implementation,
+)
 from verify.gpu.limits import check_limits
 from verify.kernels.registry import load_kernel, spec_of
 from verify.kernels.specialize import check_recorded_config
-from verify.profiles import get_profile
+from verify.profiles import get_profile, job_profile
 from verify.protocol import (
     Finished,
     Job,
@@ -112,7 +117,7 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
     """Run one job: its record (emitting Started and Progress events on the way)."""
     kernel = load_kernel(job.kernel_ref)
     config = kernel.config(job.config)
-    profile = get_profile(job.profile or "ci")
+    profile = job_profile(job.profile or "ci", job.profile_data)
     wgsl = job.wgsl or kernel.wgsl(config)
     check = get_check(job.check)
     limits = check.device_limits(kernel, config)
@@ -172,7 +177,7 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
     _check_case_fits(kernel, config, case, job.case_path)
     width = int(meta["subgroup_width"]) if meta.get("subgroup_width") else None
     limits = check.device_limits(kernel, config)
-    device = emulating(devices.get(job.adapter, job.implementation, limits), width)
+    device = emulating(devices.get(job.adapter, replay_implementation(job, meta, kernel), limits), width)
     missing = device.missing(kernel.requirements(config))
     if missing:
         raise UsageError(f"this adapter ({device.info.name}) lacks {', '.join(missing)}; cannot replay")
@@ -210,6 +215,17 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
     lines.append(f"{verdict}  failed in {len(failed) + len(failures)} of {job.repeat} replays"
                  + (f": {'; '.join(messages[:3])}" if messages else ""))
     return Replayed(held, tuple(lines))
+
+
+def replay_implementation(job: ReplayJob, meta: dict, kernel) -> str | None:
+    """Where a case replays: the implementation asked for, else the one it was saved on (when it is
+    registered here), else the kernel's own (Kernel.implementations), else the default."""
+    recorded = (meta.get("adapter") or {}).get("implementation") or None
+    if job.implementation:
+        return job.implementation
+    if recorded in implementation_names():
+        return recorded
+    return (kernel.implementations or (None,))[0]
 
 
 def _metric_lines(outcome) -> list[str]:

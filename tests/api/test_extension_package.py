@@ -100,3 +100,19 @@ def test_an_exception_in_the_kernels_own_code_is_reported_as_the_kernels(tmp_pat
     assert "internal error in verify" not in result.stderr
     # The author's traceback is on the terminal, where they look first.
     assert 'verify_toy/kernels.py", line' in result.stderr and "raise ValueError" in result.stderr
+
+
+@pytest.mark.webgpu
+def test_a_profile_of_ones_own_reaches_the_worker_with_its_family_sizes(tmp_path):
+    """A Profile built by the caller, with sizes for its own family, is the one the isolated worker
+    draws cases with (not only its name)."""
+    script = (
+        "import dataclasses, verify\n"
+        "tiny = dataclasses.replace(verify.get_profile('quick'), name='tiny', sizes={'toy': 3})\n"
+        "results = verify.check('verify_toy.kernels:Double', checks='reference', examples=20, profile=tiny)\n"
+        "sizes = {s['n'] for s in results['reference'].samples}\n"
+        "print(results.verdict.value, max(sizes), results['reference'].profile)\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(PLUGIN), *sys.path])))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["pass", "3", "tiny"]

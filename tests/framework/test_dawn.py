@@ -1,4 +1,4 @@
-"""The dawn backend (Dawn + Tint through Node) keeps the device contract the wgpu backend keeps.
+"""The dawn implementation (Dawn + Tint through Node) keeps the device contract the wgpu implementation keeps.
 
 These tests need what scripts/setup.sh installs (Node, the pinned npm `webgpu`, a Vulkan
 driver Dawn accepts); without it they fail rather than skip, since a skip is not a pass.

@@ -1,8 +1,8 @@
 """What a run binds, independent of the WebGPU implementation that runs it.
 
-Both backends (wgpu and Dawn) lay out a module's bind group and turn the caller's resources
-into buffer bytes here, so poison, guards and minimum sizes are identical by construction:
-a difference between the two implementations' outputs is then the implementations', never
+Every WebGPU implementation (wgpu, Dawn, another package's) lays out a module's bind group and
+turns the caller's resources into buffer bytes here, so poison, guards and minimum sizes are
+identical by construction: a difference between two implementations' outputs is then theirs, never
 ours.
 """
 

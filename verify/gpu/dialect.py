@@ -7,7 +7,7 @@ directive itself ("the `subgroups` enable-extension is not yet supported") and a
 built-ins without it. So no one text compiles on both; the kernels here are written for Naga,
 and the Dawn backend adds the directive. It is added at the start of the first line, so line
 numbers in Tint's messages still match the source under test. WGSL written for Tint (ONNX
-Runtime's) carries the directive, and the wgpu backend turns it into a comment on its own line
+Runtime's) carries the directive, and the wgpu implementation turns it into a comment on its own line
 for Naga: the same dialect gap, bridged the other way, never a divergence of its own.
 """
 

@@ -1,4 +1,4 @@
-"""Where the dawn backend's pieces are: Node, the pinned npm `webgpu` package, Vulkan drivers.
+"""Where the dawn implementation's pieces are: Node, the pinned npm `webgpu` package, Vulkan drivers.
 
 Node packages (the versions pinned in package-lock.json beside this file) are looked for in:
   1. $VERIFY_NODE_MODULES, a node_modules folder;
@@ -47,7 +47,7 @@ def pinned_webgpu_version() -> str:
 def find_node() -> str:
     node = shutil.which(os.environ.get("VERIFY_NODE", "node"))
     if node is None:
-        raise SetupError(f"the dawn backend needs Node.js (>= 18), which is not on PATH; install nodejs and {SETUP_HINT}")
+        raise SetupError(f"the dawn implementation needs Node.js (>= 18), which is not on PATH; install nodejs and {SETUP_HINT}")
     return node
 
 
@@ -65,7 +65,7 @@ def find_webgpu_module() -> Path:
         seen.append(f"{folder} has {version}")
     searched = ", ".join(str(f) for f in node_modules_candidates())
     detail = f" (found other versions: {'; '.join(seen)})" if seen else ""
-    raise SetupError(f"the dawn backend needs npm webgpu {want}, not found in {searched}{detail}; {SETUP_HINT}")
+    raise SetupError(f"the dawn implementation needs npm webgpu {want}, not found in {searched}{detail}; {SETUP_HINT}")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from verify.results.atomic import write_atomic
 #: The TVM releases whose kernels and launch rules these contracts describe.
 REQUIREMENT = "apache-tvm>=0.27,<0.28"
 SUPPORTED = (0, 27)
-INSTALL = "pip install 'verify[tvm]'  (or: pip install 'apache-tvm>=0.27,<0.28')"
+INSTALL = "pip install 'webgpu-verify[tvm]'  (or: pip install 'apache-tvm>=0.27,<0.28')"
 CACHE_ENV = "VERIFY_TVM_CACHE"
 
 

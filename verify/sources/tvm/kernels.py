@@ -227,7 +227,7 @@ class TvmDecode(DecodeKernel):
 
     def cases(self, config, profile):
         """Our decode cases inside TVM's domain (see within_floor), each bound as TVM's runtime
-        binds it: the small arrays as views at drawn offsets of one buffer (tvm_layout)."""
+        binds it: the small arrays as views at drawn offsets of one buffer (verify.sources.tvm.layout)."""
         inside = super().cases(config, profile).filter(lambda case: self.within_floor(config, case))
         return st.tuples(inside, layouts()).map(lambda pair: pair[0].replace(**pair[1]))
 
