@@ -303,14 +303,14 @@ def _time_limit_reason(job: Job, started: float | None, done: int, last_progress
         return (f"did not start within {STARTUP_ALLOWANCE_S:g} s (importing the kernel, opening the device and "
                 "compiling its WGSL)")
     now = time.monotonic()
-    if stage is not None and stage[0] != "GPU":
-        return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
-                f"passed; for the last {now - stage[1]:.0f} s it was {_STAGES.get(stage[0], stage[0])} (raise "
-                "--time-limit or draw smaller cases)")
     if done and last_progress is not None and now - last_progress < job.time_limit / 4:
         return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
                 f"passed, the last {now - last_progress:.0f} s before the limit (too slow, not hung: raise "
                 "--time-limit or draw fewer --examples)")
+    if stage is not None and stage[0] != "GPU":
+        return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
+                f"passed; for the last {now - stage[1]:.0f} s it was {_STAGES.get(stage[0], stage[0])} (raise "
+                "--time-limit or draw smaller cases)")
     since = f", none in the last {now - last_progress:.0f} s" if last_progress is not None else ""
     return (f"did not finish within the {job.time_limit:g} s time limit (a kernel that never terminates?); "
             f"{done} of {job.examples} examples passed before it{since}")
