@@ -325,7 +325,7 @@ def _out_dir(path: str) -> Path:
 
 
 def cmd_check(args) -> int:
-    from verify.plan import check_jobs, numbered, plan_identity, read_wgsl
+    from verify.plan import check_jobs, numbered, plan_identity, read_wgsl, width_jobs
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
@@ -335,11 +335,15 @@ def cmd_check(args) -> int:
     checks = args.checks.split(",") if args.checks else None
     wgsl = read_wgsl(args.wgsl) if args.wgsl else None
     jobs = []
+    width = args.subgroup_width if isinstance(args.subgroup_width, int) else None
     for name in args.kernel:
-        jobs += check_jobs(name, overrides, profile=profile, examples=args.examples, seed=args.seed,
-                           out_dir=Path(args.out), time_limit=args.time_limit, adapter=args.adapter, checks=checks,
-                           wgsl=wgsl, wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "",
-                           subgroup_width=args.subgroup_width, implementation=args.implementation)
+        options = dict(profile=profile, examples=args.examples, seed=args.seed, out_dir=Path(args.out),
+                       time_limit=args.time_limit, adapter=args.adapter, wgsl=wgsl,
+                       wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "", implementation=args.implementation)
+        planned = check_jobs(name, overrides, checks=checks, subgroup_width=width, **options)
+        jobs += planned
+        if args.subgroup_width == "profile":  # a kernel on subgroups also at the widths real GPUs have
+            jobs += width_jobs(name, overrides, planned, **options)
     jobs = numbered(jobs)
     for name in sorted({job.implementation for job in jobs}, key=str):  # a kernel may prefer its own
         _check_adapter(args.adapter, name)
@@ -354,9 +358,14 @@ def cmd_gate(args) -> int:
     profile = get_profile(args.profile)
     names = [n for n in args.kernels.split(",") if n] if args.kernels else None
     chosen = gate_implementations(args.implementation, args.adapter)
+    unplanned: list | None = [] if args.implementation else None
     jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
                               time_limit=args.time_limit, adapter=args.adapter, implementations=list(chosen.run_on),
-                              unavailable=tuple(chosen.unavailable))
+                              unavailable=tuple(chosen.unavailable), unplanned=unplanned)
+    if unplanned:
+        print(f"verify: not planned, as they run only on implementations this gate does not run on "
+              f"(--implementation {args.implementation}): "
+              + ", ".join(f"{name} ({' or '.join(only)})" for name, only in unplanned), file=sys.stderr)
     skipped += chosen.skips()
     planned = len(jobs) + len(skipped)
     plan = plan_identity(jobs, skipped, profile, args.seed)
@@ -472,6 +481,16 @@ def _count(text: str) -> int:
     return value
 
 
+def _width(text: str):
+    """A subgroup width: lanes (an int), "native" or "profile" (argparse type)."""
+    if text in ("native", "profile"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a width (4..128), native or profile, got {text!r}") from None
+
+
 def _shard(text: str) -> tuple[int, int]:
     """K/N with 1 <= K <= N <= MAX_SHARDS (argparse type)."""
     from verify.results.store import shard_of
@@ -543,9 +562,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", type=_count, default=100, help="Hypothesis examples per check (default 100)")
     p.add_argument("--seed", type=int, default=0, help="Hypothesis seed; the same seed draws the same cases (default 0)")
     p.add_argument("--checks", help="comma-separated subset of the kernel's checks")
-    p.add_argument("--subgroup-width", type=int, metavar="W",
-                   help="run with subgroups of W lanes (4..128), emulated in workgroup memory: a kernel built on "
-                   "subgroups is checked at the widths real GPUs have, on any adapter")
+    p.add_argument("--subgroup-width", type=_width, default="profile", metavar="W",
+                   help="subgroup width to run a kernel built on subgroups at, emulated in workgroup memory: W lanes "
+                   "(4..128), `native` (the adapter's own only), or `profile` (default: the adapter's own, and "
+                   "the checks that say so again at each of the profile's widths, as the gate does)")
     run_options(p, "reports/check")
     p.set_defaults(func=cmd_check)
 

@@ -79,6 +79,21 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
                          subgroup_width=subgroup_width, profile_data=encode_profile(profile)) for check in selected])
 
 
+def width_jobs(kernel, overrides: dict | None, planned: list[Job], **options) -> list[Job]:
+    """For a kernel config built on subgroups, the `planned` checks that run at every subgroup width
+    (Check.at_every_subgroup_width) again at each of the profile's widths, emulated: what the gate
+    does, so an edit to a 16- or 64-lane branch is checked on an adapter of another width."""
+    instance = get_kernel(kernel)
+    config = planned[0].config if planned else instance.config(overrides)
+    if "subgroup" not in instance.requirements(instance.config(config)):
+        return []
+    checks = [job.check for job in planned if get_check(job.check).at_every_subgroup_width]
+    if not checks:
+        return []
+    return [job for width in options["profile"].subgroup_widths
+            for job in check_jobs(kernel, config, checks=checks, subgroup_width=width, **options)]
+
+
 def skipped(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile | None = None, seed: int = 0,
             source: Source | None = None) -> CheckResult:
     """The SKIP record of something a plan cannot run here (no job is made for it)."""
@@ -96,7 +111,7 @@ def broken(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile |
 
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
               adapter: str | None = None, implementations: list | None = None,
-              unavailable: tuple = ()) -> tuple[list[Job], list[CheckResult]]:
+              unavailable: tuple = (), unplanned: list | None = None) -> tuple[list[Job], list[CheckResult]]:
     """The gate's jobs for `kernels` (default: every kernel by name), and a SKIP result for each
     kernel whose configs cannot be built on this machine (e.g. apache-tvm missing).
 
@@ -106,7 +121,9 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
     implementation (Check.on_every_implementation; every check under a profile that says so), and
     a check that compares implementations (Check.needs_other_implementation) runs only when there
     are several. A kernel that runs only on implementations in `unavailable` (those the machine
-    lacks) is a SKIP record. A kernel built on subgroups also runs the checks that say so
+    lacks) is a SKIP record. With `unplanned` (a list: the user chose the implementations), a kernel
+    meant only for implementations not chosen is not planned; its name and theirs go into the list.
+    A kernel built on subgroups also runs the checks that say so
     (Check.at_every_subgroup_width) at each of the profile's subgroup widths, emulated.
     """
     implementations = list(implementations or [None])
@@ -133,6 +150,10 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                                 f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile, seed=seed))
             continue
         per_config = max(1, math.ceil(profile.examples / len(configs)))
+        declared = tuple(instance.implementations or ())
+        if unplanned is not None and declared and not set(declared) & set(implementations):
+            unplanned.append((instance.name, declared))
+            continue
         runs_on = kernel_implementations(instance, implementations)
         if runs_on[0] in unavailable:
             skips.append(skipped(instance.name, f"{instance.name} runs on {' or '.join(instance.implementations)} "

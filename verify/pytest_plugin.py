@@ -227,7 +227,8 @@ class GateCollector(pytest.Collector):
                                   profile=get_profile(config.getoption("verify_profile")),
                                   seed=config.getoption("verify_seed"), out_dir=_out_dir(config), time_limit=None,
                                   adapter=config.getoption("verify_adapter"), implementations=list(chosen.run_on),
-                                  unavailable=tuple(chosen.unavailable))
+                                  unavailable=tuple(chosen.unavailable),
+                                  unplanned=[] if config.getoption("verify_implementation") else None)
         skipped += chosen.skips()
         default = default_implementation()
         for result in skipped:

@@ -125,6 +125,8 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
     source = replace(job.source, sha256=sha256(wgsl))
     base = replace(job, source=source).result(Verdict.PASS, family=kernel.family, adapter=adapter_record(device),
                                               budget=kernel.budget_doc())
+    # A finding documents the kernel's own WGSL; a user's file under its contract is judged plainly.
+    finding = None if job.wgsl else kernel.known_finding(check.name, config)
     missing = device.missing(kernel.requirements(config))
     if missing:
         return replace(base, verdict=Verdict.SKIP, reason=f"adapter lacks {', '.join(missing)}")
@@ -142,14 +144,15 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
         diverged = compile_divergence(exc, modules, devices, job.adapter, device, limits, job.subgroup_width)
         if diverged is not None:
             return replace(base, verdict=Verdict.DIVERGENCE, reason=diverged,
-                           failure_kind=FailureKind.COMPILE_DIVERGENCE)
+                           failure_kind=FailureKind.COMPILE_DIVERGENCE).with_known_finding(finding)
         return replace(base, verdict=Verdict.FAIL, reason=f"WGSL does not compile:\n{exc}",
-                       failure_kind=FailureKind.COMPILE_ERROR)
+                       failure_kind=FailureKind.COMPILE_ERROR).with_known_finding(finding)
     ctx = CheckContext(kernel, config, device, wgsl, profile,
                        open_other=lambda: devices.other(device, job.adapter, limits, job.subgroup_width))
     verdict = check.preflight(ctx)
     if verdict is not None:
-        return replace(base, verdict=verdict.verdict, reason=verdict.reason, failure_kind=verdict.kind)
+        return replace(base, verdict=verdict.verdict, reason=verdict.reason,
+                       failure_kind=verdict.kind).with_known_finding(finding)
     emit(Started())
     ctx.timer.on_stage = lambda name: emit(Stage(name))
     ctx.timer.entering("drawing cases")
@@ -159,8 +162,6 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
     if job.out_dir and (run.shrunk is not None or run.worst is not None):
         checked = save_check_cases(checked, run.shrunk and run.shrunk.case, run.worst and run.worst.case,
                                    Path(job.out_dir), wgsl)
-    # A finding documents the kernel's own WGSL; a user's file under its contract is judged plainly.
-    finding = None if job.wgsl else kernel.known_finding(check.name, config)
     return checked.with_known_finding(finding)
 
 

@@ -113,3 +113,73 @@ def test_the_same_wgsl_as_a_users_file_is_judged_plainly(tmp_path):
     assert result.returncode == 1, result.stderr
     [record] = json.loads((tmp_path / "out" / "results.json").read_text())["records"]
     assert record["verdict"] == "fail" and record["finding"] is None
+
+
+# -- a finding's signature --------------------------------------------------------------------------
+def _failed(outputs, kind, reason="x"):
+    from verify.budgets.metrics import OutputMetrics
+    from verify.results.record import CheckResult, ExampleSummary, Verdict
+
+    metrics = [OutputMetrics(name, 4, 1, 0, 0, 1.0, 1.0, 0.1, 2.0, None, [0], 1.0, 0.0, 0.5) for name in outputs]
+    return CheckResult(kernel="k", check="reference", config={}, verdict=Verdict.FAIL, reason=reason,
+                       failure_kind=kind, shrunk=ExampleSummary(score=2.0, passed=False, outputs=metrics))
+
+
+def test_a_failure_with_the_findings_signature_is_known():
+    from verify.errors import FailureKind
+    from verify.results.record import KnownFinding, Verdict
+
+    finding = KnownFinding("the race\nevidence", outputs=("s", "v"), kinds=(FailureKind.OVER_BUDGET,))
+    judged = _failed(["v"], FailureKind.OVER_BUDGET).with_known_finding(finding)
+    assert judged.verdict is Verdict.KNOWN and judged.finding_headline == "the race"
+
+
+@pytest.mark.parametrize("outputs,kind,reason,why", [
+    (["lse"], "OVER_BUDGET", "x", "outputs lse fail"),
+    (["v"], "WRITE_OUT_OF_BOUNDS", "x", "failed as write out of bounds"),
+    (["v"], "OVER_BUDGET", "race at line 7", "reason lacks 'at line 63'"),
+])
+def test_a_failure_of_another_signature_stays_a_failure(outputs, kind, reason, why):
+    """A known bug must not mask a new one under the same check."""
+    from verify.errors import FailureKind
+    from verify.results.record import KnownFinding, Verdict
+
+    finding = KnownFinding("the race", outputs=("s", "v"), kinds=(FailureKind.OVER_BUDGET,), reasons=("at line 63",))
+    judged = _failed(outputs, FailureKind[kind], reason).with_known_finding(finding)
+    assert judged.verdict is Verdict.FAIL and judged.finding is None
+    assert any("not the documented finding" in note and why in note for note in judged.notes), judged.notes
+
+
+def test_a_finding_that_shows_on_one_implementation_is_not_missed_on_another():
+    from verify.results.record import AdapterRecord, CheckResult, KnownFinding, Verdict
+
+    finding = KnownFinding("Naga refuses it", implementations=("wgpu",))
+    passed = CheckResult(kernel="k", check="reference", config={}, verdict=Verdict.PASS,
+                         adapter=AdapterRecord("gpu", implementation="dawn"))
+    assert passed.with_known_finding(finding).finding is None  # nothing to reproduce on dawn
+    on_wgpu = CheckResult(kernel="k", check="reference", config={}, verdict=Verdict.PASS,
+                          adapter=AdapterRecord("gpu", implementation="wgpu"))
+    assert on_wgpu.with_known_finding(finding).finding_not_reproduced
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("seed", [1, 7])
+def test_the_packed_grid_finding_reproduces_on_every_seed(seed, tmp_path):
+    """Its explicit example (a batch of 3, threshold 3) runs first, whatever the seed draws."""
+    pytest.importorskip("tvm", reason="apache-tvm is installed by scripts/setup.sh")
+    import verify
+
+    results = verify.check("tvm.decode", {"head_dim": 64, "qo_heads": 8, "kv_heads": 8, "dtype": "f32"},
+                           checks="packed_grid", examples=1, seed=seed, out_dir=tmp_path)
+    assert results["packed_grid"].verdict.value == "known", results["packed_grid"].reason
+
+
+@pytest.mark.webgpu
+def test_tvms_merge_with_heads_it_does_not_cover_is_known_as_dropped_heads(tmp_path):
+    pytest.importorskip("tvm", reason="apache-tvm is installed by scripts/setup.sh")
+    import verify
+
+    results = verify.check("tvm.merge_state", {"heads": 14, "head_dim": 256, "dtype": "f16"}, checks="reference",
+                           examples=2, out_dir=tmp_path)
+    assert results["reference"].verdict.value == "known"
+    assert results["reference"].finding_headline.startswith("TVM's merge leaves heads 12-13 of 14 unmerged")

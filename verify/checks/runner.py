@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
+from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings, target
 from hypothesis.errors import Flaky
 
 from verify.checks.context import CheckContext
@@ -113,6 +113,10 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
     examples = min(options.examples, check.max_examples or options.examples)
     verdict, reason, shrunk, trace, kind = Verdict.PASS, "", None, None, None
     try:
+        test = given(check.strategy(ctx))(body)
+        # A documented finding's own cases run first, whatever the seed draws.
+        for case in reversed(ctx.kernel.finding_examples(check.name, ctx.config)):
+            test = example(case)(test)
         runner = settings(
             max_examples=examples,
             database=None,
@@ -122,7 +126,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             verbosity=Verbosity.quiet,
             report_multiple_bugs=False,
             suppress_health_check=list(HealthCheck),
-        )(seed(options.seed)(given(check.strategy(ctx))(body)))
+        )(seed(options.seed)(test))
         runner()
     except _Violation as failure:
         verdict, shrunk = Verdict.FAIL, failure.outcome

@@ -104,7 +104,7 @@ class Kernel(ABC):
         """The configs `verify gate` runs for a profile (default: just the defaults)."""
         return [self.config()]
 
-    def known_finding(self, check: str, config: dict) -> str | None:
+    def known_finding(self, check: str, config: dict):
         """The evidence of a documented failure of this kernel's own WGSL under `check` and
         `config`, or None (the default: every failure is news).
 
@@ -113,8 +113,17 @@ class Kernel(ABC):
         does not fail the run, and a pass is recorded with it and `finding_reproduced: False`,
         so an upstream fix, or an adapter where the bug does not show, is seen (verify.worker).
         The first line is the headline the console and JUnit show; the rest cites the evidence.
+        Return a verify.results.record.KnownFinding (or several) to give the finding's signature
+        (outputs, failure kinds, text of the reason, implementations): a failure of another
+        signature is then reported as the failure it is, never hidden behind the finding.
         """
         return None
+
+    def finding_examples(self, check: str, config: dict) -> list[Case]:
+        """Cases that show a documented finding under `check` (default: none), run first on every
+        seed as explicit examples, so a finding never depends on what a seed happens to draw (a
+        finding not reproduced is then news, not luck)."""
+        return []
 
     # -- the kernel ----------------------------------------------------------------------
     @abstractmethod

@@ -226,19 +226,37 @@ class CheckResult:
         return self
 
     # -- changing ----------------------------------------------------------------------------
-    def with_known_finding(self, finding: str | None) -> "CheckResult":
-        """This result judged against a documented finding (Kernel.known_finding).
+    def with_known_finding(self, finding) -> "CheckResult":
+        """This result judged against the documented findings of its kernel (Kernel.known_finding:
+        a KnownFinding, its text, several of them, or None).
 
-        A failure becomes KNOWN, carrying the finding, so it is reported without failing the run;
-        a pass keeps its verdict and records the finding as not reproduced, so an upstream fix,
-        or an adapter where the bug does not show, is seen. Errors and skips are left as they
-        are: they say nothing about the finding.
+        A failure (FAIL, DIVERGENCE) that has a finding's signature (its outputs, failure kinds,
+        reason) becomes KNOWN, carrying the finding, so it is reported without failing the run;
+        a failure of another signature stays a failure, noting which finding it is not (a known
+        bug must not mask a new one). A pass is recorded with the finding and
+        `finding_reproduced: False`, where the finding shows on this implementation, so an
+        upstream fix, or an adapter where the bug does not show, is seen. Errors and skips are
+        left as they are: they say nothing about a finding.
         """
-        if finding is None or self.verdict not in (Verdict.PASS, Verdict.FAIL):
+        findings = [f for f in KnownFinding.all_of(finding) if f.shows_on_implementation(self)]
+        if not findings or self.verdict not in (Verdict.PASS, Verdict.FAIL, Verdict.DIVERGENCE):
             return self
-        reproduced = self.verdict is Verdict.FAIL
-        return replace(self, verdict=Verdict.KNOWN if reproduced else Verdict.PASS, finding=finding,
-                       finding_reproduced=reproduced)
+        if self.verdict is Verdict.PASS:
+            return replace(self, finding=findings[0].text, finding_reproduced=False)
+        mismatches = []
+        for candidate in findings:
+            why = candidate.mismatch(self)
+            if why is None:
+                return replace(self, verdict=Verdict.KNOWN, finding=candidate.text, finding_reproduced=True)
+            mismatches.append(f"{candidate.headline}: {why}")
+        notes = [f"not the documented finding \"{m}\"" for m in mismatches]
+        return replace(self, notes=list(self.notes) + notes)
+
+    @property
+    def failing_outputs(self) -> set[str]:
+        """The outputs over budget, NaN or not bit-exact in the shrunk or worst case."""
+        return {m.name for s in (self.shrunk, self.worst) if s is not None for m in s.outputs
+                if not m.passed}
 
     # -- JSON --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -249,6 +267,52 @@ class CheckResult:
     def from_dict(cls, data: dict, where: str = "record") -> "CheckResult":
         """The record a results file holds; UsageError naming `where` and the field if it is malformed."""
         return _typed(cls, data, where)
+
+
+@dataclass(frozen=True)
+class KnownFinding:
+    """A documented failure of a kernel's own WGSL (Kernel.known_finding), and the signature a
+    failure must have to be it: the outputs it makes fail, the kinds of failure it shows as, text
+    its reason contains (e.g. the racing lines a sanitizer names), and the WebGPU implementations
+    it shows on (empty: any of each). The first line of `text` is its headline."""
+
+    text: str
+    outputs: tuple = ()
+    kinds: tuple = ()
+    reasons: tuple = ()
+    implementations: tuple = ()
+
+    @property
+    def headline(self) -> str:
+        lines = self.text.strip().splitlines()
+        return lines[0] if lines else ""
+
+    @classmethod
+    def all_of(cls, finding) -> list["KnownFinding"]:
+        """Findings from what Kernel.known_finding returns: None, text, a KnownFinding, or several."""
+        if finding is None:
+            return []
+        if isinstance(finding, (str, KnownFinding)):
+            finding = (finding,)
+        return [f if isinstance(f, KnownFinding) else KnownFinding(str(f)) for f in finding]
+
+    def shows_on_implementation(self, result: "CheckResult") -> bool:
+        implementation = result.adapter.implementation if result.adapter is not None else ""
+        return not self.implementations or implementation in self.implementations
+
+    def mismatch(self, result: "CheckResult") -> str | None:
+        """None if the failure has this finding's signature, else why not."""
+        if self.kinds and result.failure_kind not in self.kinds:
+            kind = result.failure_kind.value if result.failure_kind is not None else "unknown"
+            return f"it failed as {kind}, the finding as {', '.join(k.value for k in self.kinds)}"
+        failing = result.failing_outputs
+        if self.outputs and failing - set(self.outputs):
+            return f"outputs {', '.join(sorted(failing - set(self.outputs)))} fail, the finding's are " \
+                   f"{', '.join(self.outputs)}"
+        missing = [text for text in self.reasons if text not in result.reason]
+        if missing:
+            return f"its reason lacks {', '.join(repr(m) for m in missing)}"
+        return None
 
 
 class CheckResults(tuple):

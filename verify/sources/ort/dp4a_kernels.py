@@ -25,7 +25,7 @@ from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
-from verify.errors import UsageError
+from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
 from verify.kernels.dp4a.common import (
@@ -49,6 +49,7 @@ from verify.kernels.dp4a.matmul import (
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.dp4a.quantize import Quantize
 from verify.kernels.dp4a.quantize_cases import quantize_cases
+from verify.results.record import KnownFinding
 from verify.sources.ort.capture import QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.launch import (
     MIN_TILE_M,
@@ -145,7 +146,7 @@ class OrtQuantize(DerivedConfig, Quantize):
         return configs
 
     def known_finding(self, check, config):
-        return ZERO_BLOCK_CODES if check == "zero_blocks" else None
+        return KnownFinding(ZERO_BLOCK_CODES, outputs=("codes",)) if check == "zero_blocks" else None
 
     def wgsl(self, config):
         return header(self.name, config) + captured_programs(CaptureConfig(config["dtype"])).wgsl(QUANTIZE)
@@ -186,6 +187,12 @@ F16_ACCUMULATION = (
     "docs/findings.md §13.")
 
 
+NAGA_REFUSES_TILE = (
+    "Naga refuses ORT's tile program: subgroupShuffle with an abstract-int lane, valid WGSL Tint accepts.\n"
+    "DP4AMatMulNBits broadcasts B with `subgroupShuffle(own_b0, 0)`; Naga (wgpu, Firefox) reports \"Subgroup "
+    "operation is invalid\" for the literal lane, Tint (Dawn, Chrome) compiles it, so the program does not run in "
+    "wgpu whatever the adapter. Evidence: tests/sources/test_ort.py::"
+    "test_naga_refusing_orts_tile_program_is_a_compile_divergence; docs/findings.md §13.5.")
 UNLOADED_TILE_ROWS = (
     "ORT's tile program reads workgroup tiles it never loaded: the rows of A past M and of B past N in a partial "
     "64x64 tile.\n"
@@ -256,13 +263,27 @@ class OrtMatmul(DerivedConfig, Matmul):
     gate_shapes = (dict(dtype="f16", bits=4, block_size=32, has_zero_points=1),
                    dict(dtype="f32", bits=8, block_size=128, has_zero_points=1, has_bias=1))
 
-    #: The sanitize check's finding (every config: a partial tile, or K/128 % 8 != 0, is drawn).
+    #: The sanitize check's finding (every config: a partial tile, or K/128 % 8 != 0, is drawn), and
+    #: what its reason names.
     sanitize_finding = UNLOADED_TILE_ROWS
+    sanitize_reason = "uninitialised read of workgroup array"
+    #: Naga refuses this program (docs/findings.md §13.5): a compile divergence on any check run on
+    #: wgpu, and the `implementations` check's preflight wherever it runs.
+    naga_refuses = True
 
     def known_finding(self, check, config):
+        """Each finding with its signature: the sanitizer's reads, the f16 accumulator's overflow of
+        y, and Naga's refusal as a compile divergence (only where wgpu compiles it)."""
+        findings = []
         if check == "sanitize":
-            return self.sanitize_finding
-        return F16_ACCUMULATION if check == "accumulator_range" and config["dtype"] == "f16" else None
+            findings.append(KnownFinding(self.sanitize_finding, kinds=(FailureKind.SANITIZER,),
+                                         reasons=(self.sanitize_reason,)))
+        if check == "accumulator_range" and config["dtype"] == "f16":
+            findings.append(KnownFinding(F16_ACCUMULATION, outputs=("y",)))
+        if self.naga_refuses:
+            findings.append(KnownFinding(NAGA_REFUSES_TILE, kinds=(FailureKind.COMPILE_DIVERGENCE,),
+                                         implementations=() if check == "implementations" else ("wgpu",)))
+        return tuple(findings)
 
     def wgsl(self, config):
         capture = CaptureConfig(config["dtype"], config["bits"], config["block_size"], bool(config["has_zero_points"]),
@@ -326,6 +347,8 @@ class OrtMatmulSmallM(OrtMatmul):
     tile = "small_m"
     capture_m = 1
     sanitize_finding = SMALL_M_READS
+    sanitize_reason = "out-of-bounds read of storage buffer scales_a"
+    naga_refuses = False  # the small-M program compiles under Naga (docs/findings.md §13.5)
     config_keys = (ConfigKey("dtype", "f32", ("f16", "f32"), "type of A, the scales, bias and the output (ORT runs "
                              "this program only for f32)"),) + OrtMatmul.config_keys[1:]
     domain = f"batch·M < {MIN_TILE_M}"

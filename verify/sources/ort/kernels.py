@@ -38,6 +38,7 @@ from verify.kernels.dp4a.matmul import (
     centred_weights,
 )
 from verify.kernels.dp4a.matmul_cases import matmul_cases
+from verify.results.record import KnownFinding
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.dp4a_kernels import BITS, F16_ACCUMULATION, product_precision
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
@@ -103,7 +104,9 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         return configs
 
     def known_finding(self, check, config):
-        return F16_ACCUMULATION if check == "accumulator_range" and config["dtype"] == "f16" else None
+        if check == "accumulator_range" and config["dtype"] == "f16":
+            return KnownFinding(F16_ACCUMULATION, outputs=("y",))
+        return None
 
     # -- what ORT runs -------------------------------------------------------------------------------
     def captures(self, config) -> list[CaptureConfig]:

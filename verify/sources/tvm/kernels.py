@@ -32,10 +32,10 @@ from hypothesis import strategies as st
 
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import ulp
-from verify.errors import UsageError
+from verify.errors import FailureKind, UsageError
 from verify.gpu import InOut, Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.cases import merge_cases
+from verify.kernels.attention.cases import explicit_decode_case, merge_cases
 from verify.kernels.attention.common import (
     DTYPE,
     HEAD_DIM,
@@ -56,6 +56,7 @@ from verify.kernels.attention.rope_variant import (
 from verify.kernels.contract import ConfigKey, Launched
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
+from verify.results.record import KnownFinding
 from verify.sources.tvm.build import decode_build, load, merge_build
 from verify.sources.tvm.layout import ArgumentLayout, layouts
 
@@ -216,7 +217,21 @@ class TvmDecode(DecodeKernel):
         return configs
 
     def known_finding(self, check, config):
-        return {"below_floor": BELOW_FLOOR, "packed_grid": PACKED_GRID}.get(check)
+        """Below the floor the lse (and output) is wrong; the packed grid's extra workgroup writes
+        one sequence past the end of output and lse."""
+        if check == "below_floor":
+            return KnownFinding(BELOW_FLOOR, outputs=("output", "lse"))
+        if check == "packed_grid":
+            return KnownFinding(PACKED_GRID, kinds=(FailureKind.WRITE_OUT_OF_BOUNDS,))
+        return None
+
+    def finding_examples(self, check, config):
+        """A batch of 3 with the packing threshold at 3, so the grid packs an odd x on every seed."""
+        if check != "packed_grid":
+            return []
+        sliding = ([0, 1, 0], [0, 1, 0]) if config["sliding_window"] else None
+        case = explicit_decode_case(config, [5, 17, 1], seed=3, sliding=sliding)
+        return [case.replace(grid_limit=3)]
 
     def wgsl(self, config):
         build = decode_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"], head_dim=config["head_dim"],
@@ -338,6 +353,30 @@ INFINITE_EMPTY = (
     "docs/findings.md §3.")
 
 
+def unmerged_heads(heads: int, head_dim: int) -> range:
+    """The heads `_merge_state_inplace`'s grid never reaches: gdy = H // bdy slices of bdy heads
+    cover gdy·bdy of them (merge_schedule; docs/findings.md §5)."""
+    _, bdy, gdy = merge_schedule(heads, head_dim)
+    return range(gdy * bdy, heads)
+
+
+def dropped_heads_finding(config: dict, dropped: range) -> str:
+    return (f"TVM's merge leaves heads {dropped.start}-{dropped.stop - 1} of {config['heads']} unmerged at "
+            f"head_dim {config['head_dim']}, and races.\n"
+            "The schedule covers the heads with gdy = H // bdy slices of bdy heads (_decode_kernels.py L463), "
+            "so the heads past gdy·bdy keep their first state: s and v unchanged. The race of the other heads "
+            "(docs/findings.md §2) shows too. Evidence: tests/sources/test_tvm.py::"
+            "test_tvm_merge_state_merges_every_head_of_nine (strict xfail); docs/findings.md §5.\n" + MERGE_RACE)
+
+
+def s_lines(wgsl: str) -> tuple[int, int]:
+    """(read, write) line numbers of S in TVM's merge WGSL: the lines the race is between."""
+    lines = [i for i, line in enumerate(wgsl.splitlines(), 1) if "S_ptr[" in line]
+    writes = [i for i in lines if "S_ptr[" in wgsl.splitlines()[i - 1].split("=")[0]]
+    reads = [i for i in lines if i not in writes]
+    return (reads[0] if reads else 0), (writes[0] if writes else 0)
+
+
 def tvm_empty_states(case):
     """Our merge cases write an empty state's lse as -inf; TVM's kernels write -5e4 (+ log2 k)."""
     return case.replace({n: np.where(np.isneginf(case[n]), EMPTY_MAX, case[n]).astype(np.float32)
@@ -359,8 +398,10 @@ class TvmMergeState(MergeState):
             raise UsageError(f"heads={config['heads']} must be positive")
 
     def gate_configs(self, profile):
+        """Three head counts the schedule covers, and two it does not (14 heads at D = 256: bdy = 3,
+        gdy = 4 covers 12; 7 heads: 6), where the dropped heads are the finding."""
         configs = [self.config(dict(heads=h, head_dim=d, dtype=t)) for h, d, t in
-                   ((32, 128, "f16"), (8, 64, "f32"), (16, 256, "f16"))]
+                   ((32, 128, "f16"), (8, 64, "f32"), (16, 256, "f16"), (14, 256, "f16"), (7, 256, "f32"))]
         for config in configs:
             self.wgsl(config)
         return configs
@@ -368,9 +409,22 @@ class TvmMergeState(MergeState):
     def known_finding(self, check, config):
         """The race wherever the merge is compared with the reference (`determinism` compares
         two runs, which race alike on an adapter that runs subgroups in a fixed order) and where
-        `sanitize` reads the merge's own access log (on every adapter), and the NaN of two -inf
-        states."""
-        return {"reference": MERGE_RACE, "sanitize": MERGE_RACE, "infinite_empty": INFINITE_EMPTY}.get(check)
+        `sanitize` reads the merge's own access log (on every adapter: the race between the lines
+        that read and write S), and the NaN of two -inf states. Where the schedule does not cover
+        every head, the reference finding is the heads left unmerged (with the race), so the race
+        never stands for them."""
+        dropped = unmerged_heads(config["heads"], config["head_dim"])
+        if check == "reference":
+            if dropped:
+                return KnownFinding(dropped_heads_finding(config, dropped), outputs=("s", "v"))
+            return KnownFinding(MERGE_RACE, outputs=("s", "v"))
+        if check == "sanitize":
+            read, write = s_lines(self.wgsl(config))
+            return KnownFinding(MERGE_RACE, kinds=(FailureKind.SANITIZER,),
+                                reasons=("race on storage buffer S_ptr", f"at line {write}", f"at line {read}"))
+        if check == "infinite_empty":
+            return KnownFinding(INFINITE_EMPTY, outputs=("s", "v"))
+        return None
 
     def wgsl(self, config):
         build = merge_build(heads=config["heads"], head_dim=config["head_dim"], dtype=config["dtype"])
