@@ -188,13 +188,21 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
         return record.job_id if record.job_id is not None else -1
 
     display = Display(len(jobs))
-    for record in prior or []:
+    # Records known before any job (kernels that could not be planned) are written, and printed,
+    # with the first job's record: a run that ends before it leaves an earlier results file alone,
+    # and nothing printed is missing from the file.
+    held = list(prior or [])
+    for record in held:
         writer.add(record, write=False)
-        display.record(record)
     last_render = [time.monotonic()]
+
+    def show_held():
+        while held:
+            display.record(held.pop(0))
 
     def on_record(record):
         writer.add(record)
+        show_held()
         display.record(record)
         if time.monotonic() - last_render[0] > REPORT_REFRESH_S:  # a killed run still leaves a report
             _write_report(writer.document, out_dir)
@@ -215,8 +223,10 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
         for s in stops:  # finishing must not be interrupted: it is what keeps the results
             signal.signal(s, signal.SIG_IGN)
         try:
-            display.close()
             written = _finish(writer, interrupted, aborted, plan_order)
+            if written:
+                show_held()
+            display.close()
             if written:
                 _write_report(writer.document, out_dir)
         finally:

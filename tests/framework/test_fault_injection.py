@@ -105,3 +105,78 @@ def test_killing_the_workers_costs_at_most_the_checks_they_ran(tmp_path, seed):
         " out_dir=None, time_limit=None, implementations=list(chosen.run_on));"
         "print(len(jobs) + len(unbuilt) + len(chosen.skips()))")], capture_output=True, text=True).stdout
     assert len(document.records) == int(expected) + dawn_lost
+
+
+def _node_processes(pid: int) -> list[int]:
+    """Node processes below `pid` (Dawn's, started by a worker)."""
+    found, todo = [], [pid]
+    while todo:
+        for child in children(todo.pop()):
+            todo.append(child)
+            try:
+                if Path(f"/proc/{child}/comm").read_text().strip() == "node":
+                    found.append(child)
+            except FileNotFoundError:
+                pass
+    return found
+
+
+def test_a_dead_dawn_process_costs_one_check_as_an_infrastructure_error(tmp_path):
+    """Dawn's Node process killed mid-run: the check it was running is an ERROR naming Dawn's
+    process (not a FAIL of the kernel), the next checks open Dawn again and hold, nothing is left."""
+    from verify.gpu.implementations import implementation
+
+    try:
+        implementation("dawn").available()
+    except Exception as exc:  # noqa: BLE001 - any reason Dawn cannot run here
+        pytest.skip(f"Dawn cannot run here: {exc}")
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, "-m", "verify", "check", "merge_state", "rope", "--implementation", "dawn",
+                             "--checks", "reference,determinism", "--examples", "200", "--jobs", "1",
+                             "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    def lasting() -> list[int]:
+        """Node processes that live on (the worker's device), not the short probes of start-up."""
+        first = set(_node_processes(proc.pid))
+        time.sleep(1.0)
+        return sorted(first & set(_node_processes(proc.pid)))
+
+    victims: list[int] = []
+    assert wait_for(lambda: victims.extend(lasting()) or victims or proc.poll() is not None, 600)
+    if not victims:
+        pytest.fail("the run finished before Dawn started")
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _, stderr = proc.communicate(timeout=1800)
+    records = load_results(out / "results.json").records
+    errors = [r for r in records if r.verdict.value == "error"]
+    assert len(errors) <= 1 and proc.returncode == (1 if errors else 0), stderr[-3000:]
+    for record in errors:
+        assert "Node process running Dawn died" in record.reason and "not the kernel" in record.reason
+        assert record.failure_kind.value == "crash or device lost"
+    assert all(r.verdict.value == "pass" for r in records if r not in errors)
+    assert len(records) == 4
+    assert wait_for(lambda: not any(alive(p) for p in victims + _node_processes(os.getpid())), 15)
+
+
+def test_a_shard_killed_mid_run_fails_the_strict_merge(tmp_path):
+    shard = ["gate", "--profile", "quick", "--kernels", "merge_state,rope", "--implementation", "wgpu", "--jobs", "1"]
+    first = subprocess.run([sys.executable, "-m", "verify", *shard, "--shard", "1/2", "--out", str(tmp_path / "a")],
+                           capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr
+    run = subprocess.Popen([sys.executable, "-m", "verify", *shard, "--shard", "2/2", "--out", str(tmp_path / "b")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in run.stderr:
+        lines.append(line)
+        if line.startswith("PASS"):
+            run.send_signal(signal.SIGKILL)
+            break
+    run.wait(timeout=60)
+    merged = subprocess.run([sys.executable, "-m", "verify", "report", str(tmp_path / "a" / "results.json"),
+                             str(tmp_path / "b" / "results.json"), "-o", str(tmp_path / "r.html"), "--strict"],
+                            capture_output=True, text=True, timeout=300)
+    assert merged.returncode == 1, merged.stderr
+    assert "did not finish" in merged.stderr or "have no record" in merged.stderr

@@ -76,7 +76,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         base = CheckResult(kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=Verdict.PASS)
     started = time.perf_counter()
     state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0,
-             "paths": Counter()}
+             "paths": Counter(), "infrastructure": None}
 
     def body(case):
         entered = time.perf_counter()
@@ -87,10 +87,15 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             ctx.timer.entering("drawing cases")
 
     def _body(case):
+        if state["infrastructure"] is not None:  # what runs the kernel is gone: no further example means anything
+            raise state["infrastructure"]
         state["calls"] += 1
         shrinking = state["first_failure"] is not None
         try:
             outcome = check.run_example(ctx, case)
+        except InfrastructureError as exc:
+            state["infrastructure"] = exc
+            raise
         except KernelError as exc:
             outcome = Outcome(False, float("inf"), [], [str(exc)], ctx.kernel.features(case), case, exc.kind)
         ctx.timer.cases += 1
@@ -146,6 +151,9 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         verdict, trace = Verdict.ERROR, traceback.format_exc()
         reason, kind = raised_by(exc, ctx.kernel)
 
+    if state["infrastructure"] is not None:  # whatever Hypothesis made of it (a flaky failure, a shrink)
+        verdict, reason, kind = Verdict.ERROR, infrastructure_reason(state["infrastructure"]), FailureKind.CRASH
+        shrunk, trace = None, None
     axes = ctx.kernel.output_axes
     # Everything outside the examples themselves: Hypothesis drawing (and building) cases,
     # targeting and shrinking.
