@@ -357,8 +357,10 @@ def cmd_check(args) -> int:
     jobs = numbered(jobs)
     for name in sorted({job.implementation for job in jobs}, key=str):  # a kernel may prefer its own
         _check_adapter(args.adapter, name)
+    plan = plan_identity(jobs, [], profile, args.seed)
+    jobs, reused = _reuse(args, jobs)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan_identity(jobs, [], profile, args.seed))
+                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused)
 
 
 def cmd_gate(args) -> int:
@@ -385,9 +387,29 @@ def cmd_gate(args) -> int:
         jobs, skipped = select_shard(jobs, index, count), (skipped if index == 1 else [])
         shard = f"{index}/{count}"
     _check_adapter(args.adapter, chosen.run_on[0])
+    jobs, reused = _reuse(args, jobs)
+    skipped += reused
     return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned,
                     plan=plan)
+
+
+def _reuse(args, jobs: list) -> tuple[list, list]:
+    """(jobs to run, records reused): with --reuse, a job whose inputs are unchanged since a PASS in
+    the given results files (default: the output folder's results.json) takes that record."""
+    if args.reuse is None:
+        return jobs, []
+    from verify.plan import with_inputs
+    from verify.results.reuse import reusable, reused
+    from verify.results.store import load_results
+
+    files = args.reuse or [path for path in [Path(args.out) / "results.json"] if path.exists()]
+    earlier = reusable([load_results(path) for path in files])
+    jobs = with_inputs(jobs, args.adapter)
+    kept = [reused(*earlier[job.inputs], job.id) for job in jobs if job.inputs in earlier]
+    print(f"verify: reusing {len(kept)} of {len(jobs)} checks whose inputs are unchanged since they passed "
+          f"({', '.join(map(str, files)) or 'no earlier results'})", file=sys.stderr)
+    return [job for job in jobs if job.inputs not in earlier], kept
 
 
 def _check_adapter(name: str | None, implementation: str | None) -> None:
@@ -544,6 +566,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--allow-skip", action="store_true",
                        help="exit 0 even if checks were skipped (e.g. the adapter lacks shader-f16); "
                        "by default a skip fails the run, since it verified nothing")
+        p.add_argument("--reuse", nargs="*", metavar="RESULTS.json",
+                       help="take the record of a check whose inputs (WGSL, the code of its kernel and check, "
+                       "references, budgets, verify's version, profile, seed, adapter and driver) are unchanged "
+                       "since it passed in these results files (default: the output folder's results.json), "
+                       "instead of running it again; the report says which records were reused and from when")
         p.add_argument("--jobs", "-j", type=_count, default=os.cpu_count() or 1, metavar="N",
                        help="checks run in N worker processes at once (default: the number of cores); the "
                        "records are the same as a serial run's")

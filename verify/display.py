@@ -26,6 +26,8 @@ def record_line(record: CheckResult) -> str:
     else:
         detail = f"{record.duration_s:.1f} s" if record.duration_s else ""
     line = f"{label:5} {record.title} {detail}".rstrip()
+    if record.reused_from:
+        line += f" (reused: {record.reused_from})"
     if verdict is Verdict.KNOWN:
         line += f"\n      known finding: {record.finding_headline or '?'}"
     elif verdict is not Verdict.PASS and record.reason:

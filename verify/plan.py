@@ -18,7 +18,12 @@ from verify._version import __version__
 from verify.checks import get_check
 from verify.errors import FailureKind, SetupError, UsageError
 from verify.gpu.device import SUBGROUP_WIDTHS
-from verify.gpu.implementations import implementation, implementation_names
+from verify.gpu.implementations import (
+    ADAPTER_ENVIRONMENT,
+    default_implementation,
+    implementation,
+    implementation_names,
+)
 from verify.kernels.registry import KernelLoadError, get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
 from verify.profiles import Profile, encode_profile
@@ -232,6 +237,17 @@ def kernel_implementations(kernel, implementations: list) -> list:
     return [i for i in implementations if i is not None and implementation(i).name in declared] or [declared[0]]
 
 
+def wgsl_sha256(job: Job, cache: dict) -> str:
+    """The sha256 of the WGSL a job runs (its user's file, else its kernel's for its config)."""
+    if job.wgsl is not None:
+        return sha256(job.wgsl)
+    key = (job.kernel_ref, json.dumps(job.config, sort_keys=True, default=str))
+    if key not in cache:
+        kernel = get_kernel(job.kernel_ref)
+        cache[key] = sha256(kernel.wgsl(kernel.config(job.config)))
+    return cache[key]
+
+
 def plan_identity(jobs: list[Job], skipped: list, profile: Profile, seed: int) -> PlanIdentity:
     """The plan's fingerprint: every job's identity, the sha256 of the WGSL it runs, the profile,
     the seed and verify's version; shards of one gate share it, shards of anything else do not
@@ -239,19 +255,40 @@ def plan_identity(jobs: list[Job], skipped: list, profile: Profile, seed: int) -
     digest = hashlib.sha256(f"{__version__}|{profile.name}|{seed}".encode())
     wgsl: dict[tuple, str] = {}
     for job in jobs:
-        key = (job.kernel_ref, json.dumps(job.config, sort_keys=True, default=str))
-        if job.wgsl is not None:
-            text_hash = sha256(job.wgsl)
-        else:
-            if key not in wgsl:
-                kernel = get_kernel(job.kernel_ref)
-                wgsl[key] = sha256(kernel.wgsl(kernel.config(job.config)))
-            text_hash = wgsl[key]
+        text_hash = wgsl_sha256(job, wgsl)
         digest.update(json.dumps([job.id, job.kernel, job.kernel_ref, job.check, job.config, job.implementation,
                                   job.subgroup_width, job.examples, text_hash], sort_keys=True, default=str).encode())
     for record in skipped:
         digest.update(f"skip|{record.kernel}|{record.reason}".encode())
     return PlanIdentity(digest.hexdigest(), len(jobs), len(skipped))
+
+
+def with_inputs(jobs: list[Job], adapter: str | None) -> list[Job]:
+    """`jobs` with the digest of their inputs (verify.results.reuse.inputs_digest), for reusing
+    passing records of an earlier run."""
+    from dataclasses import replace
+
+    from verify.results.reuse import inputs_digest
+
+    wgsl: dict[tuple, str] = {}
+    adapters: dict = {}
+    found = []
+    for job in jobs:
+        name = job.implementation or default_implementation()
+        if name not in adapters:
+            adapters[name] = adapter_identity(name, adapter)
+        found.append(replace(job, inputs=inputs_digest(job, wgsl_sha256(job, wgsl), adapters[name],
+                                                        get_check(job.check).code_modules())))
+    return found
+
+
+def adapter_identity(name: str, adapter: str | None) -> dict:
+    """The adapter an implementation runs on here, as a reused record must match it."""
+    wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT) or ""
+    for info in implementation(name).adapters():
+        if info.matches(wanted):
+            return {"implementation": name, "name": info.name, "backend": info.backend, "driver": info.driver}
+    return {"implementation": name, "adapter": wanted}
 
 
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:

@@ -47,13 +47,15 @@ class Job:
     #: A profile that is not one of verify's own (`Profile` built by the caller), whole
     #: (verify.profiles.encode_profile); None: the profile named `profile`.
     profile_data: str | None = None
+    #: The digest of everything the job's verdict depends on (verify.results.reuse), when computed.
+    inputs: str | None = None
 
     def result(self, verdict: Verdict, reason: str = "", **fields) -> CheckResult:
         """A record of this job: its identity filled in, `fields` (the outcome) added."""
         return CheckResult(kernel=self.kernel, check=self.check, config=dict(self.config), verdict=verdict,
                            reason=reason, kernel_ref=self.kernel_ref, profile=self.profile, seed=self.seed,
                            source=self.source, subgroup_width=self.subgroup_width, job_id=self.id,
-                           verify_version=__version__, **fields)
+                           verify_version=__version__, inputs_sha256=self.inputs, **fields)
 
     def unfinished(self, kind: FailureKind, reason: str, duration_s: float, examples: int = 0) -> CheckResult:
         """The record of a job whose worker could not report one (time limit, crash)."""

@@ -53,6 +53,11 @@ class Check:
     def applies(self, kernel) -> bool:
         return self.name in kernel.checks
 
+    def code_modules(self) -> tuple[str, ...]:
+        """The modules whose code decides this check's verdict, besides the kernel's (for reusing
+        a passing record whose code is unchanged: verify.results.reuse)."""
+        return (type(self).__module__,)
+
     def device_limits(self, kernel, config: dict) -> dict:
         """The device limits to hold the kernel to while this check runs (default: the kernel's)."""
         return dict(kernel.limits)

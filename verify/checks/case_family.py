@@ -19,6 +19,9 @@ class CaseFamilyCheck(Check):
     def __init__(self, name: str, doc: str, cases: Callable):
         self.name, self.doc, self._cases = name, doc, cases
 
+    def code_modules(self):
+        return (type(self).__module__, self._cases.__module__)
+
     def strategy(self, ctx):
         return self._cases(ctx.kernel, ctx.config, ctx.profile)
 

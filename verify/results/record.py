@@ -171,6 +171,10 @@ class CheckResult:
     #: The position of the job in its run's plan (None for a record no job made, e.g. a kernel
     #: that could not be planned): records are reported in plan order by it.
     job_id: int | None = None
+    #: The digest of everything the verdict depends on (verify.results.reuse), where computed.
+    inputs_sha256: str | None = None
+    #: Where this record was copied from instead of running the check again ("path (started)").
+    reused_from: str | None = None
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -404,6 +408,7 @@ _EXPECTED = {
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
     "verify_version": str, "notes": list, "subgroup_width": (int, type(None)), "job_id": (int, type(None)),
+    "inputs_sha256": (str, type(None)), "reused_from": (str, type(None)),
 }
 
 

@@ -1,0 +1,68 @@
+"""`--reuse`: a check whose inputs are all unchanged since it passed takes its earlier record; any
+change to what decides its verdict, or an earlier verdict other than PASS, runs it again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify.results.reuse import code_digest
+
+MUTANTS = Path(__file__).resolve().parents[1] / "fixtures" / "mutants"
+
+
+def verify(*args):
+    return subprocess.run([sys.executable, "-m", "verify", *args], capture_output=True, text=True, timeout=900)
+
+
+def records(out: Path) -> list[dict]:
+    return json.loads((out / "results.json").read_text())["records"]
+
+
+@pytest.mark.webgpu
+def test_an_unchanged_check_is_reused_and_a_changed_one_runs_again(tmp_path):
+    out = tmp_path / "out"
+    base = ["check", "merge_state", "--checks", "reference,determinism", "--examples", "5", "--out", str(out)]
+    first = verify(*base, "--reuse")
+    assert first.returncode == 0, first.stderr
+    again = verify(*base, "--reuse")
+    assert again.returncode == 0 and "reusing 2 of 2 checks" in again.stderr, again.stderr
+    assert all(r["reused_from"] and r["inputs_sha256"] for r in records(out))
+    reseeded = verify(*base, "--seed", "1", "--reuse")
+    assert "reusing 0 of 2 checks" in reseeded.stderr and not any(r["reused_from"] for r in records(out))
+
+
+@pytest.mark.webgpu
+def test_a_failure_is_never_reused(tmp_path):
+    out = tmp_path / "out"
+    wgsl = MUTANTS / "merge_state" / "natural_log.wgsl"
+    base = ["check", "merge_state", "--wgsl", str(wgsl), "--checks", "reference", "--examples", "3", "--out", str(out)]
+    assert verify(*base, "--reuse").returncode == 1
+    again = verify(*base, "--reuse")
+    assert again.returncode == 1 and "reusing 0 of 1 checks" in again.stderr
+
+
+def test_the_code_digest_follows_imports_and_changes_with_any_file_they_reach(tmp_path, monkeypatch):
+    package = tmp_path / "digestpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kernel.py").write_text("from digestpkg import helper\n")
+    (package / "helper.py").write_text("VALUE = 1\n")
+    (package / "unrelated.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from verify.results import reuse
+
+    def digest():
+        reuse._module_file.cache_clear()
+        reuse._imports.cache_clear()
+        return code_digest("digestpkg.kernel")
+
+    before = digest()
+    (package / "unrelated.py").write_text("VALUE = 2\n")
+    assert digest() == before  # a module the kernel never imports does not decide its verdict
+    (package / "helper.py").write_text("VALUE = 2\n")
+    assert digest() != before

@@ -1,0 +1,111 @@
+"""Reusing passing records: a check whose inputs are all unchanged need not run again.
+
+A job's inputs are everything its verdict depends on: verify's version; the job's identity
+(kernel import path, check, config, implementation, subgroup width, examples, seed, profile); the
+sha256 of the WGSL it runs; the adapter and driver it runs on; and the code it runs, which is the
+Python source of every module the kernel's and the check's modules import, transitively, within
+verify, references and the kernel's own package (its references, budgets, strategies, fast paths,
+launch code). `inputs_digest` hashes all of it; `verify gate --reuse` (and `check`) looks the
+digest up among the PASS records of an earlier run and copies such a record instead of running
+the job, saying where it came from. Anything changed, or a verdict other than PASS, runs again.
+
+The closure of imports is read from the source (ast), not from what happens to be imported in
+this process, so two runs compute the same digest for the same files.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import json
+import sys
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+from verify._version import __version__
+from verify.results.record import CheckResult, Verdict
+
+#: Top-level packages whose modules are followed (the kernel's own package is added per kernel).
+_FOLLOWED = ("verify", "references")
+
+
+@lru_cache(maxsize=None)
+def _module_file(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    return Path(origin) if origin and origin.endswith(".py") else None
+
+
+@lru_cache(maxsize=None)
+def _imports(name: str) -> tuple[str, ...]:
+    """The modules `name`'s source imports (any level, relative ones resolved), and its packages."""
+    path = _module_file(name)
+    if path is None:
+        return ()
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError):
+        return ()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = {name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1)}  # parent packages run too
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return tuple(sorted(found))
+
+
+def code_digest(*modules: str) -> str:
+    """sha256 of the source of `modules` and of everything they import within verify, references
+    and their own top-level packages, transitively."""
+    followed = set(_FOLLOWED) | {m.split(".")[0] for m in modules}
+    seen, todo = set(), list(modules)
+    while todo:
+        name = todo.pop()
+        if name in seen or name.split(".")[0] not in followed:
+            continue
+        seen.add(name)
+        todo.extend(_imports(name))
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        path = _module_file(name)
+        if path is not None:
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def inputs_digest(job, wgsl_sha256: str, adapter: dict, check_modules: tuple) -> str:
+    """The digest of everything a job's verdict depends on (the module docstring lists it)."""
+    kernel_module = job.kernel_ref.partition(":")[0]
+    identity = {"verify": __version__, "kernel_ref": job.kernel_ref, "check": job.check, "config": job.config,
+                "implementation": job.implementation, "subgroup_width": job.subgroup_width,
+                "examples": job.examples, "seed": job.seed, "profile": job.profile, "profile_data": job.profile_data,
+                "wgsl": wgsl_sha256, "adapter": adapter, "code": code_digest(kernel_module, *check_modules),
+                "python": sys.version_info[:2]}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def reusable(documents) -> dict[str, tuple[CheckResult, str]]:
+    """Passing records of earlier runs by their inputs digest, with where each came from."""
+    found = {}
+    for document in documents:
+        for record in document.records:
+            if record.verdict is Verdict.PASS and record.inputs_sha256:
+                found[record.inputs_sha256] = (record, f"{document.path} ({document.started})")
+    return found
+
+
+def reused(record: CheckResult, origin: str, job_id: int) -> CheckResult:
+    """`record`, copied into this run as the record of job `job_id`, saying where it came from."""
+    return replace(record, job_id=job_id, reused_from=record.reused_from or origin)
