@@ -359,6 +359,7 @@ def cmd_check(args) -> int:
         _check_adapter(args.adapter, name)
     plan = plan_identity(jobs, [], profile, args.seed)
     jobs, reused = _reuse(args, jobs)
+    jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused)
 
@@ -389,6 +390,7 @@ def cmd_gate(args) -> int:
     _check_adapter(args.adapter, chosen.run_on[0])
     jobs, reused = _reuse(args, jobs)
     skipped += reused
+    jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned,
                     plan=plan)
@@ -410,6 +412,24 @@ def _reuse(args, jobs: list) -> tuple[list, list]:
     print(f"verify: reusing {len(kept)} of {len(jobs)} checks whose inputs are unchanged since they passed "
           f"({', '.join(map(str, files)) or 'no earlier results'})", file=sys.stderr)
     return [job for job in jobs if job.inputs not in earlier], kept
+
+
+def _scheduled(args, jobs: list, profile) -> list:
+    """The jobs as they run: sliced where a check draws many examples (--slice-examples, else the
+    profile's), longest first by the durations of the output folder's earlier run, if any."""
+    from verify.plan import job_key, longest_first, sliced
+
+    history = {}
+    earlier = Path(args.out) / "results.json"
+    if earlier.exists():
+        from verify.results.store import load_results
+
+        try:
+            history = {job_key(r): r.duration_s for r in load_results(earlier).records if r.duration_s}
+        except UsageError:
+            history = {}  # an unreadable earlier file only costs the order
+    size = profile.slice_examples if args.slice_examples is None else (args.slice_examples or None)
+    return longest_first(sliced(jobs, size), history)
 
 
 def _check_adapter(name: str | None, implementation: str | None) -> None:
@@ -566,6 +586,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--allow-skip", action="store_true",
                        help="exit 0 even if checks were skipped (e.g. the adapter lacks shader-f16); "
                        "by default a skip fails the run, since it verified nothing")
+        p.add_argument("--slice-examples", type=int, metavar="N",
+                       help="split a check drawing more than N examples into slices of about N, each its own seed "
+                       "stream, run by any worker and merged into one record, so every core stays busy to the end "
+                       "(default: the profile's, e.g. 50 for nightly and none for ci; 0: never split)")
         p.add_argument("--reuse", nargs="*", metavar="RESULTS.json",
                        help="take the record of a check whose inputs (WGSL, the code of its kernel and check, "
                        "references, budgets, verify's version, profile, seed, adapter and driver) are unchanged "

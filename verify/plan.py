@@ -291,6 +291,50 @@ def adapter_identity(name: str, adapter: str | None) -> dict:
     return {"implementation": name, "adapter": wanted}
 
 
+def sliced(jobs: list[Job], slice_examples: int | None) -> list[Job]:
+    """`jobs`, each drawing more than `slice_examples` examples split into slices of about that many
+    (Job.slice: its share of the examples and a seed stream of its own), so N workers stay busy to
+    the end of a run instead of waiting on a few long checks. The slices keep their job's id; their
+    records merge into one (verify.results.slices). A check whose examples are capped
+    (Check.max_examples) is never split. None: nothing is split."""
+    from dataclasses import replace
+
+    if not slice_examples:
+        return list(jobs)
+    found = []
+    for job in jobs:
+        cap = get_check(job.check).max_examples
+        count = -(-job.examples // slice_examples)
+        if count < 2 or (cap is not None and cap <= slice_examples):
+            found.append(job)
+            continue
+        shares = [job.examples // count + (k < job.examples % count) for k in range(count)]
+        found += [replace(job, examples=share, slice=(k + 1, count)) for k, share in enumerate(shares)]
+    return found
+
+
+def longest_first(jobs: list[Job], history: dict | None = None) -> list[Job]:
+    """The order to run jobs in: the longest first, by their durations in an earlier run (`history`:
+    (kernel, check, config, implementation, subgroup width) -> seconds) where known, else by their
+    examples; the plan's order breaks ties. Records still come out in plan order (their ids)."""
+    def key(job):
+        past = (history or {}).get(job_key(job))
+        per_slice = past / job.slice[1] if past is not None and job.slice else past
+        return (-(per_slice if per_slice is not None else job.examples * 1e-3), job.id)
+    return sorted(jobs, key=key)
+
+
+def job_key(job_or_record) -> tuple:
+    """What identifies a check across runs, for a job or a record."""
+    if isinstance(job_or_record, Job):
+        implementation = job_or_record.implementation or default_implementation()
+    else:
+        adapter = job_or_record.adapter
+        implementation = adapter.implementation if adapter is not None else ""
+    return (job_or_record.kernel, job_or_record.check, json.dumps(job_or_record.config, sort_keys=True, default=str),
+            implementation or "", job_or_record.subgroup_width)
+
+
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
     """Shard `index` (1-based) of `count`: every count-th job, starting at the index-th.
 

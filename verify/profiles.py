@@ -50,6 +50,9 @@ class Profile:
     every_check_on_every_implementation: bool = False
     #: Family name -> sizes replacing that family's own at this profile's scale.
     sizes: dict = field(default_factory=dict)
+    #: A check drawing more examples than this is split into slices of about this many, each run
+    #: by any worker with a seed stream of its own (verify.plan.sliced); None: never split.
+    slice_examples: int | None = None
 
     def __post_init__(self):
         if self.scale not in SCALES:
@@ -64,7 +67,7 @@ PROFILES = {
     "ci": Profile("ci", 200, 900.0, "per-change gate: >= 200 examples per check, contexts up to ~1k", 16, "ci",
                   (4, 16, 32, 64, 128)),
     "nightly": Profile("nightly", 1000, 3600.0, "long contexts (>= 4096), many examples", 64, "nightly",
-                       (4, 8, 16, 32, 64, 128), True),
+                       (4, 8, 16, 32, 64, 128), True, slice_examples=50),
 }
 
 

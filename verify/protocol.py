@@ -12,6 +12,7 @@ parent's time limit counts from here), any number of `Progress` and `Stage`, the
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
@@ -49,6 +50,17 @@ class Job:
     profile_data: str | None = None
     #: The digest of everything the job's verdict depends on (verify.results.reuse), when computed.
     inputs: str | None = None
+    #: (k, n): this job is slice k of n of its check's examples, with a seed stream of its own
+    #: (verify.plan.sliced); the parent merges the n records into one (verify.results.slices).
+    slice: tuple | None = None
+
+    @property
+    def slice_seed(self) -> int:
+        """The Hypothesis seed this job draws with: the job's, or one of its own per slice."""
+        if self.slice is None:
+            return self.seed
+        k, n = self.slice
+        return int.from_bytes(hashlib.sha256(f"{self.seed}/{k}/{n}".encode()).digest()[:8], "little")
 
     def result(self, verdict: Verdict, reason: str = "", **fields) -> CheckResult:
         """A record of this job: its identity filled in, `fields` (the outcome) added."""
@@ -145,6 +157,8 @@ def decode_job(line: str) -> Job | ReplayJob:
     if cls is None:
         raise UsageError(f"job: unknown kind {kind!r}")
     if cls is Job:
+        if data.get("slice") is not None:
+            data["slice"] = tuple(data["slice"])
         source = data.get("source")
         if not isinstance(source, dict):
             raise UsageError("job: source must be an object")

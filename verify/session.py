@@ -18,6 +18,7 @@ import selectors
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from verify.errors import FailureKind, UsageError
@@ -34,6 +35,7 @@ from verify.protocol import (
     encode_job,
 )
 from verify.results.record import CheckResult
+from verify.results.slices import merge_slices
 
 #: Seconds a worker may take to import a kernel, open the device and compile its WGSL before
 #: the check's own time limit starts.
@@ -213,14 +215,38 @@ def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, log_path: Path
 
     Every job is independent (its own seed, its own cases), so the records are the same
     whichever worker runs a job and in whatever order the jobs finish; only the order in which
-    on_record sees them changes. The callbacks are called one at a time.
+    on_record sees them changes. The slices of one check (Job.slice) are merged into its one
+    record when the last arrives (verify.results.slices). The callbacks are called one at a time.
     """
+    on_record = _SliceMerger(jobs, on_record)
     workers = max(1, min(int(workers), len(jobs) or 1))
     if workers == 1:
         with Session(log_path) as session:
-            session.run(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start)
+            for job in jobs:
+                if on_start:
+                    on_start(job)
+                on_record(job, session._run_one(job, on_progress))
         return
     _run_parallel(jobs, workers, on_record, on_progress, on_start, log_path)
+
+
+class _SliceMerger:
+    """Passes records on as they come, except a slice's, which waits for its check's others."""
+
+    def __init__(self, jobs, on_record):
+        self.expected = Counter(job.id for job in jobs if job.slice is not None)
+        self.waiting: dict[int, list] = {}
+        self.on_record = on_record
+
+    def __call__(self, job, record) -> None:
+        if job.slice is None:
+            self.on_record(record)
+            return
+        parts = self.waiting.setdefault(job.id, [])
+        parts.append((job.slice, record))
+        if len(parts) == self.expected[job.id]:
+            del self.waiting[job.id]
+            self.on_record(merge_slices([r for _, r in parts], [k for k, _ in parts]))
 
 
 def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, log_path: Path | None) -> None:
@@ -257,7 +283,7 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, log_path
                 if started:
                     started(job)
                 result = session._run_one(job, progress)
-                record(result)
+                record(job, result)
         except BaseException as exc:  # a usage error (or worse) stops every worker
             failures.append(exc)
             stop.set()

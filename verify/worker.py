@@ -156,12 +156,12 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
     emit(Started())
     ctx.timer.on_stage = lambda name: emit(Stage(name))
     ctx.timer.entering("drawing cases")
-    run = run_check(check, ctx, RunOptions(job.examples, job.seed), base,
+    run = run_check(check, ctx, RunOptions(job.examples, job.slice_seed), base,
                     progress=lambda done, total: emit(Progress(done, total)))
     checked = run.result
     if job.out_dir and (run.shrunk is not None or run.worst is not None):
         checked = save_check_cases(checked, run.shrunk and run.shrunk.case, run.worst and run.worst.case,
-                                   Path(job.out_dir), wgsl)
+                                   Path(job.out_dir), wgsl, part=f"-s{job.slice[0]}" if job.slice else "")
     return checked.with_known_finding(finding)
 
 

@@ -47,9 +47,9 @@ def save_case(directory: Path, stem: str, case: Case, meta: dict, wgsl: str) -> 
     return npz
 
 
-def save_check_cases(result, shrunk: Case | None, worst: Case | None, directory: Path, wgsl: str):
+def save_check_cases(result, shrunk: Case | None, worst: Case | None, directory: Path, wgsl: str, part: str = ""):
     """`result` (a CheckResult) with its shrunk and worst cases saved under `directory`/cases
-    and their files recorded in the result."""
+    and their files recorded in the result; `part` tells apart the slices of one check."""
     meta = {
         "kernel": result.kernel,
         "kernel_ref": result.kernel_ref,
@@ -63,7 +63,7 @@ def save_check_cases(result, shrunk: Case | None, worst: Case | None, directory:
         "failure_kind": to_json_value(result.failure_kind),
     }
     width = f"-w{result.subgroup_width}" if result.subgroup_width else ""
-    stem = f"{_safe(result.kernel)}-{result.check}-{_config_tag(result.config)}{width}"
+    stem = f"{_safe(result.kernel)}-{result.check}-{_config_tag(result.config)}{width}{part}"
     updates = {}
     for role, case in (("shrunk", shrunk), ("worst", worst)):
         summary = getattr(result, role)

@@ -1,0 +1,64 @@
+"""Slices of a check: its examples split over workers, each slice its own seed stream, merged into
+the check's one record; without slicing the plan is what it was."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify.plan import check_jobs, sliced
+from verify.profiles import get_profile
+from verify.protocol import Job
+from verify.results.record import CheckResult, ExampleSummary, Verdict
+from verify.results.slices import merge_slices
+
+MUTANTS = Path(__file__).resolve().parents[1] / "fixtures" / "mutants"
+
+
+def test_slicing_splits_the_examples_and_keeps_the_job():
+    [job] = check_jobs("merge_state", {}, profile=get_profile("ci"), examples=100, seed=5, out_dir=None,
+                       time_limit=None, checks=["reference"])
+    parts = sliced([job], 30)
+    assert [p.examples for p in parts] == [25, 25, 25, 25] and {p.id for p in parts} == {job.id}
+    assert [p.slice for p in parts] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert len({p.slice_seed for p in parts}) == 4 and job.slice_seed == 5
+    assert sliced([job], None) == [job] and sliced([job], 100) == [job]
+
+
+def test_a_check_with_capped_examples_is_never_split():
+    [job] = check_jobs("merge_state", {}, profile=get_profile("ci"), examples=100, seed=0, out_dir=None,
+                       time_limit=None, checks=["sanitize"])
+    assert sliced([job], 10) == [job]
+
+
+def test_the_ci_profile_does_not_slice():
+    assert get_profile("ci").slice_examples is None and get_profile("quick").slice_examples is None
+
+
+def test_slices_merge_into_the_worst_verdict_with_every_example_counted():
+    job = Job(3, "k", "m:K", {}, "reference", 30, 0)
+    summary = lambda score, passed: ExampleSummary(score=score, passed=passed)  # noqa: E731
+    records = [job.result(Verdict.PASS, examples=10, runs=10, worst=summary(0.4, True), duration_s=1.0),
+               job.result(Verdict.FAIL, "y over budget", examples=4, runs=9, worst=summary(7.0, False),
+                          shrunk=summary(2.0, False), duration_s=2.0),
+               job.result(Verdict.PASS, examples=10, runs=10, worst=summary(0.9, True), duration_s=1.0)]
+    merged = merge_slices(records[::-1], [(3, 3), (2, 3), (1, 3)])
+    assert isinstance(merged, CheckResult) and merged.job_id == 3
+    assert merged.verdict is Verdict.FAIL and merged.reason == "y over budget"
+    assert (merged.examples, merged.runs, merged.duration_s) == (24, 29, 4.0)
+    assert merged.worst.score == 7.0 and merged.shrunk.score == 2.0
+
+
+@pytest.mark.webgpu
+def test_a_sliced_check_finds_what_the_whole_one_finds(tmp_path):
+    wgsl = MUTANTS / "merge_state" / "natural_log.wgsl"
+    result = subprocess.run([sys.executable, "-m", "verify", "check", "merge_state", "--wgsl", str(wgsl), "--checks",
+                             "reference", "--examples", "40", "--slice-examples", "10", "--jobs", "2",
+                             "--out", str(tmp_path)], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 1, result.stderr
+    [record] = json.loads((tmp_path / "results.json").read_text())["records"]
+    assert record["verdict"] == "fail" and record["shrunk"]["case_file"].endswith("-s1-shrunk.npz")
