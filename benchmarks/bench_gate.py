@@ -1,8 +1,11 @@
 """The gate's speed, per kernel and per stage, from real gate runs (not from timed tests).
 
 Runs `verify gate --profile PROFILE` once per `--jobs` value, side by side on the same machine,
-and writes JSON: wall time per run (and its ratio to the first), the load average before the
-first, and per kernel and WebGPU implementation (from the first run's records) the examples,
+and writes JSON: wall time per run (and its ratio to the first), its CPU utilisation (the gate's
+processes' CPU seconds over wall time and cores), its ten longest checks, and the shares of
+check time spent drawing cases, in the float64 reference and budget, on the GPU (upload,
+dispatch, readback), comparing, and in the sanitize check; the load average before the first run;
+and per kernel and WebGPU implementation (from the first run's records) the examples,
 examples per second of check time, and milliseconds per case of each stage: reference (float64
 reference and budget), upload, dispatch, readback, compare, and generation (Hypothesis drawing
 cases, targeting, shrinking). Measure on a quiet machine.
@@ -17,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -27,24 +31,59 @@ from pathlib import Path
 STAGES = ("reference", "upload", "dispatch", "readback", "compare", "generation")
 
 
-def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path, implementation: str | None = None) -> dict:
+def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path, implementation: str | None = None,
+             extra: tuple = ()) -> dict:
     command = [sys.executable, "-m", "verify", "gate", "--profile", profile, "--jobs", str(jobs), "--seed", str(seed),
-               "--out", str(out), "--allow-skip"]
+               "--out", str(out), "--allow-skip", *extra]
     if kernels:
         command += ["--kernels", kernels]
     if implementation:
         command += ["--implementation", implementation]
-    start = time.perf_counter()
+    start, cpu_before = time.perf_counter(), _children_cpu()
     result = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    cpu = _children_cpu() - cpu_before
     if result.returncode not in (0, 1):
         sys.exit(f"bench_gate: the gate could not run (exit {result.returncode}):\n{result.stderr[-2000:]}")
     document = json.loads((out / "results.json").read_text())
     verdicts = defaultdict(int)
     for record in document["records"]:
         verdicts[record["verdict"]] += 1
-    return {"jobs": jobs, "wall_s": round(wall, 2), "exit": result.returncode, "checks": len(document["records"]),
-            "verdicts": dict(verdicts), "records": document["records"]}
+    records = document["records"]
+    return {"jobs": jobs, "wall_s": round(wall, 2), "exit": result.returncode, "checks": len(records),
+            "verdicts": dict(verdicts), "cpu_s": round(cpu, 1),
+            "cpu_utilisation": round(cpu / wall / (os.cpu_count() or 1), 3),
+            "longest": [{"check": f"{r['kernel']} {r['check']} [{_config(r)}]", "s": r.get("duration_s")}
+                        for r in sorted(records, key=lambda r: -float(r.get("duration_s") or 0))[:10]],
+            "shares": shares(records), "records": records}
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children: the gate, its workers and Node processes."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _config(record: dict) -> str:
+    text = " ".join(f"{k}={v}" for k, v in sorted(record["config"].items()))
+    implementation = (record.get("adapter") or {}).get("implementation")
+    width = record.get("subgroup_width")
+    return text + (f" w={width}" if width else "") + (f" {implementation}" if implementation else "")
+
+
+def shares(records: list[dict]) -> dict:
+    """Where check time went, as fractions of all checks' time: drawing cases, the float64
+    reference, the GPU (upload + dispatch + readback), comparing, and the sanitize check whole."""
+    total = sum(float(r.get("duration_s") or 0) for r in records) or 1.0
+    stage = defaultdict(float)
+    for record in records:
+        for name, seconds in ((record.get("timing") or {}).get("total_s") or {}).items():
+            stage[name] += float(seconds)
+    sanitize = sum(float(r.get("duration_s") or 0) for r in records if r["check"] == "sanitize")
+    return {"generation": round(stage["generation"] / total, 3), "reference": round(stage["reference"] / total, 3),
+            "gpu": round((stage["upload"] + stage["dispatch"] + stage["readback"]) / total, 3),
+            "compare": round(stage["compare"] / total, 3), "sanitize_check": round(sanitize / total, 3),
+            "check_s": round(total, 1)}
 
 
 def per_kernel(records: list[dict]) -> dict:
@@ -83,6 +122,8 @@ def main() -> None:
     parser.add_argument("--out", help="write the JSON here (default: print it)")
     parser.add_argument("--keep", help="keep each run's gate output (results.json, report) in this folder, "
                                        "e.g. to compare verdicts between two versions")
+    parser.add_argument("--gate-args", default="", help="more arguments for every `verify gate`, e.g. "
+                        "\"--slice-examples 0\" or \"--reuse\"")
     args = parser.parse_args()
     load_before = os.getloadavg()  # a busy machine skews every figure: say what it was doing
     runs = []
@@ -91,7 +132,7 @@ def main() -> None:
         for jobs in dict.fromkeys(int(j) for j in args.jobs.split(",")):
             print(f"bench_gate: verify gate --profile {args.profile} --jobs {jobs} ...", file=sys.stderr, flush=True)
             runs.append(run_gate(args.profile, jobs, args.kernels, args.seed, Path(folder) / f"jobs{jobs}",
-                                 args.implementation))
+                                 args.implementation, tuple(args.gate_args.split())))
             print(f"bench_gate:   {runs[-1]['wall_s']} s, {runs[-1]['verdicts']}", file=sys.stderr, flush=True)
     base = runs[0]["wall_s"]
     report = {
