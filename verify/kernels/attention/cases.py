@@ -109,35 +109,47 @@ def context_lengths(limits: DecodeLimits):
     )
 
 
-def _decode_values(rng, kind, q_shape, kv_shape, dtype, sm_scale):
-    """q [B, Hq, D] and per-row K, V [B, Hkv, L, D] (logical rows, before paging)."""
-    if kind in VALUE_KINDS_SET:
-        return (make_values(rng, kind, q_shape, dtype), make_values(rng, kind, kv_shape, dtype),
-                make_values(rng, kind, kv_shape, dtype))
-    q = rng.standard_normal(q_shape)
-    v = rng.standard_normal(kv_shape)
+def _decode_values(rng, kind, q_shape, kv_shape, dtype, sm_scale, lengths=None):
+    """q [B, Hq, D] and per-row K, V [B, Hkv, L, D] (logical rows, before paging).
+
+    Only the rows a sequence attends (`lengths`, default all) are drawn; rows past them are left
+    unset, since nothing reads them (build_paged_cache scatters rows [0, length) only): a nightly
+    batch of eight sequences of up to 8192 rows then draws what it uses, not eight times the longest.
+    """
     batch, kv_heads, rows, dim = kv_shape
-    direction = q.reshape(batch, kv_heads, -1, dim).mean(axis=2)[:, :, None, :]  # [B, Hkv, 1, D]
-    direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
-    noise = rng.standard_normal(kv_shape)
-    if kind == "equal_logits":
-        k = np.broadcast_to(rng.standard_normal((batch, kv_heads, 1, dim)), kv_shape) + 1e-3 * noise
-    elif kind == "rising":
-        ramp = np.linspace(-4.0, 4.0, max(rows, 1))[None, None, :, None]
-        k = direction * ramp * np.sqrt(dim) + 0.1 * noise
-    elif kind == "far_negative":
+    lengths = np.full(batch, rows) if lengths is None else np.asarray(lengths)
+    q = (make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET
+         else rng.standard_normal(q_shape, dtype=np.float32))
+    k, v = np.empty(kv_shape, dtype), np.empty(kv_shape, dtype)
+    if kind == "far_negative":
         # q = a, k = -a(1 + e), e in [0, 1/2): logits2 = -a^2 (1 + e) D sm_scale log2(e)
         dim_scale = dim * sm_scale / np.log(2.0)
         amplitude = np.sqrt(-FAR_NEGATIVE_LOGIT / dim_scale / 1.25)
         q = np.full(q_shape, amplitude)
-        k = -amplitude * (1.0 + 0.5 * rng.random(kv_shape))
-    elif kind == "peaked":
-        k = 0.3 * noise
-        if rows:
-            k[:, :, rng.integers(0, rows)] += direction[:, :, 0] * 3.0 * np.sqrt(dim)
-    else:
-        raise ValueError(f"unknown decode value kind {kind!r}")
-    return tuple(np.asarray(x).astype(dtype) for x in (q, k, v))
+    direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
+    direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
+    for b, n in enumerate(lengths):
+        shape = (kv_heads, int(n), dim)
+        if kind in VALUE_KINDS_SET:
+            k[b, :, :n], v[b, :, :n] = make_values(rng, kind, shape, dtype), make_values(rng, kind, shape, dtype)
+            continue
+        v[b, :, :n] = rng.standard_normal(shape, dtype=np.float32)
+        noise = rng.standard_normal(shape, dtype=np.float32)
+        if kind == "equal_logits":
+            k[b, :, :n] = rng.standard_normal((kv_heads, 1, dim)) + 1e-3 * noise
+        elif kind == "rising":
+            ramp = np.linspace(-4.0, 4.0, max(int(n), 1))[None, :, None]
+            k[b, :, :n] = direction[b][:, None, :] * ramp * np.sqrt(dim) + 0.1 * noise
+        elif kind == "far_negative":
+            k[b, :, :n] = -amplitude * (1.0 + 0.5 * rng.random(shape, dtype=np.float32))
+        elif kind == "peaked":
+            peaked = 0.3 * noise
+            if n:
+                peaked[:, rng.integers(0, n)] += direction[b] * 3.0 * np.sqrt(dim)
+            k[b, :, :n] = peaked
+        else:
+            raise ValueError(f"unknown decode value kind {kind!r}")
+    return np.asarray(q).astype(dtype), k, v
 
 
 VALUE_KINDS_SET = frozenset(("normal", "uniform", "large", "tiny", "spiky"))
@@ -197,7 +209,8 @@ def decode_cases(draw, config: dict, profile: Profile | str, llama3=None):
     dtype = np.float16 if config["dtype"] == "f16" else np.float32
     max_len = int(lengths.max(initial=0))
     q, k_rows, v_rows = _decode_values(rng, kind, (batch, config["qo_heads"], config["head_dim"]),
-                                       (batch, config["kv_heads"], max_len, config["head_dim"]), dtype, sm_scale)
+                                       (batch, config["kv_heads"], max_len, config["head_dim"]), dtype, sm_scale,
+                                       lengths)
     pages, indptr, values, length_info = build_paged_cache(rng, k_rows, v_rows, lengths, config["page_size"],
                                                            sliding=sliding, spare_pages=spare)
     # Keys at k_offset .. k_offset + L - 1 and the query at most one past them, all <= max_position.
