@@ -4,7 +4,8 @@
 //
 //   {op: "open", adapter}          -> {adapter: {vendor, architecture, description, features} | null, ort_version}
 //                                     (ORT is loaded only where Dawn offers an adapter)
-//   {op: "session", id} + [model]  -> {inputs, outputs, adapter: {vendor, architecture, description, features}}
+//   {op: "session", id} + [model]  -> {inputs, outputs, adapter: {vendor, architecture, description, features,
+//                                      device_features, device_limits}}
 //   {op: "run", session, feeds: [{name, type, dims, alias?}], snapshots} + one blob per feed
 //       -> {outputs: [{name, type, dims}], programs: [{label, entry_point, wgsl}],
 //           dispatches: [{program, workgroups, bindings: [{group, binding, buffer, offset, size, usage, blob}]}]}
@@ -149,11 +150,16 @@ function record(dispatch, encoder) {
   return { program: pipelines.get(dispatch.pipeline) ?? -1, workgroups: dispatch.workgroups, bindings };
 }
 
+const LIMITS = ['maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxStorageBufferBindingSize',
+                'maxComputeWorkgroupsPerDimension'];
 wrap(GPUAdapter.prototype, 'requestDevice', async function (original, descriptor) {
   device = await original.call(this, descriptor);
   adapterInfo = {
     vendor: this.info.vendor, architecture: this.info.architecture, description: this.info.description,
     features: [...this.features].sort(), device_features: [...device.features].sort(),
+    // The limits ORT asked for: some of its programs size their tiles from them (e.g. the
+    // decode attention's m_tile from maxComputeWorkgroupStorageSize).
+    device_limits: Object.fromEntries(LIMITS.map(name => [name, device.limits[name]])),
   };
   return device;
 });

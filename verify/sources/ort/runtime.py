@@ -98,6 +98,9 @@ class OrtRuntime:
         self.driver = candidate
         self.version: str = reply["ort_version"]
         self.adapter: dict = reply["adapter"]
+        #: ORT's WebGPU device as its first session created it: features and the limits ORT
+        #: requested (device_features, device_limits); empty until a session exists.
+        self.device: dict = {}
         self._sessions: OrderedDict[str, int] = OrderedDict()
         self._next_session = 1
 
@@ -127,7 +130,8 @@ class OrtRuntime:
             self._request({"op": "release", "session": oldest})
         handle = self._next_session
         self._next_session += 1
-        self._request({"op": "session", "id": handle}, [model.onnx_bytes])
+        reply, _ = self._request({"op": "session", "id": handle}, [model.onnx_bytes])
+        self.device = reply.get("adapter") or self.device
         self._sessions[key] = handle
         return handle
 
