@@ -321,3 +321,108 @@ def test_zeroing_orts_prefill_accumulators_explicitly_makes_it_match_the_referen
     raw = dawn.run(pipeline, resources, dispatch.workgroups).outputs["output"]
     y = np.frombuffer(raw.tobytes(), np.float32)[:40 * 64].reshape(1, 40, 64)
     assert np.abs(y - reference(model, feeds)).max() < 1e-6
+
+
+def _zeroed_accumulators(wgsl: str) -> str:
+    """ORT's prefill WGSL with `= vec4(0)` on the four loop-body score accumulators."""
+    for n in range(1, 5):
+        wgsl = wgsl.replace(f"var qk_{n} : vec4<qk_precision>;", f"var qk_{n} = vec4<qk_precision>(0);")
+    assert wgsl.count("= vec4<qk_precision>(0);") == 4
+    return wgsl
+
+
+def _replay_output(device, dispatch, wgsl, shape):
+    pipeline = device.pipeline(wgsl)
+    resources = {b.name: Output(np.uint8, (dispatch.binding(b.binding).size,)) if b.writable
+                 else dispatch.binding(b.binding).data for b in pipeline.interface.bindings}
+    raw = device.run(pipeline, resources, dispatch.workgroups).outputs["output"]
+    return np.frombuffer(raw.tobytes(), np.float32)[:int(np.prod(shape))].reshape(shape)
+
+
+@pytest.fixture(scope="module")
+def swiftshader():
+    """ORT and a Dawn device on SwiftShader (4-lane subgroups, no f16); skipped without it."""
+    from verify.gpu.dawn import DawnDevice, environment
+
+    drivers = [d for d in environment.vulkan_drivers() if d.name == "swiftshader"]
+    if not drivers:
+        pytest.skip("SwiftShader (Debian's chromium package) is not installed")
+    try:
+        runtime = ort_runtime.OrtRuntime(driver=drivers[0])
+    except SetupError as exc:
+        pytest.skip(str(exc))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(environment, "vulkan_drivers", lambda: drivers)
+        device = DawnDevice()
+    yield runtime, device
+    device.close()
+    runtime.close()
+
+
+SUBGROUP_4_FINDING = (
+    "ORT's FlashAttention prefill assumes subgroups of at least 8 lanes: with 4 (SwiftShader) its `sg_size <= 8` "
+    "branch scores keys k_start+4..7 through subgroupShuffle from lanes that do not exist, while the loop advances "
+    "by 4 keys; with the accumulators zeroed the error is still 1.1 for every query past key 3")
+
+
+@pytest.mark.webgpu
+@pytest.mark.xfail(strict=True, reason=SUBGROUP_4_FINDING)
+def test_orts_prefill_is_right_on_4_lane_subgroups_once_its_accumulators_are_zeroed(swiftshader):
+    runtime, device = swiftshader
+    model = GroupQueryAttentionModel("f32", 1, 1, 64)
+    feeds = gqa_feeds(model, [0], 40, seed=0)
+    dispatch = runtime.run(model, feeds, snapshots=True).dispatch(PREFILL)
+    y = _replay_output(device, dispatch, _zeroed_accumulators(dispatch.program.wgsl), (1, 40, 64))
+    assert np.abs(y - reference(model, feeds)).max() < 1e-6
+
+
+@pytest.mark.webgpu
+def test_on_4_lane_subgroups_orts_prefill_is_right_when_it_scores_4_keys_a_step(swiftshader):
+    """The control: zeroed accumulators, and keys 4..7 of a step masked when sg_size is 4."""
+    runtime, device = swiftshader
+    model = GroupQueryAttentionModel("f32", 1, 1, 64)
+    feeds = gqa_feeds(model, [0], 40, seed=0)
+    dispatch = runtime.run(model, feeds, snapshots=True).dispatch(PREFILL)
+    wgsl = _zeroed_accumulators(dispatch.program.wgsl)
+    for j in range(4, 8):
+        visible = f"is_key_visible(k_start + {j}, local_window_start, seq_causal_length)"
+        assert visible in wgsl
+        wgsl = wgsl.replace(visible, f"{visible} && sg_size > 4u")
+    y = _replay_output(device, dispatch, wgsl, (1, 40, 64))
+    assert np.abs(y - reference(model, feeds)).max() < 1e-6
+
+
+@pytest.mark.webgpu
+def test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory(webgpu_device, ort):
+    """Where workgroup memory is not zeroed (Mesa 22.3 lavapipe under wgpu), ORT's
+    FlashAttentionDecodeQKV sums score columns it never wrote (inner_qk_values) and adds onto
+    tile_output: the decode output is wrong; zeroing both first makes it right."""
+    if webgpu_device.zeroes_workgroup_memory:
+        pytest.skip(f"{webgpu_device.info.label} zero-initialises workgroup memory")
+    from verify.gpu.dialect import for_naga
+
+    model = GroupQueryAttentionModel("f32", 4, 2, 64)
+    feeds = gqa_feeds(model, [70], seed=4)
+    run = ort.run(model, feeds, snapshots=True)
+    split = _split_of(model, feeds, run)
+    qkv, reduce = run.dispatch(QKV), run.dispatch(REDUCE)
+    anchor = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
+    zeroing = ("  for (var z = local_idx; z < 64u * 32u; z += workgroup_size_x) { inner_qk_values[0][z / 32u][z % 32u] = 0.0; }\n"
+               "  for (var z = local_idx; z < 16u; z += workgroup_size_x) { tile_output[0][z] = q_value_t(0); }\n"
+               "  workgroupBarrier();\n")
+    assert anchor in qkv.program.wgsl
+    errors = []
+    # Run as shipped twice: the second run finds the first one's leftovers in workgroup memory
+    # (the first may find it still zero).
+    for wgsl in (qkv.program.wgsl, qkv.program.wgsl, qkv.program.wgsl.replace(anchor, anchor + zeroing)):
+        pipeline = webgpu_device.pipeline(for_naga(wgsl)[0])
+        partial = webgpu_device.run(pipeline, bind(pipeline, {
+            "q": feeds["query"], "present_key": run.outputs["present_key"], "present_value": run.outputs["present_value"],
+            "seqlens_k": feeds["seqlens_k"], "out_split_vx": Output(np.float32, split.out_split_shape),
+            "metadata": Output(np.float32, split.metadata_shape)}, split.qkv_uniforms()), split.qkv_grid()).outputs
+        pipeline = webgpu_device.pipeline(for_naga(reduce.program.wgsl)[0])
+        y = webgpu_device.run(pipeline, bind(pipeline, {
+            "input": partial["out_split_vx"], "metadata": partial["metadata"], "seqlens_k": feeds["seqlens_k"],
+            "output": Output(np.float32, run.outputs["output"].shape)}, split.reduce_uniforms()), split.reduce_grid())
+        errors.append(np.abs(y.outputs["output"] - reference(model, feeds)).max())
+    assert max(errors[:2]) > 0.1 and errors[2] < 1e-5, errors
