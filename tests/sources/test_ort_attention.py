@@ -29,6 +29,7 @@ from verify.sources.ort.attention_models import (
     GQA_INPUTS,
     PAGED_INPUTS,
     GroupQueryAttentionModel,
+    MultiHeadAttentionModel,
     PagedAttentionModel,
 )
 from verify.sources.ort.launch import bind
@@ -129,6 +130,12 @@ def test_a_paged_model_puts_each_input_at_its_schema_position():
     assert list(node.output) == ["output", "key_cache_out", "value_cache_out"]
 
 
+def test_an_mha_model_puts_its_past_at_positions_6_and_7():
+    node = _node(MultiHeadAttentionModel("f32", 4, 64, unidirectional=True, has_past=True))
+    assert list(node.input) == ["query", "key", "value", "", "", "", "past_key", "past_value"]
+    assert list(node.output) == ["output", "present_key", "present_value"]
+
+
 def test_models_refuse_heads_that_do_not_group():
     with pytest.raises(UsageError, match="multiple of kv_num_heads"):
         GroupQueryAttentionModel("f32", 6, 4, 64)
@@ -157,6 +164,18 @@ def test_gqa_takes_the_split_reduce_pair_below_32_new_tokens_and_flash_attention
     model = GroupQueryAttentionModel(dtype, 4, 2, 64)
     run = ort.run(model, gqa_feeds(model, [3], new))
     assert run.labels == expected
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("new,expected", [(1, (COPY, QKV, REDUCE)), (40, (COPY, PREFILL))])
+def test_multi_head_attention_takes_the_same_flash_programs(ort, new, expected):
+    model = MultiHeadAttentionModel("f32", 4, 64, unidirectional=True, has_past=True)
+    rng = np.random.default_rng(0)
+    feeds = model.feeds(*(rng.standard_normal((1, new, 256)) for _ in range(3)),
+                        *(rng.standard_normal((1, 4, 7, 64)) for _ in range(2)))
+    run = ort.run(model, feeds)
+    assert run.labels == expected
+    assert "seqlens_k" not in run.program(expected[1]).wgsl  # MHA's variants take lengths from uniforms
 
 
 @pytest.mark.webgpu

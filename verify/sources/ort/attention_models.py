@@ -1,4 +1,4 @@
-"""One `com.microsoft.GroupQueryAttention` or `com.microsoft.PagedAttention` node as an ONNX model.
+"""One `com.microsoft.GroupQueryAttention`, `PagedAttention` or `MultiHeadAttention` node as an ONNX model.
 
 As for MatMulNBits (verify.sources.ort.model), ONNX Runtime runs models, not kernels: verify
 builds the smallest model that reaches ORT's attention programs, one node whose every input is a
@@ -26,6 +26,12 @@ int32 [B, max_blocks_per_sequence], 8 cos_cache and 9 sin_cache, 10 slot_mapping
 12-13 q/k norm weights, 14-15 k/v scales, 16 attention_metadata. Outputs: output [T, N·H],
 key_cache_out and value_cache_out (the same tensors as the caches). Its type constraint allows
 f16 and bf16 only (no f32).
+
+MultiHeadAttention (the subset built here): 0 query [B, S, N·H], 1 key and 2 value [B, L, N·H],
+6 past_key and 7 past_value [B, N, P, H]; attribute `unidirectional` (causal); outputs output and,
+with a past, present_key/present_value [B, N, P + L, H]. ORT 1.30 runs it on the same flash
+programs as GroupQueryAttention (CopyKVCache, FlashAttentionDecodeQKV/VxReduce, FlashAttention),
+in variants without seqlens_k.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ from verify.sources.ort.model import IR_VERSION, MS_OPSET, OPSET, ONNX_TYPES, _i
 GQA_INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
               "cos_cache", "sin_cache", "position_ids", "attention_bias", "head_sink")
 GQA_OUTPUTS = ("output", "present_key", "present_value")
+#: Input positions of MultiHeadAttention v1 (bert_defs.cc).
+MHA_INPUTS = ("query", "key", "value", "bias", "key_padding_mask", "attention_bias", "past_key", "past_value")
 #: Input positions of PagedAttention v1 (bert_defs.cc).
 PAGED_INPUTS = ("query", "key", "value", "key_cache", "value_cache", "cumulative_sequence_length", "past_seqlens",
                 "block_table", "cos_cache", "sin_cache", "slot_mapping", "head_sink")
@@ -257,3 +265,53 @@ class PagedAttentionModel(AttentionModel):
 
     #: The caches are updated in place: an application binds each to its output.
     shared_cache = {"key_cache": "key_cache_out", "value_cache": "value_cache_out"}
+
+
+@dataclass(frozen=True)
+class MultiHeadAttentionModel:
+    """MultiHeadAttention with separate query, key and value, an optional past, causal or not."""
+
+    op = "MultiHeadAttention"
+    dtype: str
+    num_heads: int
+    head_size: int
+    unidirectional: bool = False
+    has_past: bool = False
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise UsageError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        return np.dtype(DTYPES[self.dtype])
+
+    def describe(self) -> str:
+        values = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+        return f"{self.op}({values})"
+
+    @cached_property
+    def onnx_bytes(self) -> bytes:
+        onnx, helper = _import_onnx()
+        element = getattr(onnx.TensorProto, ONNX_TYPES[self.numpy_dtype.name][0])
+        width = self.num_heads * self.head_size
+        values = {"query": ["batch", "sequence", width], "key": ["batch", "kv_sequence", width],
+                  "value": ["batch", "kv_sequence", width]}
+        outputs = ["output"]
+        if self.has_past:
+            values["past_key"] = values["past_value"] = ["batch", self.num_heads, "past_length", self.head_size]
+            outputs += ["present_key", "present_value"]
+        names = _node_inputs(MHA_INPUTS, set(values))
+        node = helper.make_node("MultiHeadAttention", names, outputs, domain="com.microsoft", num_heads=self.num_heads,
+                                unidirectional=int(self.unidirectional))
+        inputs = [helper.make_tensor_value_info(name, element, values[name]) for name in names if name]
+        return _serialize(node, "multi_head_attention", inputs,
+                          [helper.make_tensor_value_info(name, element, None) for name in outputs])
+
+    def feeds(self, query, key, value, past_key=None, past_value=None) -> dict[str, np.ndarray]:
+        t = self.numpy_dtype
+        feeds = {"query": np.ascontiguousarray(query, t), "key": np.ascontiguousarray(key, t),
+                 "value": np.ascontiguousarray(value, t)}
+        if self.has_past:
+            feeds["past_key"], feeds["past_value"] = np.ascontiguousarray(past_key, t), np.ascontiguousarray(past_value, t)
+        return feeds
