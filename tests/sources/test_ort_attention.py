@@ -1,15 +1,20 @@
-"""ONNX Runtime Web's attention programs (GroupQueryAttention, PagedAttention): captured from ORT
-in Node on Dawn, relaunched by the toolkit, compared with a float64 reference.
+"""ONNX Runtime Web's attention programs (GroupQueryAttention, PagedAttention, MultiHeadAttention):
+captured from ORT in Node on Dawn, relaunched by the toolkit, compared with a float64 reference.
 
 What is proven: the model builders put every input where ORT 1.30's contrib op schemas expect it;
-GroupQueryAttention takes the split-reduce pair for fewer than 32 new tokens and the
-single FlashAttention program from 32; binding past and present to one buffer makes ORT update
-its static cache in place; launching FlashAttentionDecodeQKV and FlashAttentionDecodeVxReduce
-with the uniforms and workgroup counts of verify.sources.ort.attention_launch reproduces ORT's
-intermediates and output bit for bit; and two findings stand as strict xfails with their numbers
-(a release or compiler that fixes one turns its test red): GroupQueryAttention's softcap has no
-effect on WebGPU, and the FlashAttention prefill program's scores carry the previous key step's
-probabilities on Dawn and wgpu, which do not re-zero a loop body's `var` per iteration.
+GroupQueryAttention (and MultiHeadAttention) take the split-reduce pair for fewer than 32 new
+tokens and the single FlashAttention program from 32; binding past and present to one buffer
+makes ORT update its static cache in place; launching FlashAttentionDecodeQKV and
+FlashAttentionDecodeVxReduce with the uniforms and workgroup counts of
+verify.sources.ort.attention_launch reproduces ORT's intermediates and output bit for bit.
+
+The findings are strict xfails with their numbers (a release or compiler that fixes one turns its
+test red), each with a passing control: GroupQueryAttention ignores softcap on WebGPU; the
+FlashAttention prefill's scores carry the previous key step's probabilities on Dawn and wgpu,
+which do not re-zero a loop body's `var` per iteration; on 4-lane subgroups that program also
+scores keys it never loaded; FlashAttentionPagedPrefill sums q.k in f16 and turns a large partial
+sum into NaN outputs; CopyKVCache reads past key/value for a sequence shorter than the batch's
+longest; and the decode partials rest on zero-initialised workgroup memory.
 
 Tests that run ORT or Dawn need what scripts/setup.sh installs and skip, saying why, without it.
 """
