@@ -28,7 +28,8 @@ import pytest
 
 from verify.errors import SetupError, UsageError
 from verify.gpu import Output
-from verify.sources.ort import programs, runtime as ort_runtime
+from verify.sources.ort import programs
+from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention_launch import DecodeSplit, decode_workgroup_storage
 from verify.sources.ort.attention_models import (
     GQA_INPUTS,
@@ -156,7 +157,7 @@ def test_the_decode_split_tiles_tokens_and_keys_as_orts_host_code_does():
     assert math.isclose(decode.alpha, 128 ** -0.5)
     prefill = DecodeSplit(1, 4, 2, 256, 9, 20, 20, element_size=4)
     assert prefill.m_tile == 2  # 4 tokens of a 256-wide f32 head need 17952 bytes of workgroup memory
-    assert decode_workgroup_storage(4, 64, 4) == 17952 > 16384
+    assert decode_workgroup_storage(4, 64, 4) == 17952  # > 16384
     assert DecodeSplit(1, 4, 2, 256, 9, 20, 20, max_workgroup_storage=32768).m_tile == 4
 
 
@@ -492,7 +493,7 @@ def test_paged_attention_split_path_keeps_large_partial_scores_finite(ort):
 def test_paged_attention_prefill_keeps_large_partial_scores_finite(ort):
     """40 new tokens take FlashAttentionPagedPrefill (its first compile on lavapipe takes minutes; Mesa caches it)."""
     model = PagedAttentionModel("f16", 1, 1, 64, block_size=32)
-    feeds, expected = _paged_overflow_case(model, 40)
+    feeds, _ = _paged_overflow_case(model, 40)
     run = ort.run(model, feeds, aliases=model.shared_cache)
     assert run.labels[-1] == "FlashAttentionPagedPrefill"
     assert np.isfinite(run.outputs["output"]).all()

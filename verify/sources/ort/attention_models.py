@@ -39,11 +39,18 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, fields
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
 from verify.errors import UsageError
-from verify.sources.ort.model import IR_VERSION, MS_OPSET, OPSET, ONNX_TYPES, _import_onnx
+from verify.sources.ort.model import (
+    IR_VERSION,
+    MS_OPSET,
+    ONNX_TYPES,
+    OPSET,
+    _import_onnx,
+)
 
 #: Input positions of GroupQueryAttention v1 (bert_defs.cc).
 GQA_INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
@@ -67,7 +74,7 @@ def _node_inputs(order: tuple[str, ...], present: set[str]) -> list[str]:
 
 
 def _serialize(node, name: str, inputs: list, outputs: list) -> bytes:
-    onnx, helper = _import_onnx()
+    _, helper = _import_onnx()
     graph = helper.make_graph([node], name, inputs, outputs)
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
                                                     helper.make_opsetid("com.microsoft", MS_OPSET)])
@@ -141,8 +148,8 @@ class AttentionModel:
         return self._build()
 
     def _attributes(self) -> dict:
-        attrs = dict(num_heads=self.num_heads, kv_num_heads=self.kv_num_heads, do_rotary=int(self.do_rotary),
-                     rotary_interleaved=int(self.rotary_interleaved), local_window_size=self.local_window_size)
+        attrs = {"num_heads": self.num_heads, "kv_num_heads": self.kv_num_heads, "do_rotary": int(self.do_rotary),
+                 "rotary_interleaved": int(self.rotary_interleaved), "local_window_size": self.local_window_size}
         if self.softcap:
             attrs["softcap"] = float(self.softcap)
         if self.scale:
@@ -208,7 +215,7 @@ class GroupQueryAttentionModel(AttentionModel):
         return feeds
 
     #: Inputs and outputs an application binds to one buffer for ORT's static KV cache.
-    shared_cache = {"past_key": "present_key", "past_value": "present_value"}
+    shared_cache: ClassVar[dict] = {"past_key": "present_key", "past_value": "present_value"}
 
 
 @dataclass(frozen=True)
@@ -264,7 +271,7 @@ class PagedAttentionModel(AttentionModel):
         return feeds
 
     #: The caches are updated in place: an application binds each to its output.
-    shared_cache = {"key_cache": "key_cache_out", "value_cache": "value_cache_out"}
+    shared_cache: ClassVar[dict] = {"key_cache": "key_cache_out", "value_cache": "value_cache_out"}
 
 
 @dataclass(frozen=True)
