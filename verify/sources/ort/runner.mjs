@@ -4,11 +4,17 @@
 //
 //   {op: "open", adapter}          -> {adapter: {vendor, architecture, description, features} | null, ort_version}
 //                                     (ORT is loaded only where Dawn offers an adapter)
-//   {op: "session", id} + [model]  -> {inputs, outputs, adapter: {vendor, architecture, description, features}}
-//   {op: "run", session, feeds: [{name, type, dims}], snapshots} + one blob per feed
+//   {op: "session", id} + [model]  -> {inputs, outputs, adapter: {vendor, architecture, description, features,
+//                                      device_features, device_limits}}
+//   {op: "run", session, feeds: [{name, type, dims, alias?}], snapshots} + one blob per feed
 //       -> {outputs: [{name, type, dims}], programs: [{label, entry_point, wgsl}],
 //           dispatches: [{program, workgroups, bindings: [{group, binding, buffer, offset, size, usage, blob}]}]}
 //          + the outputs' bytes, then (snapshots) the bytes of every binding of every dispatch
+//       A feed with `alias` (an output's name) is uploaded into a GPU buffer of ORT's device and
+//       that one buffer is bound as the input and as the named output (ORT's I/O binding of a
+//       pre-allocated output): a kernel that checks whether its input and output are one buffer
+//       (GroupQueryAttention's past_key/present_key, PagedAttention's key_cache/key_cache_out)
+//       then takes its in-place path. The output's bytes are read back from that buffer.
 //   {op: "release", session}       -> {}
 //
 // A failure replies {error: {kind, message}}. What a run records, and how:
@@ -144,11 +150,16 @@ function record(dispatch, encoder) {
   return { program: pipelines.get(dispatch.pipeline) ?? -1, workgroups: dispatch.workgroups, bindings };
 }
 
+const LIMITS = ['maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxStorageBufferBindingSize',
+                'maxComputeWorkgroupsPerDimension'];
 wrap(GPUAdapter.prototype, 'requestDevice', async function (original, descriptor) {
   device = await original.call(this, descriptor);
   adapterInfo = {
     vendor: this.info.vendor, architecture: this.info.architecture, description: this.info.description,
     features: [...this.features].sort(), device_features: [...device.features].sort(),
+    // The limits ORT asked for: some of its programs size their tiles from them (e.g. the
+    // decode attention's m_tile from maxComputeWorkgroupStorageSize).
+    device_limits: Object.fromEntries(LIMITS.map(name => [name, device.limits[name]])),
   };
   return device;
 });
@@ -196,15 +207,28 @@ async function run(request, blobs) {
   const created = sessions.get(request.session);
   if (!created) throw new Error(`no session ${request.session}`);
   const feeds = {};
-  request.feeds.forEach((feed, i) => { feeds[feed.name] = new ort.Tensor(feed.type, tensorData(feed.type, blobs[i]), feed.dims); });
+  const aliased = new Map(); // output name -> {buffer, type, dims, bytes}
+  request.feeds.forEach((feed, i) => {
+    if (feed.alias) {
+      const gpu = uploadAliased(feed, blobs[i]);
+      aliased.set(feed.alias, gpu);
+      feeds[feed.name] = gpu.tensor;
+    } else {
+      feeds[feed.name] = new ort.Tensor(feed.type, tensorData(feed.type, blobs[i]), feed.dims);
+    }
+  });
+  // With aliases, every output is fetched explicitly: the aliased ones into their input's
+  // buffer, the others where ORT puts them (null).
+  const fetches = aliased.size ? Object.fromEntries(created.outputNames.map(name => [name, aliased.get(name)?.tensor ?? null])) : undefined;
   recording.dispatches = [];
   recording.snapshots = Boolean(request.snapshots);
   let results;
   const dispatches = recording.dispatches;
   try {
-    results = await created.run(feeds);
+    results = fetches ? await created.run(feeds, fetches) : await created.run(feeds);
   } catch (error) {
     dispatches.forEach(d => d.bindings.forEach(b => b.staging?.destroy()));
+    aliased.forEach(gpu => gpu.buffer.destroy());
     throw error;
   } finally {
     recording.snapshots = false;
@@ -213,6 +237,13 @@ async function run(request, blobs) {
   const outputs = [];
   const out = [];
   for (const name of created.outputNames) {
+    const gpu = aliased.get(name);
+    if (gpu) {
+      outputs.push({ name, type: gpu.type, dims: gpu.dims });
+      out.push(await readBuffer(gpu.buffer, gpu.bytes));
+      gpu.buffer.destroy();
+      continue;
+    }
     const tensor = results[name];
     const data = tensor.data;
     outputs.push({ name, type: tensor.type, dims: tensor.dims });
@@ -236,6 +267,30 @@ async function run(request, blobs) {
     }
   }
   return { reply: { outputs, programs: used.map(p => programs[p]), dispatches }, blobs: out };
+}
+
+/** A feed uploaded into a buffer of ORT's device, as an ORT tensor on that buffer. */
+function uploadAliased(feed, blob) {
+  if (!device) throw new Error('no WebGPU device yet: a session must be created before a run');
+  const bytes = blob.length;
+  const buffer = device.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16),
+                                       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(buffer, 0, new Uint8Array(blob));
+  const tensor = ort.Tensor.fromGpuBuffer(buffer, { dataType: feed.type, dims: feed.dims });
+  return { buffer, tensor, type: feed.type, dims: feed.dims, bytes };
+}
+
+/** The first `bytes` bytes of a buffer (every buffer here has COPY_SRC). */
+async function readBuffer(buffer, bytes) {
+  const size = Math.ceil(bytes / 4) * 4;
+  const staging = rawCreateBuffer.call(device, { size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const encoder = device.createCommandEncoder();
+  encoder.copyBufferToBuffer(buffer, 0, staging, 0, size);
+  device.queue.submit([encoder.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const data = Buffer.from(staging.getMappedRange().slice(0, bytes));
+  staging.destroy();
+  return data;
 }
 
 async function release(request) {

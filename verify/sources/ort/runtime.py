@@ -19,6 +19,7 @@ import atexit
 import json
 from collections import OrderedDict
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -26,7 +27,6 @@ from verify.errors import KernelError, SetupError
 from verify.gpu.dawn import environment
 from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
 from verify.sources.ort.capture import OrtRun, parse_run
-from verify.sources.ort.model import MatMulNBitsModel
 
 RUNNER = Path(__file__).resolve().parent / "runner.mjs"
 PACKAGE = "onnxruntime-web"
@@ -56,6 +56,15 @@ def find_ort_dist() -> Path:
     searched = ", ".join(str(f) for f in environment.node_modules_candidates())
     detail = f" (found other versions: {'; '.join(seen)})" if seen else ""
     raise SetupError(f"ORT kernels need npm {PACKAGE} {want}, not found in {searched}{detail}; {SETUP_HINT}")
+
+
+class OrtModel(Protocol):
+    """What a run needs of a model: its serialized ONNX and a description that names it (the
+    session cache's key). verify.sources.ort.model and .attention_models build them."""
+
+    onnx_bytes: bytes
+
+    def describe(self) -> str: ...
 
 
 class OrtRuntime:
@@ -89,6 +98,9 @@ class OrtRuntime:
         self.driver = candidate
         self.version: str = reply["ort_version"]
         self.adapter: dict = reply["adapter"]
+        #: ORT's WebGPU device as its first session created it: features and the limits ORT
+        #: requested (device_features, device_limits); empty until a session exists.
+        self.device: dict = {}
         self._sessions: OrderedDict[str, int] = OrderedDict()
         self._next_session = 1
 
@@ -108,7 +120,7 @@ class OrtRuntime:
             raise OrtRunnerError(f"the ONNX Runtime runner failed: {error['message']}")
         return reply, blobs_in
 
-    def _session(self, model: MatMulNBitsModel) -> int:
+    def _session(self, model: OrtModel) -> int:
         key = model.describe()
         if key in self._sessions:
             self._sessions.move_to_end(key)
@@ -118,17 +130,32 @@ class OrtRuntime:
             self._request({"op": "release", "session": oldest})
         handle = self._next_session
         self._next_session += 1
-        self._request({"op": "session", "id": handle}, [model.onnx_bytes])
+        reply, _ = self._request({"op": "session", "id": handle}, [model.onnx_bytes])
+        self.device = reply.get("adapter") or self.device
         self._sessions[key] = handle
         return handle
 
-    def run(self, model: MatMulNBitsModel, feeds: dict[str, np.ndarray], *, snapshots: bool = False) -> OrtRun:
-        """Run `model` on `feeds` (name -> array); with `snapshots`, every dispatch's bound bytes too."""
+    def run(self, model: OrtModel, feeds: dict[str, np.ndarray], *, snapshots: bool = False,
+            aliases: dict[str, str] | None = None) -> OrtRun:
+        """Run `model` on `feeds` (name -> array); with `snapshots`, every dispatch's bound bytes too.
+
+        `aliases` maps an input to an output that is to be the same GPU buffer (ORT's I/O binding
+        of a pre-allocated output): GroupQueryAttention then updates past_key in place as
+        present_key (its static KV cache), PagedAttention its key_cache as key_cache_out, as an
+        application that binds its cache does. The output comes back with the input's shape.
+        """
         session = self._session(model)
+        aliases = dict(aliases or {})
+        unknown = sorted(set(aliases) - set(feeds))
+        if unknown:
+            raise ValueError(f"aliased input(s) {', '.join(unknown)} are not among the feeds ({', '.join(feeds)})")
         specs, blobs = [], []
         for name, array in feeds.items():
             array = np.ascontiguousarray(array)
-            specs.append({"name": name, "type": array.dtype.name, "dims": list(array.shape)})
+            spec = {"name": name, "type": array.dtype.name, "dims": list(array.shape)}
+            if name in aliases:
+                spec["alias"] = aliases[name]
+            specs.append(spec)
             blobs.append(array.tobytes())
         reply, blobs_in = self._request({"op": "run", "session": session, "feeds": specs, "snapshots": snapshots},
                                         blobs)
