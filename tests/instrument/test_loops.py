@@ -17,6 +17,7 @@ from verify.instrument import (
     OutOfBounds,
     SanitizingDevice,
     UnboundedLoop,
+    UnsupportedWgsl,
     sanitize,
 )
 from verify.instrument.findings import SanitizerReport
@@ -202,3 +203,47 @@ def test_the_sanitize_check_fails_a_kernel_whose_loop_never_ends(webgpu_device):
     result = run_check(get_check("sanitize"), ctx, RunOptions(3, seed=0, shrink=False)).result
     assert result.verdict.value == "fail" and result.failure_kind is FailureKind.SANITIZER
     assert "unbounded loop" in result.reason and '"loop {}"' in result.reason
+
+
+# -- the reference check's bounds pass on a user's WGSL ---------------------------------------------
+def _reference(webgpu_device, wgsl: str, user_wgsl: bool = True, shrink: bool = True):
+    from verify.checks import CheckContext, get_check
+    from verify.checks.runner import RunOptions, run_check
+    from verify.kernels.registry import get_kernel
+
+    kernel = get_kernel("merge_state")
+    config = kernel.config({"head_dim": 64, "dtype": "f32"})
+    ctx = CheckContext(kernel, config, webgpu_device, wgsl, "quick", user_wgsl=user_wgsl)
+    return run_check(get_check("reference"), ctx, RunOptions(5, seed=0, shrink=shrink)).result
+
+
+@pytest.mark.webgpu
+def test_a_bounds_failure_shrinks_and_replays_as_the_same_failure(webgpu_device):
+    """Hypothesis replays the case it shrank to: the pass runs again on it, so the failure is an
+    unbounded loop, not a nondeterministic one."""
+    from tests.fixtures.mutants.regenerate import HERE as MUTANTS
+    from verify.errors import FailureKind
+
+    result = _reference(webgpu_device, (MUTANTS / "merge_state" / "never_ends.wgsl").read_text())
+    assert result.verdict.value == "fail" and result.failure_kind is FailureKind.UNBOUNDED_LOOP, result.reason
+    assert result.reason.startswith("unbounded loop: the loop at line 63")
+
+
+@pytest.mark.webgpu
+def test_wgsl_the_sanitizer_cannot_rewrite_is_judged_plainly_with_a_note(webgpu_device):
+    """atomicCompareExchangeWeak is beyond the sanitizer (UnsupportedWgsl): the correct kernel
+    around it passes, and the record says the bounds pass did not run."""
+    from verify.kernels.registry import get_kernel
+
+    kernel = get_kernel("merge_state")
+    wgsl = kernel.wgsl(kernel.config({"head_dim": 64, "dtype": "f32"}))
+    wgsl = wgsl.replace("  let index = row * LANES + lane.x;\n",
+                        "  let index = row * LANES + lane.x;\n"
+                        "  if (index == 0xffffffffu) { let seen = atomicCompareExchangeWeak(&flag, 0u, 1u); }\n")
+    wgsl += "\nvar<workgroup> flag: atomic<u32>;\n"
+    with pytest.raises(UnsupportedWgsl, match="atomicCompareExchangeWeak"):
+        sanitize(wgsl)
+    result = _reference(webgpu_device, wgsl)
+    assert result.verdict.value == "pass", result.reason
+    [note] = result.notes
+    assert note.startswith("the sanitizer's bounds pass did not run on this WGSL") and "UnsupportedWgsl" in note
