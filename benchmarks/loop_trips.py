@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, target
+from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import seed as hseed
 
 from verify.errors import SetupError
@@ -33,6 +33,7 @@ from verify.gpu.buffers import InOut
 from verify.instrument.devices import InstrumentedPipeline
 from verify.instrument.rewrite import Rewriter
 from verify.instrument.walk import LOOPS, functions, loop_body_start
+from verify.profiles import get_profile
 from verify.wgsl import blank_comments, parse, read_interface
 from verify.wgsl.declarations import Declarations
 from verify.wgsl.interface import interface_of
@@ -120,14 +121,39 @@ class CountingDevice:
         return run
 
 
+def largest_cases(kernel, config: dict, profile: str) -> list:
+    """(config, case) pairs at the largest sizes of the profile, for the families whose loop trips
+    grow with the case: a decode of one sequence of the longest context (per invocation, batch
+    adds invocations, not trips); a matmul with the largest K (M and N drawn as usual)."""
+    if hasattr(kernel, "decode_inputs"):
+        from verify.kernels.attention.cases import explicit_decode_case
+        from verify.kernels.attention.sizes import SIZES
+
+        longest = SIZES(profile).max_context
+        sliding = ([0], [0]) if config.get("sliding_window") else None
+        return [(config, explicit_decode_case(config, [longest], sliding=sliding))]
+    return []
+
+
 def measure(kernel, config: dict, profile: str, examples: int, device) -> dict:
     counting = CountingDevice(device)
     wgsl = kernel.wgsl(config)
     state = {"cases": 0, "seconds": 0.0}
+    for pinned, case in largest_cases(kernel, config, profile):
+        start = time.perf_counter()
+        kernel.launch(counting, kernel.wgsl(pinned), pinned, case)
+        state["cases"] += 1
+        state["seconds"] += time.perf_counter() - start
+    if kernel.family == "dp4a" and "k" in config and not config["k"]:
+        from verify.kernels.dp4a.sizes import SIZES
 
-    @settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+        config = kernel.config(dict(config, k=SIZES(profile).matmul.max_k))  # the largest K; M and N drawn
+        wgsl = kernel.wgsl(config)
+
+    @settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck),
+              phases=[Phase.explicit, Phase.generate, Phase.target])  # an error is reported, not shrunk
     @hseed(0)
-    @given(kernel.cases(config, profile))
+    @given(kernel.cases(config, get_profile(profile)))
     def run(case):
         start = time.perf_counter()
         counting.last_total = counting.last_largest = 0
@@ -143,7 +169,10 @@ def measure(kernel, config: dict, profile: str, examples: int, device) -> dict:
         for loop in counted:
             loops.append({"module": sha[:12], "line": loop.line, "loop": loop.text,
                           "largest_trips": counting.largest.get((sha, loop.number), 0)})
+    # A kernel whose launch compiles no module on the device (ONNX Runtime's session end to end)
+    # has no loops to count here: `modules` is 0.
     return {"kernel": kernel.name, "config": config, "profile": profile, "cases": state["cases"],
+            "modules": len(counting.loops),
             "seconds": round(state["seconds"], 2),
             "largest_trips": max((loop["largest_trips"] for loop in loops), default=0),
             "largest_invocation_total": max(counting.largest_total.values(), default=0), "loops": loops}
@@ -163,10 +192,12 @@ def main(argv=None) -> int:
     devices: dict[str, object] = {}
 
     def device_for(kernel):
-        """A device with the kernel's limits (as the worker opens one), kept per limits."""
-        key = json.dumps(kernel.limits, sort_keys=True)
+        """A device with the kernel's limits on the implementation it is meant for (as the gate
+        opens one: ONNX Runtime's kernels are Dawn's), kept per (implementation, limits)."""
+        chosen = args.implementation or (kernel.implementations[0] if kernel.implementations else None)
+        key = f"{chosen} {json.dumps(kernel.limits, sort_keys=True)}"
         if key not in devices:
-            devices[key] = open_device(args.implementation, None, dict(kernel.limits))
+            devices[key] = open_device(chosen, None, dict(kernel.limits))
         return devices[key]
 
     names = [n for n in args.kernels.split(",") if n] or kernel_names()
@@ -190,6 +221,8 @@ def main(argv=None) -> int:
                     skipped.append(f"{name} {config} ({profile}): {type(exc).__name__}: {exc}")
                     continue
                 results.append(result)
+                if not result["modules"]:
+                    skipped.append(f"{name} {config} ({profile}): launches no module through the device")
                 print(f"{name:28} {profile:8} largest trips {result['largest_trips']:6}  invocation total "
                       f"{result['largest_invocation_total']:6}  ({result['cases']} cases, {result['seconds']} s)  "
                       f"{' '.join(f'{k}={v}' for k, v in sorted(config.items()))}", flush=True)
@@ -198,7 +231,7 @@ def main(argv=None) -> int:
     summary = {
         "largest_trips": max((r["largest_trips"] for r in results), default=0),
         "largest_invocation_total": max((r["largest_invocation_total"] for r in results), default=0),
-        "adapter": next(iter(devices.values())).info.label if devices else None, "machine": platform.node(), "cpus": os.cpu_count(),
+        "adapters": sorted({device.info.label for device in devices.values()}), "machine": platform.node(), "cpus": os.cpu_count(),
         "examples": args.examples, "profiles": args.profiles, "results": results, "skipped": skipped,
     }
     print(f"largest trips of one loop execution: {summary['largest_trips']}; "
