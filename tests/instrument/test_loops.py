@@ -42,6 +42,7 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
 """
 NEVER_ENDS = {
     "empty loop": "loop {}",
+    "loop that only continues": "loop { if (x > 0u) { continue; } }",
     "loop that continues": "loop { if (x > 0u) { continue; } break; }",
     "loop whose continuing never breaks": "loop { x += 0u; continuing { break if x == 0u; } }",
     "for that never advances": "for (var i = 0u; i < n; i += 0u) { x += 0u; }",
