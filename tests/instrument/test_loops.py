@@ -269,3 +269,17 @@ def test_wgsl_the_sanitizer_cannot_rewrite_is_judged_plainly_with_a_note(webgpu_
     assert result.verdict.value == "pass", result.reason
     [note] = result.notes
     assert note.startswith("the sanitizer's bounds pass did not run on this WGSL") and "UnsupportedWgsl" in note
+
+
+def test_the_bound_is_far_above_every_measured_loop_and_below_lavapipes_cap():
+    """benchmarks/results/loop_trips.json: the most trips any loop of the repository's kernels made
+    in one execution at the ci and nightly sizes (benchmarks/loop_trips.py)."""
+    import json
+
+    from verify.instrument.sanitize import LARGEST_MEASURED_TRIPS
+
+    measured = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "loop_trips.json")
+                          .read_text())
+    assert measured["largest_trips"] == LARGEST_MEASURED_TRIPS == max(r["largest_trips"] for r in measured["results"])
+    assert {r["profile"] for r in measured["results"]} == {"ci", "nightly"}
+    assert 8 * LARGEST_MEASURED_TRIPS <= LOOP_BOUND < 65535
