@@ -56,6 +56,7 @@ class BoundsPass:
         """The failing outcome of `case`, or None (the pass found nothing, or does not run)."""
         if self.state == "clean":
             return None
+        first = self.state == "first"  # notes come from the first example only, not from each shrink step
         from verify.instrument import OutOfBounds, UnboundedLoop
         from verify.instrument.findings import LogTruncated
 
@@ -63,7 +64,7 @@ class BoundsPass:
             ctx.launch(case, device=self.device)
         except (UnsupportedWgsl, WgslSyntaxError, SetupError, ShaderCompileError) as exc:
             self.device.take_report()
-            if self.state == "first":
+            if first:
                 self.state = "clean"
                 ctx.note(f"the sanitizer's bounds pass did not run on this WGSL, so writes far past a buffer and "
                          f"loops that never end went unchecked: {type(exc).__name__}: {exc}")
@@ -72,12 +73,11 @@ class BoundsPass:
         loops = report.of_type(UnboundedLoop)
         writes = [f for f in report.of_type(OutOfBounds) if f.access.site.kind.writes]
         reads = [f for f in report.of_type(OutOfBounds) if not f.access.site.kind.writes]
-        for finding in reads:
-            ctx.note(f"bounds pass: {finding.message()}")
-        for finding in report.of_type(LogTruncated):
-            ctx.note(f"bounds pass: {finding.message()}")
+        if first:
+            for finding in reads + report.of_type(LogTruncated):
+                ctx.note(f"bounds pass: {finding.message()}")
         if not loops and not writes:
-            if self.state == "first":
+            if first:
                 self.state = "clean"
             return None
         self.state = "failing"
