@@ -13,8 +13,8 @@ Reads of read-only storage cannot race and are never uninitialised, so they are 
 out of bounds. Atomic built-ins are logged as atomic accesses (never races). Barriers count epochs.
 
 Every loop (`loop`, `for`, `while`) counts its trips in a variable of its own, set to zero where
-the loop starts: a loop that starts its trip LOOP_BOUND + 1 is logged (its site, the invocation)
-and left. A kernel that never terminates then ends, and says which loop did not: on a plain run
+the loop starts: a loop that starts its trip LOOP_BOUND + 1 is left, and logged just after it
+(the loop's number, the invocation). A kernel that never terminates then ends, and says which loop did not: on a plain run
 a driver ends such a loop silently (lavapipe after 65535 trips of an invocation) or, where the
 loop has no side effect, the compiler may remove it. The log call on the way out is a side effect
 that depends on the counter, so neither the counter nor the loop can be optimised away.
@@ -80,7 +80,7 @@ MAX_SITES = 1 << 20
 #: (docs/findings.md §9), past which lavapipe ends a loop itself and the counter never sees it run on.
 LOOP_BOUND = 1 << 14
 LARGEST_MEASURED_TRIPS = 2048
-#: The log's trip counters, one function-scope variable per loop (with the loop's number after it).
+#: Trip counters: one function-scope variable per loop, this prefix and the loop's number.
 TRIPS_PREFIX = f"{PREFIX}trips_"
 _BARRIER_EPOCHS = {
     "workgroupBarrier": f" {PREFIX}epoch += 1u; {PREFIX}workgroup_epoch += 1u;",
@@ -190,7 +190,6 @@ class Sanitized:
     log_name: str = LOG_NAME
     lengths_name: str = LENGTHS_NAME
     loops: tuple[LoopSite, ...] = ()
-    loop_bound: int = LOOP_BOUND
     #: Only out-of-bounds accesses and unbounded loops are logged (see `sanitize`).
     bounds_only: bool = False
 
