@@ -18,6 +18,7 @@ class FailureKind(str, enum.Enum):
     NAN = "NaN"
     NOT_BIT_EXACT = "not bit-exact"
     WRITE_OUT_OF_BOUNDS = "write out of bounds"
+    UNBOUNDED_LOOP = "never terminates"
     NONDETERMINISTIC = "nondeterministic"
     RELATION_BROKEN = "relation broken"
     SANITIZER = "sanitizer finding"

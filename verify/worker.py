@@ -148,7 +148,8 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
         return replace(base, verdict=Verdict.FAIL, reason=f"WGSL does not compile:\n{exc}",
                        failure_kind=FailureKind.COMPILE_ERROR).with_known_finding(finding)
     ctx = CheckContext(kernel, config, device, wgsl, profile,
-                       open_other=lambda: devices.other(device, job.adapter, limits, job.subgroup_width))
+                       open_other=lambda: devices.other(device, job.adapter, limits, job.subgroup_width),
+                       user_wgsl=job.wgsl is not None)
     verdict = check.preflight(ctx)
     if verdict is not None:
         return replace(base, verdict=verdict.verdict, reason=verdict.reason,
@@ -189,7 +190,8 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
                  f"{recorded.get('implementation', '?')}); replaying on {device.info.label}")
     emit(Started())
     ctx = CheckContext(kernel, config, device, meta["wgsl"], get_profile(meta.get("profile") or "ci"),
-                       open_other=lambda: devices.other(device, job.adapter, limits, width))
+                       open_other=lambda: devices.other(device, job.adapter, limits, width),
+                       user_wgsl=(meta.get("source") or {}).get("kind") == "file")
     outcomes, failures = [], []
     for attempt in range(job.repeat):
         try:

@@ -6,6 +6,7 @@ driver Dawn accepts); without it they fail rather than skip, since a skip is not
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -265,6 +266,21 @@ def _orphaned_dawn_workers() -> set[int]:
         except OSError:
             continue
     return found
+
+
+@pytest.mark.parametrize("mutant,kind", [("far_write", "write out of bounds"),
+                                          ("never_ends_continue", "never terminates")])
+def test_reference_on_dawn_fails_a_far_write_or_a_loop_that_never_ends(tmp_path, mutant, kind):
+    """The reference check's bounds pass runs on every implementation: Tint refuses `loop {}`
+    outright, but a loop whose exit is never taken compiles, and Mesa 25's lavapipe under Dawn
+    would run it for ever (it has no loop cap), as a far write goes wherever the driver puts it."""
+    wgsl = REPO / "tests" / "fixtures" / "mutants" / "merge_state" / f"{mutant}.wgsl"
+    result = verify("check", "merge_state", "--wgsl", str(wgsl), "--implementation", "dawn", "--checks", "reference",
+                    "--examples", "5", "--out", str(tmp_path), timeout=300)
+    assert result.returncode == 1, result.stderr
+    [record] = json.loads((tmp_path / "results.json").read_text())["records"]
+    assert record["verdict"] == "fail" and record["failure_kind"] == kind, record
+    assert record["adapter"]["implementation"] == "dawn"
 
 
 def test_a_kernel_that_hangs_on_dawn_fails_at_the_time_limit_and_leaves_no_node_process(tmp_path):

@@ -100,17 +100,59 @@ def test_a_kernel_over_a_webgpu_default_limit_carries_a_note_not_a_failure():
 @pytest.mark.webgpu
 def test_a_write_far_past_the_end_that_the_driver_drops_still_fails(tmp_path):
     """The guard bytes after a buffer catch a write just past its end; one a million elements past
-    it is dropped by the driver and changes no output, and only the sanitize check, which reads
-    the kernel's own access log, sees it."""
+    it is dropped by the driver and changes no output. The sanitize check reads the kernel's own
+    access log, and on a user's file the reference check runs the sanitizer's bounds pass too, so
+    `--checks reference` alone cannot be fooled by it."""
     text = shown(tmp_path).replace("    s[row] = m + log2(d);", "    s[row] = m + log2(d);\n    s[row + 1000000u] = 0.0;")
     assert "1000000u" in text
     (tmp_path / "k.wgsl").write_text(text)
     result = verify("check", "merge_state", "--wgsl", str(tmp_path / "k.wgsl"), "--examples", "10", "--out", str(tmp_path / "o"))
     assert result.returncode == 1
     verdicts = {r["check"]: r for r in records(tmp_path / "o")}
-    assert verdicts["reference"]["verdict"] == "pass"  # the outputs are right: the write went nowhere
-    assert verdicts["sanitize"]["verdict"] == "fail"
-    assert "out-of-bounds write of storage buffer s: index 1000000" in verdicts["sanitize"]["reason"]
+    for check, kind in (("reference", "write out of bounds"), ("sanitize", "sanitizer finding")):
+        assert verdicts[check]["verdict"] == "fail" and verdicts[check]["failure_kind"] == kind, verdicts[check]
+        assert "out-of-bounds write of storage buffer s: index 1000000" in verdicts[check]["reason"]
+    assert verdicts["determinism"]["verdict"] == "pass"  # the outputs are right: the write went nowhere
+
+
+MUTANTS = FIXTURES / "mutants" / "merge_state"
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("mutant,kind,fragments", [
+    ("far_write", "write out of bounds",
+     ("out-of-bounds write of storage buffer v: index ", "(v[arrayLength(&v) + 1048576u]); write by (wg 0, lane 1) at "
+      'line 64 (verify/kernels/attention/merge_state.wgsl:56) "v[arrayLength(&v) + 1048576u] = v[index];"')),
+    ("never_ends", "never terminates",
+     ('unbounded loop: the loop at line 63 (verify/kernels/attention/merge_state.wgsl:55) "loop {}" ran past 16384 trips',
+      "the kernel does not terminate")),
+    ("never_ends_continue", "never terminates", ('unbounded loop: the loop at line 63', "ran past 16384 trips")),
+])
+def test_reference_alone_fails_a_far_write_or_a_loop_that_never_ends(tmp_path, mutant, kind, fragments):
+    """`verify check --wgsl FILE --checks reference`: a write 2^20 elements past v, which the driver
+    drops, and a loop that never ends, which the compiler may remove or lavapipe ends, leave every
+    output right; the reference check's bounds pass on a user's file fails them, and the saved case
+    fails again on replay."""
+    result = verify("check", "merge_state", "--wgsl", str(MUTANTS / f"{mutant}.wgsl"), "--checks", "reference",
+                    "--examples", "10", "--out", str(tmp_path / "o"))
+    assert result.returncode == 1, result.stderr
+    [record] = records(tmp_path / "o")
+    assert record["verdict"] == "fail" and record["failure_kind"] == kind, record
+    replay = verify("replay", record["shrunk"]["case_file"])
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    for fragment in fragments:
+        assert fragment in record["reason"] and fragment in result.stdout + result.stderr, record["reason"]
+        assert fragment in replay.stdout, replay.stdout
+
+
+@pytest.mark.webgpu
+def test_the_kernel_those_are_planted_in_passes_reference_from_a_file(tmp_path):
+    (tmp_path / "k.wgsl").write_text(shown(tmp_path))
+    result = verify("check", "merge_state", "--wgsl", str(tmp_path / "k.wgsl"), "--checks", "reference",
+                    "--examples", "10", "--out", str(tmp_path / "o"))
+    assert result.returncode == 0, result.stderr
+    [record] = records(tmp_path / "o")
+    assert record["verdict"] == "pass" and record["notes"] == []
 
 
 @pytest.mark.webgpu

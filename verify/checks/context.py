@@ -23,7 +23,19 @@ class CheckContext:
     #: Opens a device of the other WebGPU implementation on the same adapter and limits (set by
     #: the worker; the `implementations` check runs the kernel on both).
     open_other: object = None
+    #: The WGSL is a user's file run under the kernel's contract (`verify check --wgsl`,
+    #: verify.check(wgsl=...)), not the kernel's own: the worker sets it from the job. A check may
+    #: then look harder (the reference check adds the sanitizer's bounds pass), as nothing vouches
+    #: for such WGSL but the checks themselves.
+    user_wgsl: bool = False
+    #: Facts a check found that do not change its verdict; the runner adds them to the record's notes.
+    notes: list = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False)
+
+    def note(self, text: str) -> None:
+        """Leave `text` in the record's notes (once, however many examples say it)."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     def launch(self, case, kernel=None, wgsl=None, device=None):
         """Run a kernel (this one by default) on a case, timing the stages; `device` replaces

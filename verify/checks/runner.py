@@ -164,7 +164,8 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         examples=state["generated"], runs=state["calls"], seed=options.seed,
         duration_s=round(time.perf_counter() - started, 3),
         worst=_summarise(state["worst"], axes), shrunk=_summarise(shrunk, axes), samples=state["samples"],
-        timing=StageTiming(**timing), traceback=trace, launch_paths=dict(sorted(state["paths"].items())))
+        timing=StageTiming(**timing), traceback=trace, launch_paths=dict(sorted(state["paths"].items())),
+        notes=list(base.notes) + [n for n in ctx.notes if n not in base.notes])
     return CheckRun(result, shrunk if verdict is Verdict.FAIL else None,
                     state["worst"] if verdict is Verdict.FAIL else None)
 

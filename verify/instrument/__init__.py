@@ -3,7 +3,8 @@
 - `parse(wgsl) -> Module`: the WGSL grammar (LALR, from the specification) with source positions.
 - `sanitize(wgsl) -> Sanitized` and `SanitizingDevice(device)`: every access to workgroup and
   storage memory checked against its bounds and logged by the kernel itself; the log is analysed
-  for races, out-of-bounds accesses and reads of uninitialised workgroup memory (`Finding`s).
+  for races, out-of-bounds accesses and reads of uninitialised workgroup memory, and every loop
+  is ended, as a finding, past a bound no kernel reaches (`Finding`s).
 - `emulate_subgroups(wgsl, width)` and `EmulatingDevice(device, width)`: subgroup built-ins
   rewritten into workgroup memory, so a kernel runs with subgroups of any width 4..128.
 """
@@ -17,14 +18,15 @@ from verify.instrument.findings import (
                                         Race,
                                         RedundantWrites,
                                         SanitizerReport,
+                                        UnboundedLoop,
                                         UninitializedRead,
 )
-from verify.instrument.sanitize import Sanitized, sanitize
+from verify.instrument.sanitize import LOOP_BOUND, Sanitized, sanitize
 from verify.instrument.subgroups import emulate_subgroups
 from verify.wgsl.parser import Module, WgslSyntaxError, parse
 from verify.wgsl.types import UnsupportedWgsl
 
 __all__ = [
-    "Access", "EmulatingDevice", "Finding", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",
-    "Sanitized", "SanitizingDevice", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "emulate_subgroups", "parse", "sanitize",
+    "Access", "EmulatingDevice", "Finding", "LOOP_BOUND", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",
+    "Sanitized", "SanitizingDevice", "UnboundedLoop", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "emulate_subgroups", "parse", "sanitize",
 ]

@@ -72,12 +72,17 @@ class SanitizingDevice(_Wrapper):
 
     Use it in place of a Device: `kernel.launch(SanitizingDevice(device), wgsl, config, case)`,
     then `take_report()` for the findings of the dispatches since the last call. Outputs are the
-    kernel's own (its accesses are performed as written, except those out of bounds).
+    kernel's own (its accesses are performed as written, except those out of bounds, and loops
+    end at the sanitizer's bound).
+
+    `bounds_only`: the bounds pass (sanitize(..., bounds_only=True)): only out-of-bounds accesses
+    and unbounded loops are logged and found, at little more than a plain run's cost.
     """
 
-    def __init__(self, device, capacity: int = DEFAULT_CAPACITY):
+    def __init__(self, device, capacity: int = DEFAULT_CAPACITY, *, bounds_only: bool = False):
         super().__init__(device)
         self.capacity = capacity
+        self.bounds_only = bounds_only
         self._capacities: dict[int, int] = {}  # id(pipeline) -> records its log has room for
         self._sanitized: dict[tuple, InstrumentedPipeline] = {}
         self._report = SanitizerReport()
@@ -86,7 +91,7 @@ class SanitizingDevice(_Wrapper):
         key = (wgsl, entry_point)
         if key not in self._sanitized:
             interface = read_interface(wgsl)
-            sanitized = sanitize(wgsl)
+            sanitized = sanitize(wgsl, bounds_only=self.bounds_only)
             self._check_limits(interface)
             instrumented = self._device.pipeline(sanitized.wgsl, entry_point)
             self._sanitized[key] = InstrumentedPipeline(wgsl, interface, instrumented, sanitized)

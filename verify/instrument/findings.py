@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verify.instrument.sanitize import Site
+from verify.instrument.sanitize import LoopSite, Site
 from verify.wgsl.types import Array, Matrix, Struct, Vector
 
 _COMPONENTS = "xyzw"
@@ -129,6 +129,26 @@ class UninitializedRead(Finding):
         return (f"uninitialised read of {_memory(site.space, site.variable)}{self.address}: "
                 f"{self.access.describe(True)}, and no invocation of workgroup {self.access.group} wrote it "
                 f"before (the kernel relies on zero-initialisation){_more(self.count, 'reads')}")
+
+
+@dataclass(frozen=True)
+class UnboundedLoop(Finding):
+    """A loop began more trips than the bound (sanitize.LOOP_BOUND, far above what any kernel of
+    the repository needs) in one execution: a kernel that does not terminate. The sanitizer left
+    the loop there, so the dispatch ended; a plain run would hang, be ended by the driver, or
+    have the loop removed by the compiler where it has no side effect."""
+
+    loop: LoopSite
+    group: int
+    lane: int
+    bound: int
+    count: int = 1  # invocations that ran past the bound
+
+    def message(self) -> str:
+        return (f"unbounded loop: the loop at {self.loop.where} \"{self.loop.source_line.strip()}\" ran past "
+                f"{self.bound} trips in (wg {self.group}, lane {self.lane}), the sanitizer's bound (far above what "
+                f"any kernel needs), and was ended there: the kernel does not terminate"
+                f"{_more(self.count, 'invocations')}")
 
 
 @dataclass(frozen=True)

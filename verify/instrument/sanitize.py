@@ -11,11 +11,19 @@ that access site, which
   - performs the access only in bounds: a write out of bounds is dropped, a read gives zero.
 Reads of read-only storage cannot race and are never uninitialised, so they are logged only when
 out of bounds. Atomic built-ins are logged as atomic accesses (never races). Barriers count epochs.
+
+Every loop (`loop`, `for`, `while`) counts its trips in a variable of its own, set to zero where
+the loop starts: a loop that starts its trip LOOP_BOUND + 1 is left, and logged just after it
+(the loop's number, the invocation). A kernel that never terminates then ends, and says which loop did not: on a plain run
+a driver ends such a loop silently (lavapipe after 65535 trips of an invocation) or, where the
+loop has no side effect, the compiler may remove it. The log call on the way out is a side effect
+that depends on the counter, so neither the counter nor the loop can be optimised away.
+
 Everything else of the kernel is kept as written, on the same lines; the helpers and the log's
 declarations are appended after it.
 
-Public surface: `sanitize(wgsl) -> Sanitized`, `Sanitized`, `Site`, `AccessKind`; the device
-wrapper is verify.instrument.devices.SanitizingDevice.
+Public surface: `sanitize(wgsl) -> Sanitized`, `Sanitized`, `Site`, `LoopSite`, `AccessKind`,
+`LOOP_BOUND`; the device wrapper is verify.instrument.devices.SanitizingDevice.
 """
 
 from __future__ import annotations
@@ -48,20 +56,32 @@ from verify.instrument.memory import (
 )
 from verify.instrument.rewrite import Rewriter
 from verify.instrument.walk import (
+    LOOPS,
     STATEMENTS,
     entry_builtins,
     functions,
+    loop_body_start,
     statement_scopes,
 )
 from verify.wgsl.declarations import Declarations, arguments, callee
 from verify.wgsl.interface import interface_of
-from verify.wgsl.parser import Module, parse
+from verify.wgsl.parser import Module, blank_comments, parse
 from verify.wgsl.source_map import source_location
 from verify.wgsl.types import Atomic, UnsupportedWgsl
 
 LOG_NAME = "_san_log"
 #: Sites fit in the low 20 bits of a record's first word (lane above, the out-of-bounds flag on top).
 MAX_SITES = 1 << 20
+#: Trips one execution of a loop may make before the sanitizer ends it as unbounded (UnboundedLoop).
+#: The most a loop of verify's own, TVM's or ONNX Runtime's kernels makes at the gate's sizes (ci
+#: and nightly profiles) is LARGEST_MEASURED_TRIPS: TVM's decode over 8192 rows, four per trip
+#: (benchmarks/loop_trips.py, benchmarks/results/loop_trips.json, docs/instrumentation.md §2). The
+#: bound is 8 times that, and below Mesa 22.3 lavapipe's 65535 trips per invocation
+#: (docs/findings.md §9), past which lavapipe ends a loop itself and the counter never sees it run on.
+LOOP_BOUND = 1 << 14
+LARGEST_MEASURED_TRIPS = 2048
+#: Trip counters: one function-scope variable per loop, this prefix and the loop's number.
+TRIPS_PREFIX = f"{PREFIX}trips_"
 _BARRIER_EPOCHS = {
     "workgroupBarrier": f" {PREFIX}epoch += 1u; {PREFIX}workgroup_epoch += 1u;",
     "storageBarrier": f" {PREFIX}epoch += 1u; {PREFIX}storage_epoch += 1u;",
@@ -124,6 +144,24 @@ class Site:
 
 
 @dataclass(frozen=True)
+class LoopSite:
+    """One loop statement in the source (`loop`, `for` or `while`), numbered apart from the
+    access sites: the record of a loop that ran past LOOP_BOUND trips names it."""
+
+    id: int
+    kind: str  # "loop" | "for" | "while"
+    line: int
+    column: int
+    source_line: str
+    #: "FILE:LINE" of the line in the kernel's own .wgsl file (verify.wgsl.source_map), if marked.
+    origin: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"line {self.line}" + (f" ({self.origin})" if self.origin else "")
+
+
+@dataclass(frozen=True)
 class RuntimeArray:
     """A runtime-sized array in a storage binding: its bound is the length of the array the
     host meant to bind (the bytes of the array it passed, from `offset`, in `stride`s), not
@@ -151,6 +189,9 @@ class Sanitized:
     runtime_arrays: tuple[RuntimeArray, ...] = ()
     log_name: str = LOG_NAME
     lengths_name: str = LENGTHS_NAME
+    loops: tuple[LoopSite, ...] = ()
+    #: Only out-of-bounds accesses and unbounded loops are logged (see `sanitize`).
+    bounds_only: bool = False
 
     def lengths(self, nbytes: dict) -> bytes:
         """The lengths uniform for bindings of `nbytes[variable]` bytes of array data."""
@@ -160,15 +201,24 @@ class Sanitized:
         return words.tobytes()
 
 
-def sanitize(wgsl: str) -> Sanitized:
+def sanitize(wgsl: str, *, bounds_only: bool = False) -> Sanitized:
     """Instrument `wgsl` (see the module docstring). Raises WgslSyntaxError for WGSL that does not
-    parse and UnsupportedWgsl (naming the line) for constructs the rewrite cannot keep faithful."""
-    return _Instrumenter(parse(wgsl)).run()
+    parse and UnsupportedWgsl (naming the line) for constructs the rewrite cannot keep faithful.
+
+    `bounds_only`: log an access only when it is out of bounds (and loops that run past the bound),
+    as for reads of read-only storage. Every access is still checked and kept in bounds, but the
+    log holds no in-bounds access, so races and uninitialised reads cannot be found from it: the
+    cheap pass for what a plain run cannot see at all (a write the driver drops far past a
+    buffer, a loop that never ends), at the cost of a few records instead of one per access."""
+    return _Instrumenter(parse(wgsl), bounds_only).run()
 
 
 class _Instrumenter:
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, bounds_only: bool = False):
         self.module = module
+        self.bounds_only = bounds_only
+        self.code = blank_comments(module.source)  # braces found here are never inside a comment
+        self.loops: list[LoopSite] = []
         self.declarations = Declarations(module)
         self.variables = dict(self.declarations.variables)
         self.rewriter = Rewriter(module)
@@ -185,14 +235,15 @@ class _Instrumenter:
             self._instrument(function)
         binding = 1 + max((b for b in self._group0_bindings()), default=-1)
         runtime = resources.files(__package__).joinpath("sanitize_log.wgsl").read_text()
-        text = self.rewriter.text().rstrip("\n") + "\n" + Template(runtime).substitute(binding=binding)
+        text = (self.rewriter.text().rstrip("\n") + "\n"
+                + Template(runtime).substitute(binding=binding, loop_bound=LOOP_BOUND))
         if self.runtime_arrays:
             vectors = -(-len(self.runtime_arrays) // 4)
             text += (f"\n// Lengths of the runtime-sized arrays the host bound (arrayLength counts padding too).\n"
                      f"@group(0) @binding({binding + 1}) var<uniform> {LENGTHS_NAME}: array<vec4<u32>, {vectors}>;\n")
         text += "\n" + "\n".join(body.replace("{name}", name) for body, name in self.helpers.items())
         return Sanitized(text, self.module.source, tuple(self.sites), self.variables, binding,
-                         tuple(self.runtime_arrays.values()))
+                         tuple(self.runtime_arrays.values()), loops=tuple(self.loops), bounds_only=self.bounds_only)
 
     def runtime_length(self, prefix: str, variable: str, offset: int, stride: int) -> str:
         """WGSL for the bound of the runtime-sized array `prefix` (see RuntimeArray)."""
@@ -211,6 +262,8 @@ class _Instrumenter:
         for node in function.iter_subtrees_topdown():
             if id(node) in scopes and node.data in STATEMENTS:
                 self._statement(node, scopes[id(node)])
+            if node.data in LOOPS:
+                self._bound_loop(node)
         builtins = entry_builtins(function, self.module, self.rewriter, PREFIX)
         if builtins is not None:
             lane, group, groups = builtins
@@ -218,6 +271,26 @@ class _Instrumenter:
             self.rewriter.insert(self._brace(body) + 1,
                                  f" {PREFIX}lane = {lane}; {PREFIX}group = {group}.x + {groups}.x * "
                                  f"({group}.y + {groups}.y * {group}.z);")
+
+    def _bound_loop(self, node: Tree) -> None:
+        """Count the loop's trips in a variable set to zero just before it (on the loop's own
+        line, so lines keep their numbers), leave it at trip LOOP_BOUND + 1, and log that just
+        after it. The counter starts each trip, so `continue` (and a `for` update) cannot skip it;
+        only the bound's own exit leaves the counter past the bound, so the check after the loop
+        logs exactly those exits. The log call sits after the loop, not at the `break`: Mesa
+        25.0's llvmpipe (under Dawn) crashes compiling a loop whose constant trip count it can
+        prove reaches a `break` that calls the log (docs/instrumentation.md §2)."""
+        if len(self.loops) >= MAX_SITES:
+            raise UnsupportedWgsl(f"more than {MAX_SITES} loops")
+        line = node.meta.line
+        loop = LoopSite(len(self.loops), node.data.removesuffix("_statement"), line, node.meta.column,
+                        self.module.line(line), source_location(self.module.source, line))
+        self.loops.append(loop)
+        counter = f"{TRIPS_PREFIX}{loop.id}"
+        self.rewriter.insert(node.meta.start_pos, f"var {counter}: u32 = 0u; ")
+        past = f"{counter} > {PREFIX}loop_bound"
+        self.rewriter.insert(loop_body_start(node, self.code), f" {counter} += 1u; if ({past}) {{ break; }}")
+        self.rewriter.insert(node.meta.end_pos, f" if ({past}) {{ {PREFIX}unbounded({loop.id}u); }}")
 
     def _brace(self, body: Tree) -> int:
         attributes = body.children[0]
@@ -418,7 +491,7 @@ class _Instrumenter:
             raise UnsupportedWgsl(f"more than {MAX_SITES} memory access sites")
         var = ref.variable
         line, column = node.meta.line, node.meta.column
-        logged = not (var.space == "storage" and var.access == "read" and not kind.atomic)
+        logged = not self.bounds_only and not (var.space == "storage" and var.access == "read" and not kind.atomic)
         value_logged = kind == AccessKind.WRITE and bits_function(abstract_default(ref.type)) is not None
         site = Site(len(self.sites), var.name, var.space, kind, ref.span[1], line, column, self.module.line(line),
                     self.module.text(node), logged, value_logged, source_location(self.module.source, line))
@@ -426,4 +499,4 @@ class _Instrumenter:
         return site
 
 
-__all__ = ["AccessKind", "Sanitized", "Site", "sanitize", "TRACKED_SPACES"]
+__all__ = ["AccessKind", "LOOP_BOUND", "LoopSite", "Sanitized", "Site", "sanitize", "TRACKED_SPACES"]

@@ -9,6 +9,8 @@
 // accessed address space (workgroupBarrier: workgroup memory; storageBarrier: storage memory).
 // value: the bits of the value a write stores (a hash of them for vectors), so invocations that
 // write the same value unordered can be told from a race that loses data.
+// A loop that starts a trip past _san_loop_bound is left, and appends one record after it:
+//   unbounded loop: loop | lane << 20 | 1 << 30, workgroup, bound, 0, 0, 0
 // A full log sets `overflow`: the host then knows the log is truncated, never takes it as whole.
 
 struct _SanLog {
@@ -24,6 +26,9 @@ var<private> _san_group: u32;
 var<private> _san_epoch: u32;
 var<private> _san_workgroup_epoch: u32;
 var<private> _san_storage_epoch: u32;
+
+// Trips one execution of a loop may make (verify.instrument.sanitize.LOOP_BOUND).
+const _san_loop_bound: u32 = ${loop_bound}u;
 
 fn _san_record(head: u32, group: u32, a: u32, b: u32, c: u32, d: u32) {
   let slot = atomicAdd(&_san_log.count, 1u);
@@ -49,4 +54,11 @@ fn _san_note(site: u32, offset: u32, bad: u32, index: u32, length: u32, space_ep
   } else {
     _san_record(head | 0x80000000u, _san_group, length, bad, index, 0u);
   }
+}
+
+// Loop `site` (a loop's number, not an access site's) began trip _san_loop_bound + 1 and was
+// left. The record is the side effect that keeps the counter (and the loop) from being
+// optimised away.
+fn _san_unbounded(site: u32) {
+  _san_record(site | (_san_lane << 20u) | 0x40000000u, _san_group, _san_loop_bound, 0u, 0u, 0u);
 }

@@ -15,6 +15,8 @@ several):
   - uninitialised: a read of workgroup memory that no write of the same workgroup precedes (an
     earlier epoch, or the same invocation earlier in the same epoch).
 Atomic built-ins never race; an atomic update counts as a read and a write for initialisation.
+Records of loops that ran past the sanitizer's bound are not accesses: each loop they name is an
+UnboundedLoop finding.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from verify.instrument.findings import (
     Race,
     RedundantWrites,
     SanitizerReport,
+    UnboundedLoop,
     UninitializedRead,
     describe_address,
 )
@@ -38,6 +41,8 @@ HEADER_WORDS = 2
 LANE_SHIFT = 20
 LANE_MASK = 0x3FF
 OUT_OF_BOUNDS = 1 << 31
+#: A record of a loop the sanitizer ended at its bound (the site is then the loop's number).
+UNBOUNDED_LOOP = 1 << 30
 _NONE = np.iinfo(np.int64).max
 
 
@@ -58,6 +63,9 @@ def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | N
     report.accesses += attempted
     if overflow or attempted > capacity:
         report.findings.append(LogTruncated(capacity, attempted))
+    loops = (records[:, 0] & UNBOUNDED_LOOP) != 0
+    report.findings.extend(_unbounded_loops(records[loops], sanitized))
+    records = records[~loops]
     tables = _SiteTables(sanitized)
     oob = (records[:, 0] & OUT_OF_BOUNDS) != 0
     report.findings.extend(_out_of_bounds(records[oob], tables))
@@ -101,6 +109,20 @@ def _out_of_bounds(records: np.ndarray, tables: _SiteTables) -> list[OutOfBounds
         head, group, length, dimension, index = records[i][:5]
         lane = (head >> LANE_SHIFT) & LANE_MASK
         findings.append(OutOfBounds(tables.access(s, group, lane), int(dimension), int(index), int(length), int(n)))
+    return findings
+
+
+def _unbounded_loops(records: np.ndarray, sanitized: Sanitized) -> list[UnboundedLoop]:
+    """One finding per loop, quoting the first invocation the log holds and counting them all."""
+    if records.size == 0:
+        return []
+    loop = records[:, 0] & (MAX_SITES - 1)
+    loops, first, counts = np.unique(loop, return_index=True, return_counts=True)
+    findings = []
+    for number, i, n in zip(loops, first, counts):
+        head, group, bound = records[i][:3]
+        lane = (head >> LANE_SHIFT) & LANE_MASK
+        findings.append(UnboundedLoop(sanitized.loops[int(number)], int(group), int(lane), int(bound), int(n)))
     return findings
 
 

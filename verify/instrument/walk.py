@@ -24,6 +24,8 @@ STATEMENTS = frozenset((
     "break_if_statement",
 ))
 _DECLARATIONS = frozenset(("var_statement", "let_statement", "const_statement"))
+#: Statements that repeat their body until something exits it (`loop`, `for`, `while`).
+LOOPS = frozenset(("loop_statement", "for_statement", "while_statement"))
 
 
 def functions(module) -> list[Tree]:
@@ -41,6 +43,14 @@ def parameters(function: Tree) -> list[Tree]:
 
 def body(function: Tree) -> Tree:
     return function.children[-1]
+
+
+def loop_body_start(loop: Tree, code: str) -> int:
+    """The offset just past the `{` that opens the body of `loop` (a LOOPS statement), in `code`:
+    the module's source with its comments blanked (verify.wgsl.blank_comments). Nothing between a
+    loop's start and its body's brace can hold a brace (attributes, a `for` header and a `while`
+    condition are expressions), so the first brace after the start is the body's."""
+    return code.index("{", loop.meta.start_pos) + 1
 
 
 def is_entry_point(function: Tree) -> bool:
