@@ -362,8 +362,8 @@ def _validate_user_wgsl(kernel, config: dict, text: str, origin: str) -> None:
         if len(entries) != 1:
             raise UsageError(f"{origin}: a module must have exactly one @compute entry point; it has "
                              f"{len(entries)} ({', '.join(e.name for e in entries) or 'none'})")
-    want = read_interface(kernel.wgsl(config)).names
-    have = read_interface(text).names
+    want = [name for module in kernel.modules(kernel.wgsl(config)) for name in read_interface(module).names]
+    have = [name for module in kernel.modules(text) for name in read_interface(module).names]
     if sorted(want) != sorted(have):
         raise UsageError(f"{origin}: bindings {sorted(have)} do not match {kernel.name}'s contract {sorted(want)}")
 

@@ -152,3 +152,13 @@ def test_a_stopped_run_leaves_valid_partial_results_and_a_report(tmp_path, signu
     document = json.loads((out / "results.json").read_text())
     assert document["interrupted"] and not document["complete"] and len(document["records"]) >= 3
     assert (out / "report.html").read_text().count("interrupted") >= 1
+
+
+@pytest.mark.webgpu
+def test_a_kernel_of_two_modules_checks_its_own_shown_text(tmp_path):
+    """`decode` holds two modules in one text: the printed file checks under its contract."""
+    shown = tmp_path / "decode.wgsl"
+    shown.write_text(verify("show", "decode").stdout)
+    result = verify("check", "decode", "--wgsl", str(shown), "--checks", "reference", "--examples", "2",
+                    "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
