@@ -232,3 +232,22 @@ def test_each_tile_computes_an_explicit_case_within_budget(webgpu_device, tile):
     assert np.isfinite(y).all(), "an output was never written (still the NaN poison)"
     err = np.abs(y - expected.reference)
     assert (err <= expected.budget).all(), f"max err/budget {np.max(err / expected.budget):.3g}"
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("tile", TILES)
+def test_f16_accumulation_overflow_is_the_known_finding_on_every_tile(webgpu_device, tile):
+    """The overflow cases' a-priori budget may be infinite on every element (sums past 65504 in
+    an f16 accumulator); the check judges the Inf itself, so the verdict is the finding, never a
+    broken-contract ERROR."""
+    from verify.checks import get_check
+    from verify.checks.context import CheckContext
+    from verify.checks.runner import RunOptions, run_check
+    from verify.profiles import get_profile
+    from verify.results.record import Verdict
+
+    config = _config(tile=tile, dtype="f16", acc="f16", bits=4, block_size=32, has_zero_points=1, has_bias=1)
+    ctx = CheckContext(KERNEL, config, webgpu_device, KERNEL.wgsl(config), get_profile("quick"))
+    result = run_check(get_check("accumulator_range"), ctx, RunOptions(3, seed=0, shrink=False)).result
+    result = result.with_known_finding(KERNEL.known_finding("accumulator_range", config))
+    assert result.verdict is Verdict.KNOWN and result.finding_reproduced, result.reason

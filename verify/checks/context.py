@@ -60,12 +60,13 @@ class CheckContext:
             self._cache[key] = make()
         return self._cache[key]
 
-    def judge(self, case, launched, kernel=None) -> Outcome:
-        """Compare a launch's outputs with the kernel's reference and budget."""
+    def judge(self, case, launched, kernel=None, unbounded: bool = False) -> Outcome:
+        """Compare a launch's outputs with the kernel's reference and budget; `unbounded` says
+        the check accepts budgets infinite on every element (see `check_contract`)."""
         kernel = kernel or self.kernel
         with self.timer.stage("reference"):
             expected = kernel.expected(self.config, case)
-        check_contract(kernel, expected, launched)
+        check_contract(kernel, expected, launched, unbounded)
         with self.timer.stage("compare"):
             metrics = [compare(launched.outputs[e.name], e) for e in expected]
         reasons = [f"{name}: wrote past the end of the buffer"
@@ -76,9 +77,13 @@ class CheckContext:
                        FailureKind.WRITE_OUT_OF_BOUNDS if reasons else None)
 
 
-def check_contract(kernel, expected: list, launched) -> None:
+def check_contract(kernel, expected: list, launched, unbounded: bool = False) -> None:
     """ContractError unless `expected` judges something: at least one output, each one `launch`
-    returned, of the shape it returned, with a budget that bounds at least one element."""
+    returned, of the shape it returned, with a budget that bounds at least one element.
+
+    `unbounded` lets every budget be infinite: a check whose cases may lie beyond any a-priori
+    bound (sums past a format's range) and that judges such outputs itself says so.
+    """
     if not expected:
         raise ContractError(f"{kernel.name}: expected() returned no outputs, so nothing would be compared")
     returned = sorted(launched.outputs)
@@ -92,6 +97,6 @@ def check_contract(kernel, expected: list, launched) -> None:
                                 f"{tuple(np.shape(item.lo))}, launch() returned {tuple(got)}")
         budget = np.broadcast_to(np.asarray(item.budget, np.float64), got)
         exact = np.zeros(got, bool) if item.exact is None else np.broadcast_to(item.exact, got)
-        if budget.size and not (np.isfinite(budget) | exact).any():
+        if not unbounded and budget.size and not (np.isfinite(budget) | exact).any():
             raise ContractError(f"{kernel.name}: the budget of output {item.name!r} is infinite (or NaN) on every "
                                 "element, so no value could fail; derive a finite one (verify.budgets)")

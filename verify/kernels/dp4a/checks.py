@@ -42,10 +42,11 @@ class AccumulatorRangeCheck(Check):
 
         The exact Y of these cases is finite by construction, but an f16 accumulator's a-priori
         budget (gamma_{C-1}(2u_f16) times sums past 65504) may itself be infinite, and an
-        infinite budget must not excuse an infinite output.
+        infinite budget must not excuse an infinite output: the check judges those itself, so it
+        tells `judge` that an everywhere-infinite budget is expected here.
         """
         launched = ctx.launch(case)
-        outcome = ctx.judge(case, launched)
+        outcome = ctx.judge(case, launched, unbounded=True)
         overflowed = int((~np.isfinite(launched.outputs["y"])).sum())
         if overflowed:
             exact = np.abs(ctx.kernel.expected(ctx.config, case)[0].reference).max()
