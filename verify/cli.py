@@ -1,4 +1,4 @@
-"""The `verify` command: list, adapters, show, check, gate, replay, report, setup.
+"""The `verify` command: list, adapters, show, check, gate, replay, report, setup, export, findings.
 
 Exit codes (docs/architecture.md §5): 0 every check held; 1 a kernel failed verification; 2 usage
 or setup error; 130 interrupted (Ctrl-C or SIGTERM: results so far are kept, the report is
@@ -446,6 +446,25 @@ def cmd_report(args) -> int:
     return 1 if args.strict and problems else 0
 
 
+# -- export / findings ----------------------------------------------------------------------------------
+def cmd_export(args) -> int:
+    """A saved case as a folder that reproduces it without verify (docs/cli.md)."""
+    from verify.export.export import export_case
+
+    out = export_case(args.case, args.output)
+    print(f"reproduction: {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_findings_export(args) -> int:
+    """Every documented upstream finding's reproduction, regenerated from its own case."""
+    from verify.export.findings import export_findings
+
+    written = export_findings(Path(args.output), only=args.only, say=lambda line: print(line, file=sys.stderr))
+    print(f"findings: {len(written)} reproductions in {args.output}", file=sys.stderr)
+    return 0
+
+
 # -- setup ---------------------------------------------------------------------------------------------
 def cmd_setup(args) -> int:
     """What the implementations need, one line per step on stdout; what cannot be done (a missing
@@ -607,6 +626,21 @@ def build_parser() -> argparse.ArgumentParser:
                    "finish, or a shard of a split gate is missing: the merge step of a sharded CI gate")
     p.add_argument("--allow-skip", action="store_true", help="with --strict: skipped checks do not fail")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="write a saved case as a reproduction that needs nothing of verify: repro.html "
+                       "(a browser), repro.py (wgpu), repro.mjs (Dawn in Node) and ISSUE.md")
+    p.add_argument("case", help="a case file (.npz, with its .json beside it): shrunk, worst, or any saved case")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="a new (or empty) folder to write")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("findings", help="the documented upstream findings (docs/findings.md)")
+    findings = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
+    q = findings.add_parser("export", help="regenerate every finding's reproduction from its own case, one folder "
+                            "each, and run each case here once for ISSUE.md's expected-vs-got table")
+    q.add_argument("-o", "--output", default="reports/findings", metavar="DIR",
+                   help="the findings folder (default reports/findings); the folders of the findings are replaced")
+    q.add_argument("--only", metavar="NAMES", help="comma-separated subset of findings (folder names)")
+    q.set_defaults(func=cmd_findings_export)
 
     p = sub.add_parser("setup", help="check what the WebGPU implementations need here; with --dawn install what "
                        "Dawn needs into the user cache (Node packages, Mesa 25 lavapipe)",
