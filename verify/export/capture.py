@@ -27,8 +27,10 @@ WEBGPU_FEATURES = {"subgroup": "subgroups"}
 #: Element types a reproduction decodes (numpy name -> the name the scripts use).
 DTYPES = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "uint8": "u8", "int16": "i16",
           "uint16": "u16", "int32": "i32", "uint32": "u32"}
-#: The header line specialised modules start with; a reproduction names the kernel alone.
+#: The header line specialised modules start with, and the markers of their body files: a
+#: reproduction names the kernel and its files alone.
 _KERNEL_LINE = re.compile(r"^// verify kernel: ", re.M)
+_SOURCE_LINE = re.compile(r"^// source: verify/kernels/", re.M)
 
 
 @dataclass
@@ -91,7 +93,7 @@ def readable(wgsl: str) -> str:
     (WGSL requires it; verify.gpu.dialect), and the header naming the kernel only. Line numbers
     are kept, so lines cited from the module run elsewhere are the same lines here."""
     compiled, _ = for_tint(wgsl)
-    return _KERNEL_LINE.sub("// kernel: ", compiled)
+    return _SOURCE_LINE.sub("// source: ", _KERNEL_LINE.sub("// kernel: ", compiled))
 
 
 def capture(kernel, config: dict, wgsl: str, case, *, limits: dict | None = None, width: int | None = None) -> Capture:

@@ -23,6 +23,8 @@ _SANITIZER_HEADS = re.compile(r"; (?=race on |unsynchronised access |out-of-boun
 #: Pointers into this project's tests and documents, which mean nothing to an upstream reader.
 _EVIDENCE = re.compile(r"\s*Evidence: [^\n]*")
 _DOC = r"(?:see )?docs/[\w-]+\.md §[\d.]+(?:, §[\d.]+)*"
+#: A function of this project named in a budget's derivation: its own name says what it bounds.
+_MODULE_PATH = re.compile(r"\bverify\.(?:\w+\.)*(\w+)")
 _DOC_REFERENCES = (re.compile(rf",\s*{_DOC}"), re.compile(rf"\s*\({_DOC}[^)]*\)"), re.compile(rf";?\s*{_DOC}\.?"))
 
 
@@ -54,7 +56,7 @@ def plain(text: str) -> str:
     text = _EVIDENCE.sub("", text)
     for pattern in _DOC_REFERENCES:
         text = pattern.sub("", text)
-    return text.strip()
+    return _MODULE_PATH.sub(r"`\1`", text).strip()
 
 
 def sanitizer_messages(message: str) -> list[str]:
@@ -110,7 +112,7 @@ def story_of(kernel, config: dict, check, case, meta: dict) -> Story:
         expect["pass"] = ("The outputs are within budget here: what is wrong is an access the values do not show on "
                           "this adapter (the offending lines below).")
     return Story(title=title.strip(), detail=detail, kernel=kernel.name, config=config, case=case.summary(),
-                 budget=kernel.budget_doc(), expect=expect, upstream=kernel.upstream(config, meta["wgsl"]),
+                 budget=plain(kernel.budget_doc()), expect=expect, upstream=kernel.upstream(config, meta["wgsl"]),
                  sanitizer=sanitizer)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +63,8 @@ class Finding:
     implementation: str | None = None
     upstream: Upstream | None = None
     links: tuple = ()
-    transform: Callable | None = None
+    fix: Callable | None = None
+    fix_text: str = ""
 
 
 # -- the findings' cases ---------------------------------------------------------------------------------
@@ -139,13 +140,26 @@ def matmul_case(m: int, k: int = 256, n: int = 16, seed: int = 3):
 
 def with_storage_barrier(wgsl: str) -> str:
     """TVM's merge with one `storageBarrier()` before its write of S: every lane of a row reads S
-    before any writes it (the fix of the race, tests/export)."""
+    before any writes it (the fix of the race)."""
     lines = wgsl.splitlines(keepends=True)
     writes = [i for i, line in enumerate(lines) if line.lstrip().startswith("S_ptr[") and "= (log2(" in line]
     if len(writes) != 1:
         raise UsageError("TVM's merge WGSL has no single write of S_ptr to put a barrier before")
     indent = lines[writes[0]][:len(lines[writes[0]]) - len(lines[writes[0]].lstrip())]
     return "".join(lines[:writes[0]] + [f"{indent}storageBarrier();\n"] + lines[writes[0]:])
+
+
+#: The line of ORT's small-M program after which its workgroup's sums are cleared.
+_SMALL_M_ANCHOR = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
+
+
+def with_cleared_sums(wgsl: str) -> str:
+    """ORT's small-M program with `inter_results` set to 0 by its own lanes (and a barrier) before
+    any lane adds to it: the sums no longer rest on zero-initialised workgroup memory."""
+    if wgsl.count(_SMALL_M_ANCHOR) != 1:
+        raise UsageError("ORT's small-M WGSL has no single line computing global_idx to clear the sums after")
+    return wgsl.replace(_SMALL_M_ANCHOR, _SMALL_M_ANCHOR + "  inter_results[local_idx / 32][local_idx % 32] = 0;\n"
+                        "  workgroupBarrier();\n")
 
 
 # -- the registry ------------------------------------------------------------------------------------------
@@ -173,7 +187,7 @@ FINDINGS = (
         make_case=lambda kernel, config: merge_case(1, config["heads"], config["head_dim"]),
         notes=("A GPU whose subgroups hold a whole row (32 lanes for head_dim 128) and run it in lockstep hides the "
                "race: an NVIDIA H200 (subgroups of 32) passed 2000 cases in each of three configs.",),
-        sanitize=True),
+        sanitize=True, fix=with_storage_barrier, fix_text="one `storageBarrier()` before the write of S"),
     Finding(
         "tvm-merge-infinite-empty", "§3", "tvm.merge_state", "infinite_empty", dict(heads=1, head_dim=64, dtype="f32"),
         "merge_state_inplace returns NaN when both states are empty (lse = -inf)",
@@ -294,7 +308,9 @@ FINDINGS = (
          "natively, where the read is unchecked."),
         shows={"chromium": ("PASS", "PASS everywhere: the read values are never used, and robustness clamps the read "
                             "in a browser; the offending line is what shows it"),
-               "wgpu": ("PASS", "PASS: the read values are never used"),
+               "wgpu": ("FAIL", "FAIL with wgpu on Mesa 22.3's lavapipe, but by another finding: the program's sums "
+                        "rest on zero-initialised workgroup memory, which that driver does not zero "
+                        "(ort-small-m-zero-init)"),
                "dawn": ("PASS", "PASS: the read values are never used")},
         make_case=matmul_case(1),
         notes=("No output shows this read: the values are never used, and a browser's robustness clamps the index. "
@@ -318,7 +334,8 @@ FINDINGS = (
         notes=("Dawn (browsers, npm webgpu) zero-initialises workgroup memory, so the reproduction passes there; it "
                "fails with wgpu on Mesa 22.3's lavapipe, whose workgroup memory keeps earlier workgroups' values "
                "(the offending lines below read it).",),
-        sanitize=True, implementation="wgpu"),
+        sanitize=True, implementation="wgpu", fix=with_cleared_sums,
+        fix_text="`inter_results` set to 0 by the workgroup's own lanes, then a `workgroupBarrier()`, before the sums"),
     Finding(
         "ort-tile-naga-refuses", "§13.5, §12", "ort.dp4a.matmul", "implementations", dict(dtype="f32"),
         "DP4AMatMulNBits does not compile in wgpu (Naga): `subgroupShuffle(own_b0, 0)` with an abstract-int lane",
@@ -417,6 +434,25 @@ def story(finding: Finding, kernel, config: dict, wgsl: str, case, observed, mes
                  sanitizer=messages, observed=observed, links=list(finding.links))
 
 
+def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) -> dict:
+    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes."""
+    from verify.checks import get_check
+
+    repaired = finding.fix(wgsl)
+    captured = capture(kernel, config, repaired, case, limits=get_check(finding.check).device_limits(kernel, config))
+    observed = observe(replace(finding, sanitize=False), kernel, config, repaired, case)[0] if run else None
+    told = story(finding, kernel, config, repaired, case, observed, [])
+    told.title = f"{finding.title}: with {finding.fix_text}, the outputs match the reference"
+    told.detail = [f"The same case as the folder above, on the kernel with {finding.fix_text}. "
+                   "Every output is within its budget of the reference, where the kernel as shipped fails."]
+    told.notes = []
+    told.expect = {"verdict": "PASS", "text": "PASS everywhere.", "pass": "The fix holds on this adapter.",
+                   "fail": "The fixed kernel fails here: the fix does not cover this adapter.",
+                   "error": "The WGSL does not compile or the dispatch is refused here.",
+                   "skip": "This adapter cannot run the kernel."}
+    return render(captured, told)
+
+
 def _unique(items: list) -> list:
     return list(dict.fromkeys(items))
 
@@ -436,8 +472,6 @@ def build(finding: Finding, *, run: bool = True):
     kernel = get_kernel(finding.kernel)
     config = kernel.config(finding.config)
     wgsl = kernel.wgsl(config)
-    if finding.transform is not None:
-        wgsl = finding.transform(wgsl)
     if finding.make_case is not None:
         case = finding.make_case(kernel, config)
     else:
@@ -448,7 +482,12 @@ def build(finding: Finding, *, run: bool = True):
     check = get_check(finding.check)
     captured = capture(kernel, config, wgsl, case, limits=check.device_limits(kernel, config))
     observed, messages = observe(finding, kernel, config, wgsl, case) if run else (None, [])
-    files = render(captured, story(finding, kernel, config, wgsl, case, observed, messages))
+    told = story(finding, kernel, config, wgsl, case, observed, messages)
+    if finding.fix is not None:
+        told.detail.append(f"The folder `fixed/` holds the same reproduction with {finding.fix_text}; it passes.")
+    files = render(captured, told)
+    if finding.fix is not None:
+        files.update({f"fixed/{name}": text for name, text in fixed(finding, kernel, config, wgsl, case, run).items()})
     headlines = [f.headline for f in KnownFinding.all_of(kernel.known_finding(finding.check, config))]
     entry = {"name": finding.name, "section": finding.section, "title": finding.title, "kernel": kernel.name,
              "check": finding.check, "config": config, "headlines": headlines, "shows": finding.shows,

@@ -214,6 +214,7 @@ def write_folder(out: Path, files: dict, *, replace: bool = False) -> Path:
     try:
         for name, content in files.items():
             target = staging / name
+            target.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, str):
                 target.write_text(content)
             else:

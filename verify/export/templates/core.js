@@ -40,7 +40,7 @@ function unravel(flat, shape) {
  * (its error is its distance from [lo, hi], and err/budget <= 1); NaN never passes where a number is
  * expected; where `exact` is set it must equal the reference bit for bit (NaN matching NaN).
  */
-async function judge(output, bytes) {
+export async function judge(output, bytes) {
   const count = output.shape.reduce((a, b) => a * b, 1);
   const got = decode(bytes, output.dtype, count);
   const lo = new Float64Array((await unpack(output.lo)).buffer);
