@@ -38,7 +38,8 @@ function unravel(flat, shape) {
 /**
  * One output against its acceptable values. An element v passes where lo - budget <= v <= hi + budget
  * (its error is its distance from [lo, hi], and err/budget <= 1); NaN never passes where a number is
- * expected; where `exact` is set it must equal the reference bit for bit (NaN matching NaN).
+ * expected, nor anything where the budget is NaN; where `exact` is set it must equal the reference bit
+ * for bit (NaN matching NaN).
  */
 export async function judge(output, bytes) {
   const count = output.shape.reduce((a, b) => a * b, 1);
@@ -55,7 +56,7 @@ export async function judge(output, bytes) {
     if (!Number.isFinite(v) && (v === lo[i] || v === hi[i])) error = 0;  // the expected infinity
     if (Number.isNaN(error)) error = Infinity;
     let ratio = error === 0 ? 0 : error / budget[i];
-    if (Number.isNaN(ratio)) ratio = Infinity;
+    if (Number.isNaN(ratio) || Number.isNaN(budget[i])) ratio = Infinity;  // a NaN budget licenses nothing
     if (Number.isNaN(v) && !Number.isNaN(reference)) nan++;
     if (exact && exact[i]) {
       const same = v === reference || (Number.isNaN(v) && Number.isNaN(reference));

@@ -89,8 +89,8 @@ def submit(device, pipelines, buffers, dispatches) -> list:
 
 def judge(output: dict, data: bytes) -> dict:
     """One output against its acceptable values: an element v passes where lo - budget <= v <=
-    hi + budget (err/budget <= 1); NaN never passes where a number is expected; where `exact` is
-    set it must equal the reference bit for bit (NaN matching NaN)."""
+    hi + budget (err/budget <= 1); NaN never passes where a number is expected, nor anything where
+    the budget is NaN; where `exact` is set it must equal the reference bit for bit (NaN matching NaN)."""
     shape = tuple(output["shape"])
     count = int(np.prod(shape, dtype=np.int64))
     got = np.frombuffer(data, DTYPES[output["dtype"]], count).astype(np.float64)
@@ -103,7 +103,7 @@ def judge(output: dict, data: bytes) -> dict:
         error[np.isinf(got) & ((got == lo) | (got == hi))] = 0.0  # the expected infinity
         error[np.isnan(error)] = np.inf
         ratio = np.where(error == 0, 0.0, error / budget)
-    ratio[np.isnan(ratio)] = np.inf
+    ratio[np.isnan(ratio) | np.isnan(budget)] = np.inf  # a NaN budget never licenses anything
     mismatches = 0
     if output["exact"]:
         exact = np.frombuffer(unpack(output["exact"]), np.uint8).astype(bool)
