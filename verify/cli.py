@@ -437,7 +437,7 @@ def cmd_report(args) -> int:
         raise UsageError(f"-o {args.output}: is one of the results files to render; name the HTML file to write")
     _refuse_results_file(output, "-o")
     try:
-        render_report(documents, output)
+        render_report(documents, output, findings_dir=args.findings_dir)
     except OSError as exc:
         raise UsageError(f"-o {args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"report: {args.output}", file=sys.stderr)
@@ -625,6 +625,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 if any check failed or errored, was skipped (unless --allow-skip), a run did not "
                    "finish, or a shard of a split gate is missing: the merge step of a sharded CI gate")
     p.add_argument("--allow-skip", action="store_true", help="with --strict: skipped checks do not fail")
+    p.add_argument("--findings-dir", metavar="DIR", help="link each known finding to its reproduction in DIR "
+                   "(`verify findings export`'s folder; default: a `findings` folder beside the report)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="write a saved case as a reproduction that needs nothing of verify: repro.html "
