@@ -347,6 +347,9 @@ FINDINGS = (
                "wgpu": ("ERROR", None),
                "dawn": ("PASS", "PASS on Dawn: Tint compiles the program")},
         make_case=matmul_case(4),
+        notes=("Tint (Chrome, Dawn) compiles the program, and the case is within budget there: only Naga (wgpu, "
+               "Firefox) refuses it. Naga reports the literal lane as a signed int (\"Subgroup gather index type "
+               "Sint, expected unsigned int\").",),
         implementation="wgpu"),
 )
 
@@ -397,8 +400,9 @@ def observe(finding: Finding, kernel, config: dict, wgsl: str, case) -> tuple[di
     try:
         launched = kernel.launch(device, wgsl, config, case)
     except ShaderCompileError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "refused"
-        return {"on": on, "verdict": "ERROR", "reason": f"the WGSL does not compile: {first}", "worst": []}, []
+        message = "\n".join(str(exc).strip().splitlines()[:40])
+        return {"on": on, "verdict": "ERROR", "reason": f"the WGSL does not compile ({exc.compiler or 'compiler'}):",
+                "compiler": message, "worst": []}, []
     outcome = CheckContext(kernel, config, device, wgsl).judge(case, launched)
     observed = {"on": on, "verdict": "PASS" if outcome.passed else "FAIL",
                 "reason": outcome.message() if not outcome.passed else "every output within its budget",
@@ -421,8 +425,8 @@ def story(finding: Finding, kernel, config: dict, wgsl: str, case, observed, mes
         "verdict": verdict,
         "text": f"{verdict} in a browser with WebGPU" + (f" ({why})" if why and verdict != "FAIL" else "") + ".",
         "fail": fail,
-        "pass": next((w for v, w in finding.shows.values() if v == "PASS" and w), None)
-        or "The finding did not show on this adapter (its schedule, subgroup width or arithmetic hides it).",
+        "pass": "The finding did not show on this adapter: " + (finding.notes[0] if finding.notes else
+                                                                   "its schedule, subgroup width or arithmetic hides it."),
         "error": ("The WGSL does not compile or the dispatch is refused on this implementation."
                   + (" That is the finding." if any(v == "ERROR" for v, _ in finding.shows.values()) else "")),
         "skip": "This adapter cannot run the kernel" + (f": {why}" if verdict == "SKIP" and why else "."),
