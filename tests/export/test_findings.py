@@ -143,3 +143,13 @@ def test_an_unknown_finding_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("verify: error: --only: no finding named no-such-finding") and "\n" not in err
     assert not (tmp_path / "f").exists()
+
+
+def test_a_findings_output_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
+    from verify.cli import main
+
+    (tmp_path / "f").write_text("a file")
+    assert main(["findings", "export", "-o", str(tmp_path / "f"), "--only", "tvm-merge-race"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("verify: error: ") and "is a file" in err and "\n" not in err
+    assert (tmp_path / "f").read_text() == "a file"

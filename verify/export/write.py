@@ -121,6 +121,11 @@ def _code(text: str) -> Markup:
     return Markup("".join(str(escape(p)) if i % 2 == 0 else f"<code>{escape(p)}</code>" for i, p in enumerate(parts)))
 
 
+def _in_script(text: str) -> str:
+    """Text that can sit in a <script> block: only `</script` would end it (in WGSL, a comment at most)."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.I)
+
+
 def _num(x) -> str:
     x = float(x)
     return f"{x:.6g}" if np.isfinite(x) else str(x)
@@ -149,7 +154,7 @@ def render(capture: Capture, story: Story) -> dict[str, str]:
     html = env.get_template("repro.html.j2").render(
         doc={**data, "config_text": config_text, "upstream": story.upstream, "detail": story.detail,
              "sanitizer": story.sanitizer, "cited_lines": cited, "binding_rows": rows, "guard_bytes": GUARD_BYTES,
-             "budget": story.budget, "pipelines": data["pipelines"]},
+             "budget": story.budget, "pipelines": [dict(p, wgsl=_in_script(p["wgsl"])) for p in data["pipelines"]]},
         data=Markup(json.dumps(page_data, separators=(",", ":")).replace("</", "<\\/")),
         core=Markup(core.replace("\nexport ", "\n")))
     issue = env.get_template("ISSUE.md.j2").render(
