@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from verify.errors import UsageError
+from verify.errors import ContractError, UsageError
 from verify.export.capture import capture
 from verify.export.write import Story, render, write_folder
 from verify.results.record import KnownFinding
@@ -59,6 +59,28 @@ def plain(text: str) -> str:
     return _MODULE_PATH.sub(r"`\1`", text).strip()
 
 
+#: The worst element of one output in a failure message (verify.budgets.metrics.OutputMetrics.message).
+_WORST = re.compile(r"worst at \(([^)]*)\): got (\S+), expected (\S+) ± (\S+) \(err/budget (\S+)\)")
+
+
+def worst_of(message: str) -> list[dict]:
+    """The worst element of each output a saved failure message names, as ISSUE.md's table rows."""
+    rows, name = [], None
+    for part in (message or "").split("; "):
+        head = re.match(r"^([\w.]+): ", part)
+        if head:
+            name = head[1]
+        found = _WORST.search(part)
+        if found and name:
+            try:
+                index = [int(i) for i in found[1].split(",") if i.strip()]
+                rows.append({"output": name, "index": index, "got": float(found[2]), "expected": found[3],
+                             "budget": float(found[4]), "ratio": float(found[5])})
+            except ValueError:
+                continue
+    return rows
+
+
 def sanitizer_messages(message: str) -> list[str]:
     return [part.strip() for part in _SANITIZER_HEADS.split(message or "") if part.strip()]
 
@@ -93,11 +115,8 @@ def story_of(kernel, config: dict, check, case, meta: dict) -> Story:
     else:
         title = f"{kernel.name}: {message.split('; ')[0] or 'fails its reference'}"
         detail = []
-    detail.append(f"Observed on {on}: {message}" if message else f"Saved from {on}.")
-    if check.name != "reference":
-        detail.append(f"The case was found by the `{check.name}` check; the reproduction runs the kernel once on it "
-                      "and compares every output with the float64 reference and its error budget.")
-    failed = message and not message.startswith("ok")
+    failed = bool(message) and not message.startswith("ok")
+    observed = {"on": on, "verdict": "FAIL", "reason": message, "worst": worst_of(message)} if failed else None
     expect = {
         "verdict": "FAIL" if failed else "PASS",
         "text": f"FAIL, as on {on}." if failed else f"PASS, as on {on}.",
@@ -113,7 +132,7 @@ def story_of(kernel, config: dict, check, case, meta: dict) -> Story:
                           "this adapter (the offending lines below).")
     return Story(title=title.strip(), detail=detail, kernel=kernel.name, config=config, case=case.summary(),
                  budget=plain(kernel.budget_doc()), expect=expect, upstream=kernel.upstream(config, meta["wgsl"]),
-                 sanitizer=sanitizer)
+                 sanitizer=sanitizer, observed=observed)
 
 
 def export_case(path, out) -> Path:
@@ -123,5 +142,8 @@ def export_case(path, out) -> Path:
     check_destination(Path(out))  # before any work: a bad destination is the first thing said
     kernel, config, check, case, meta = load_for_export(path)
     width = int(meta["subgroup_width"]) if meta.get("subgroup_width") else None
-    captured = capture(kernel, config, meta["wgsl"], case, limits=check.device_limits(kernel, config), width=width)
+    try:
+        captured = capture(kernel, config, meta["wgsl"], case, limits=check.device_limits(kernel, config), width=width)
+    except ContractError as exc:  # the kernel breaks its contract: nothing a reproduction could judge
+        raise UsageError(f"{path}: {exc}") from None
     return write_folder(Path(out), render(captured, story_of(kernel, config, check, case, meta)))
