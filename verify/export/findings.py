@@ -172,15 +172,15 @@ MERGE_RACE_DETAIL = (
     "L521 with no `T.tvm_storage_sync` between. A lane that reads S after another lane's write merges its dims of V "
     "against an already merged LSE, with the wrong weights, and writes S merged once more.",
     "It shows wherever a row's lanes span subgroups that do not run in lockstep. On Mesa's lavapipe (subgroups of 8, "
-    "run one after another) every config fails: with 32 heads of 128 dims, dims 0-31 of each row (the first "
-    "subgroup's 8 lanes x 4 dims) are right, dims 32-127 wrong, and S is merged 4 times.",
+    "run one after another) every config fails: at head_dim 128, dims 0-31 of each row (the first subgroup's 8 "
+    "lanes x 4 dims) are right, dims 32-127 wrong, and S is merged 4 times.",
     "One `storageBarrier()` before the write of S (every lane reads S before any lane writes it) makes every output "
     "match the reference.",
 )
 
 FINDINGS = (
     Finding(
-        "tvm-merge-race", "§2", "tvm.merge_state", "reference", dict(heads=32, head_dim=128, dtype="f32"),
+        "tvm-merge-race", "§2", "tvm.merge_state", "reference", dict(heads=8, head_dim=128, dtype="f32"),
         "merge_state_inplace races on S: the lanes of a row read S[n, h] and overwrite it with no barrier between",
         MERGE_RACE_DETAIL,
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
@@ -225,7 +225,7 @@ FINDINGS = (
          "`bdy = 4`, `gdz = 2`, and heads 8, 17, 26 and 35 are never written: their output and lse keep what the "
          "buffers held (NaN here).",),
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
-        make_case=decode_case([20])),
+        make_case=decode_case([4])),
     Finding(
         "tvm-merge-dropped-heads", "§5", "tvm.merge_state", "reference", dict(heads=9, head_dim=128, dtype="f32"),
         "merge_state_inplace leaves head 8 of 9 unmerged at head_dim 128 (the heads do not split)",
@@ -237,7 +237,7 @@ FINDINGS = (
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=lambda kernel, config: merge_case(2, config["heads"], config["head_dim"])),
     Finding(
-        "tvm-packed-grid", "§6", "tvm.decode", "packed_grid", dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f32"),
+        "tvm-packed-grid", "§6", "tvm.decode", "packed_grid", dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
         "A packed grid runs one workgroup too many: the early return tests `> packGridDimX` where `>=` is needed",
         ("WebGPU caps a grid dimension at 65535 workgroups, so TVM's web runtime halves an x of 65536 or more "
          "(rounding up) while doubling z, and passes the original x as packGridDimX (`web/src/webgpu.ts` L771-789). "
