@@ -31,6 +31,9 @@ examples:
   verify gate --profile ci --junit reports/junit.xml
                                                  every kernel; exit 1 on any failure
   verify replay reports/cases/decode.tiled-reference-...-shrunk.npz
+  verify export reports/cases/decode.tiled-reference-...-shrunk.npz -o repro
+                                                 the case as repro.html, repro.py, repro.mjs, ISSUE.md
+  verify findings export                         every documented finding's reproduction (reports/findings)
   verify report reports/lavapipe.json reports/h200.json -o reports/both.html
   verify setup --dawn                            install what Dawn needs (Node packages, Mesa 25 lavapipe)
 

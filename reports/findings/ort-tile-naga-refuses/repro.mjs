@@ -153,7 +153,13 @@ export async function reproduce(gpu, repro) {
   }
   const features = [...repro.features];
   if (adapter.features.has('subgroups') && !features.includes('subgroups')) features.push('subgroups');
-  const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
+  let device;
+  try {
+    device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
+  } catch (error) {
+    result.reason = `the adapter refused a device: ${error.message || error}`;
+    return result;
+  }
   if (device.features.has('subgroups')) {  // the subgroup size this adapter runs a 64-wide workgroup with
     const probe = await compile(device, SUBGROUP_PROBE, 'main');
     if (probe.pipeline) {

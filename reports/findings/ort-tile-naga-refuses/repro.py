@@ -134,7 +134,11 @@ def reproduce(repro: dict) -> dict:
         return result
     features = set(wanted) | ({"subgroup"} & set(adapter.features))
     limits = {kebab(k): min(v, adapter.limits[kebab(k)]) for k, v in repro["limits"].items() if kebab(k) in adapter.limits}
-    device = adapter.request_device_sync(required_features=sorted(features), required_limits=limits)
+    try:
+        device = adapter.request_device_sync(required_features=sorted(features), required_limits=limits)
+    except Exception as error:  # wgpu raises plain RuntimeErrors for device requests
+        result["reason"] = f"the adapter refused a device: {error}"
+        return result
     if "subgroup" in device.features:  # the subgroup size this adapter runs a 64-wide workgroup with
         probe = compile_pipeline(device, SUBGROUP_PROBE, "main", [(0, "storage")])
         size = device.create_buffer(size=16, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
@@ -183,7 +187,7 @@ def fmt(x) -> str:
 
 
 def main() -> int:
-    repro = json.loads((HERE / "repro.json").read_text())
+    repro = json.loads((HERE / "repro.json").read_text(encoding="utf-8"))
     print(repro["title"])
     result = reproduce(repro)
     print(f"{result['verdict']}  {result['reason']}")
