@@ -1,4 +1,4 @@
-"""The `verify` command: list, adapters, show, check, gate, replay, report, setup.
+"""The `verify` command: list, adapters, show, check, gate, replay, report, setup, export, findings.
 
 Exit codes (docs/architecture.md §5): 0 every check held; 1 a kernel failed verification; 2 usage
 or setup error; 130 interrupted (Ctrl-C or SIGTERM: results so far are kept, the report is
@@ -31,6 +31,9 @@ examples:
   verify gate --profile ci --junit reports/junit.xml
                                                  every kernel; exit 1 on any failure
   verify replay reports/cases/decode.tiled-reference-...-shrunk.npz
+  verify export reports/cases/decode.tiled-reference-...-shrunk.npz -o repro
+                                                 the case as repro.html, repro.py, repro.mjs, ISSUE.md
+  verify findings export                         every documented finding's reproduction (reports/findings)
   verify report reports/lavapipe.json reports/h200.json -o reports/both.html
   verify setup --dawn                            install what Dawn needs (Node packages, Mesa 25 lavapipe)
 
@@ -479,13 +482,32 @@ def cmd_report(args) -> int:
         raise UsageError(f"-o {args.output}: is one of the results files to render; name the HTML file to write")
     _refuse_results_file(output, "-o")
     try:
-        render_report(documents, output)
+        render_report(documents, output, findings_dir=args.findings_dir)
     except OSError as exc:
         raise UsageError(f"-o {args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"report: {args.output}", file=sys.stderr)
     for problem in problems:
         print(f"verify: {problem}", file=sys.stderr)
     return 1 if args.strict and problems else 0
+
+
+# -- export / findings ----------------------------------------------------------------------------------
+def cmd_export(args) -> int:
+    """A saved case as a folder that reproduces it without verify (docs/cli.md)."""
+    from verify.export.export import export_case
+
+    out = export_case(args.case, args.output)
+    print(f"reproduction: {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_findings_export(args) -> int:
+    """Every documented upstream finding's reproduction, regenerated from its own case."""
+    from verify.export.findings import export_findings
+
+    written = export_findings(Path(args.output), only=args.only, say=lambda line: print(line, file=sys.stderr))
+    print(f"findings: {len(written)} reproductions in {args.output}", file=sys.stderr)
+    return 0
 
 
 # -- setup ---------------------------------------------------------------------------------------------
@@ -657,7 +679,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 if any check failed or errored, was skipped (unless --allow-skip), a run did not "
                    "finish, or a shard of a split gate is missing: the merge step of a sharded CI gate")
     p.add_argument("--allow-skip", action="store_true", help="with --strict: skipped checks do not fail")
+    p.add_argument("--findings-dir", metavar="DIR", help="link each known finding to its reproduction in DIR "
+                   "(`verify findings export`'s folder; default: a `findings` folder beside the report)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="write a saved case as a reproduction that needs nothing of verify: repro.html "
+                       "(a browser), repro.py (wgpu), repro.mjs (Dawn in Node) and ISSUE.md")
+    p.add_argument("case", help="a case file (.npz, with its .json beside it): shrunk, worst, or any saved case")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="a new (or empty) folder to write")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("findings", help="the documented upstream findings (docs/findings.md)")
+    findings = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
+    q = findings.add_parser("export", help="regenerate every finding's reproduction from its own case, one folder "
+                            "each, and run each case here once for ISSUE.md's expected-vs-got table")
+    q.add_argument("-o", "--output", default="reports/findings", metavar="DIR",
+                   help="the findings folder (default reports/findings); the folders of the findings are replaced")
+    q.add_argument("--only", metavar="NAMES", help="comma-separated subset of findings (folder names)")
+    q.set_defaults(func=cmd_findings_export)
 
     p = sub.add_parser("setup", help="check what the WebGPU implementations need here; with --dawn install what "
                        "Dawn needs into the user cache (Node packages, Mesa 25 lavapipe)",

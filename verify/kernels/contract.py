@@ -47,6 +47,19 @@ class ConfigKey:
         return value
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """Where a kernel's WGSL comes from outside this package, as its maintainers name it: the
+    project and its version, the code that generates the kernel (a factory call, a program and its
+    template), and the files to look in. An exported reproduction (verify.export) heads its issue
+    text with it, so a report lands where the kernel is made."""
+
+    project: str
+    version: str
+    origin: str
+    files: tuple = ()
+
+
 class Kernel(ABC):
     """A kernel under test: its config space, WGSL, cases, launch rule, reference and budget.
 
@@ -124,6 +137,11 @@ class Kernel(ABC):
         seed as explicit examples, so a finding never depends on what a seed happens to draw (a
         finding not reproduced is then news, not luck)."""
         return []
+
+    def upstream(self, config: dict, wgsl: str) -> Upstream | None:
+        """Where this config's WGSL (`wgsl`, the text that ran) comes from upstream, or None (the
+        default: a kernel of this package, or a user's file, whose author is the reader)."""
+        return None
 
     # -- the kernel ----------------------------------------------------------------------
     @abstractmethod

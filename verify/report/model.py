@@ -72,6 +72,8 @@ class RecordView:
     has_metrics: bool
     kind: str = ""
     plots: list = field(default_factory=list)
+    #: Standalone reproductions of the record's known finding: [(folder name, href)] (verify.report.render).
+    reproductions: list = field(default_factory=list)
 
     @property
     def config(self) -> str:

@@ -5,11 +5,16 @@ inline SVG drawn by matplotlib (plots.py), so the file can be mailed, attached t
 opened from disk. Size is kept in check the way pytest-html users asked for (docs/architecture.md §8:
 reports of 100 MB crash browsers): full plots only for failing records; passing records are
 table rows, with one err/budget scatter per kernel and adapter. Known findings are failures a
-kernel is documented to have: they get the failing records' cards, in a section of their own.
+kernel is documented to have: they get the failing records' cards, in a section of their own,
+each linked to the finding's standalone reproduction where a findings folder (written by
+`verify findings export`) lies beside the report or is named.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +35,41 @@ from verify.report.model import (
 )
 from verify.results.atomic import write_atomic
 from verify.results.store import ResultsDocument
+
+#: The index `verify findings export` writes beside the findings' folders.
+FINDINGS_INDEX = "index.json"
+
+
+def finding_entries(folder: Path, report_dir: Path) -> list[dict]:
+    """The findings of `folder`'s index whose reproduction page exists, each with `href` relative
+    to the report's folder; [] where there is no readable index (a report never fails on it)."""
+    try:
+        index = json.loads((folder / FINDINGS_INDEX).read_text())
+        listed = [e for e in index.get("findings", []) if isinstance(e, dict)]
+    except (OSError, ValueError, AttributeError):
+        return []
+    entries = []
+    for entry in listed:
+        page = folder / str(entry.get("name", "")) / "repro.html"
+        if entry.get("name") and page.is_file():
+            href = os.path.relpath(page.absolute(), Path(report_dir).absolute()).replace(os.sep, "/")
+            entries.append(dict(entry, href=href))
+    return entries
+
+
+def _shape(headline: str) -> str:
+    """A headline with its numbers blanked: a finding's headline names its config's heads or sizes."""
+    return re.sub(r"\d+", "#", headline)
+
+
+def reproductions_of(record, entries: list[dict]) -> list[tuple[str, str]]:
+    """[(name, href)] of the reproductions of a known record's finding: same kernel and check, and
+    the same headline (numbers aside), or the only one of that kernel and check."""
+    same = [e for e in entries if e.get("kernel") == record.kernel and e.get("check") == record.check]
+    headline = _shape(record.finding_headline)
+    matching = [e for e in same if headline and headline in {_shape(h) for h in e.get("headlines", [])}]
+    chosen = matching or (same if len(same) == 1 else [])
+    return [(e["name"], e["href"]) for e in chosen]
 
 
 @dataclass
@@ -132,11 +172,15 @@ def _pass_groups(passes: list[RecordView]) -> list[PassGroup]:
     return list(groups.values())
 
 
-def render_report(documents: list[ResultsDocument], path: Path) -> None:
-    """Write the HTML report of `documents` (results documents, merged) to `path`."""
+def render_report(documents: list[ResultsDocument], path: Path, findings_dir: Path | None = None) -> None:
+    """Write the HTML report of `documents` (results documents, merged) to `path`; known findings
+    link to their reproductions in `findings_dir` (default: a `findings` folder beside `path`)."""
     report = build_report(documents)
     for view in report.section(*CARDS):
         view.plots = _failure_plots(view)
+    entries = finding_entries(Path(findings_dir) if findings_dir else Path(path).parent / "findings", Path(path).parent)
+    for view in report.section("known"):
+        view.reproductions = reproductions_of(view.record, entries)
     html = _environment().get_template("report.html.j2").render(
         report=report,
         verdicts=VERDICTS,

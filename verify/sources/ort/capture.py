@@ -18,6 +18,13 @@ QUANTIZE = "DP4AMatMulQuantize"
 TILE = "DP4AMatMulNBits"
 SMALL_M = "DP4AMatMulNBitsSmallMProgram"
 DP4A_PROGRAMS = (QUANTIZE, TILE, SMALL_M)
+#: Where each program's WGSL is generated in microsoft/onnxruntime: its host code and templates.
+SOURCE_FOLDER = "onnxruntime/contrib_ops/webgpu/quantization"
+PROGRAM_FILES = {
+    QUANTIZE: ("dp4a_matmul_nbits.cc", "dp4a_quantize.wgsl.template"),
+    TILE: ("dp4a_matmul_nbits.cc", "dp4a_matmul.wgsl.template", "dp4a_matmul_common.wgsl.template"),
+    SMALL_M: ("dp4a_matmul_nbits.cc", "dp4a_matmul_small_m.wgsl.template", "dp4a_matmul_common.wgsl.template"),
+}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
 from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
-from verify.kernels.contract import ConfigKey, Launched
+from verify.kernels.contract import ConfigKey, Launched, Upstream
 from verify.kernels.dp4a.common import (
     A_BLOCK,
     BLOCK_SIZE,
@@ -50,7 +50,7 @@ from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.dp4a.quantize import Quantize
 from verify.kernels.dp4a.quantize_cases import quantize_cases
 from verify.results.record import KnownFinding
-from verify.sources.ort.capture import QUANTIZE, SMALL_M, TILE
+from verify.sources.ort.capture import PROGRAM_FILES, QUANTIZE, SMALL_M, SOURCE_FOLDER, TILE
 from verify.sources.ort.launch import (
     MIN_TILE_M,
     QUANTIZE_LANES,
@@ -64,7 +64,7 @@ from verify.sources.ort.launch import (
     ort_grid,
     zero_blocks_per_col,
 )
-from verify.sources.ort.programs import CaptureConfig, captured_programs
+from verify.sources.ort.programs import CaptureConfig, captured_programs, provenance
 
 #: ORT's WebGPU provider takes 2-, 4- and 8-bit weights, all three on its DP4A path (2-bit through a
 #: lookup table of int8 weights in workgroup memory; with zero points, one table per zero point).
@@ -75,6 +75,19 @@ def product_precision(config: dict) -> str:
     """The type ORT's DP4A programs multiply I_c by the scale in (`mul_precision`): the output type
     for 2- and 4-bit weights, f32 for 8-bit (dp4a_matmul_nbits.cc)."""
     return "f32" if config["bits"] == 8 else config["dtype"]
+
+
+def ort_upstream(program: str, wgsl: str) -> Upstream | None:
+    """ORT's program `program` as the run that generated `wgsl` dispatched it, with its host code
+    and templates in microsoft/onnxruntime."""
+    found = provenance(wgsl)
+    if found is None:
+        return None
+    version, model = found
+    files = tuple(f"{SOURCE_FOLDER}/{name}" for name in PROGRAM_FILES.get(program, ()))
+    return Upstream("ONNX Runtime Web (microsoft/onnxruntime; npm onnxruntime-web), WebGPU execution provider",
+                    version, f"program `{program}`, as a session of {model} dispatches it (generated from "
+                    + ", ".join(f"`{f.rsplit('/', 1)[-1]}`" for f in files) + f" in `{SOURCE_FOLDER}`)", files)
 
 
 # -- quantize --------------------------------------------------------------------------------------------
@@ -144,6 +157,9 @@ class OrtQuantize(DerivedConfig, Quantize):
         for config in configs:
             self.wgsl(config)
         return configs
+
+    def upstream(self, config, wgsl):
+        return ort_upstream(QUANTIZE, wgsl)
 
     def known_finding(self, check, config):
         return KnownFinding(ZERO_BLOCK_CODES, outputs=("codes",)) if check == "zero_blocks" else None
@@ -270,6 +286,9 @@ class OrtMatmul(DerivedConfig, Matmul):
     #: Naga refuses this program (docs/findings.md §13.5): a compile divergence on any check run on
     #: wgpu, and the `implementations` check's preflight wherever it runs.
     naga_refuses = True
+
+    def upstream(self, config, wgsl):
+        return ort_upstream(self.program, wgsl)
 
     def known_finding(self, check, config):
         """Each finding with its signature: the sanitizer's reads, the f16 accumulator's overflow of

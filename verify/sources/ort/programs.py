@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,17 @@ class CapturedPrograms:
             raise SetupError(f"{self.provenance.removeprefix('// ')} dispatched {', '.join(self.programs) or 'nothing'}, "
                              f"not {label}")
         return f"{self.provenance}\n{self.programs[label]}"
+
+
+#: The provenance line `captured_programs` writes: the onnxruntime-web version and the model run.
+_PROVENANCE = re.compile(r"^// onnxruntime-web (\S+) on .*: (MatMulNBits\(.*\) at M=\d+)$", re.M)
+
+
+def provenance(wgsl: str) -> tuple[str, str] | None:
+    """(onnxruntime-web version, the model and M of the run that generated `wgsl`) from its
+    provenance line, or None for a text without it (an edited file)."""
+    match = _PROVENANCE.search(wgsl)
+    return (match[1], match[2]) if match else None
 
 
 def cache_root() -> Path:

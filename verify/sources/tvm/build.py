@@ -187,6 +187,22 @@ def load(build: TvmBuild, root: Path | None = None) -> str:
     return text
 
 
+#: The first line `load` gives every cached text: the TVM version and the factory call.
+_PROVENANCE = re.compile(r"^// apache-tvm (\S+), target webgpu: ((\w+)\(.*\))$", re.M)
+
+
+def provenance(wgsl: str) -> tuple[str, str, str] | None:
+    """(TVM version, factory call, the factory's module file in apache/tvm) from the line `load`
+    writes, or None for a text without it (an edited file)."""
+    match = _PROVENANCE.search(wgsl)
+    if match is None:
+        return None
+    version, call, factory = match.groups()
+    module = FACTORY_MODULES.get(factory)
+    path = f"python/tvm/relax/frontend/nn/llm/{module}.py" if module else "python/tvm/relax/frontend/nn/llm/"
+    return version, call, path
+
+
 def _cached_without_tvm(root: Path, build: TvmBuild) -> Path | None:
     """The newest supported version's copy of `build` in the cache, if any."""
     found = [folder / build.filename for folder in root.glob("*")

@@ -53,11 +53,11 @@ from verify.kernels.attention.rope_variant import (
     SCALING_KEYS,
     RopeVariant,
 )
-from verify.kernels.contract import ConfigKey, Launched
+from verify.kernels.contract import ConfigKey, Launched, Upstream
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
 from verify.results.record import KnownFinding
-from verify.sources.tvm.build import decode_build, load, merge_build
+from verify.sources.tvm.build import decode_build, load, merge_build, provenance
 from verify.sources.tvm.layout import ArgumentLayout, layouts
 
 #: TVM's webgpu target: max_num_threads (Target("webgpu").attrs).
@@ -160,6 +160,21 @@ def _header(kernel: str, config: dict) -> str:
     return f"// verify kernel: {kernel}\n{config_line(config)}\n"
 
 
+#: TVM's web runtime: how it binds (`P_ptr`, PODArgs) and packs the grid (packGridDimX).
+WEB_RUNTIME = "web/src/webgpu.ts"
+
+
+def tvm_upstream(wgsl: str) -> Upstream | None:
+    """The factory call that made `wgsl` (its first line, verify.sources.tvm.build), in apache/tvm."""
+    found = provenance(wgsl)
+    if found is None:
+        return None
+    version, call, path = found
+    return Upstream("Apache TVM (apache/tvm; PyPI apache-tvm)", version,
+                    f"`{call}` in `{path}`, lowered with `tvm.build(..., target=\"webgpu\")` and launched as "
+                    f"TVM's web runtime launches it (`{WEB_RUNTIME}`)", (path, WEB_RUNTIME))
+
+
 # -- decode ----------------------------------------------------------------------------------------
 #: Our case arrays under TVM's parameter names (`batch_decode_paged_kv`'s signature).
 DECODE_INPUTS = {"Q": "q", "pages": "pages", "page_table_indptr": "page_indptr", "page_table_values": "page_values",
@@ -215,6 +230,9 @@ class TvmDecode(DecodeKernel):
         for config in configs:
             self.wgsl(config)
         return configs
+
+    def upstream(self, config, wgsl):
+        return tvm_upstream(wgsl)
 
     def known_finding(self, check, config):
         """Below the floor the lse (and output) is wrong; the packed grid's extra workgroup writes
@@ -405,6 +423,9 @@ class TvmMergeState(MergeState):
         for config in configs:
             self.wgsl(config)
         return configs
+
+    def upstream(self, config, wgsl):
+        return tvm_upstream(wgsl)
 
     def known_finding(self, check, config):
         """The race wherever the merge is compared with the reference (`determinism` compares

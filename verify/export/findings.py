@@ -1,0 +1,544 @@
+"""Every documented upstream finding (docs/findings.md) as a reproduction folder, regenerated from
+the finding's own case: `verify findings export [-o reports/findings]`.
+
+`FINDINGS` is the registry: for each finding, its folder name, its section of docs/findings.md,
+the kernel, check and config it shows under, how to make its case (the kernel's own
+`finding_examples` where it has them, else the case the documented reproduction uses), and what
+a maintainer reads: the headline, the explanation, and where it does not show and why. Each case
+is also run once here, on the kernel's own WebGPU implementation (and through the sanitizer for
+the findings it names lines for), so ISSUE.md can say what came back.
+
+Findings of a WebGPU implementation rather than of a kernel (lavapipe's workgroup memory, §8;
+its loop cap, §9; Naga and Tint disagreeing, §12) ship no folder of their own: §8 and §12 show
+through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses), and §9 needs a
+kernel of 65536 loop iterations per invocation, which no kernel here has (docs/findings.md
+"Reproductions").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from verify.cases import Case
+from verify.errors import SetupError, UsageError
+from verify.export.capture import capture
+from verify.export.write import Story, render, write_folder
+from verify.kernels.contract import Upstream
+from verify.results.atomic import write_atomic
+
+#: The file beside the folders that lists them, which `verify report` reads to link known findings.
+INDEX = "index.json"
+INDEX_SCHEMA = "verify.findings/1"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One documented upstream finding and its case.
+
+    `make_case(kernel, config)` builds the case (None: the kernel's first `finding_examples`).
+    `shows` says, per place a reproduction runs ("chromium": this machine's headless Chromium,
+    SwiftShader; "wgpu": wgpu-native on Mesa 22.3 lavapipe; "dawn": Dawn in Node on Mesa 25
+    lavapipe), the verdict it gives there and, where that is not FAIL, why: the tests hold each
+    reproduction to it. `sanitize`: the case is also run through the sanitizer, whose messages
+    name the offending lines. `implementation`: where the case is run for ISSUE.md (default: the
+    kernel's own). `transform(wgsl)`: the WGSL the folder runs, where it is not the kernel's own.
+    """
+
+    name: str
+    section: str
+    kernel: str
+    check: str
+    config: dict
+    title: str
+    detail: tuple
+    shows: dict
+    make_case: Callable | None = None
+    notes: tuple = ()
+    sanitize: bool = False
+    implementation: str | None = None
+    upstream: Upstream | None = None
+    links: tuple = ()
+    fix: Callable | None = None
+    fix_text: str = ""
+
+
+# -- the findings' cases ---------------------------------------------------------------------------------
+def merge_case(tokens: int, heads: int, head_dim: int, seed: int = 0) -> Case:
+    """Two states per (token, head) with comparable LSEs (`close`): N(0, 1) values, f32."""
+    from verify.kernels.attention.cases import _lse_pair
+    from verify.sources.tvm.kernels import tvm_empty_states
+
+    rng = np.random.default_rng(seed)
+    s, s_other = _lse_pair(rng, "close", (tokens, heads))
+    v, v_other = (rng.standard_normal((tokens, heads, head_dim)).astype(np.float32) for _ in range(2))
+    return tvm_empty_states(Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other},
+                                 {"tokens": tokens, "heads": heads, "lse_kind": "close", "values": "normal", "seed": seed}))
+
+
+def two_empty_states(kernel, config) -> Case:
+    """Token 0: both states empty (lse -inf, v 0); token 1: only this side empty; token 2: only the other."""
+    s = np.array([[-np.inf], [-np.inf], [1.0]], np.float32)
+    s_other = np.array([[-np.inf], [2.0], [-np.inf]], np.float32)
+    v = np.where(np.isinf(s)[..., None], 0.0, np.ones((3, 1, config["head_dim"]))).astype(np.float32)
+    v_other = np.where(np.isinf(s_other)[..., None], 0.0, np.full((3, 1, config["head_dim"]), 2.0)).astype(np.float32)
+    return Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other}, {"tokens": 3, "lse_kind": "empty", "seed": 0})
+
+
+def decode_case(lengths, *, below_floor_by: float | None = None):
+    def make(kernel, config) -> Case:
+        from verify.kernels.attention.cases import explicit_decode_case
+        from verify.sources.tvm.kernels import below_floor
+
+        case = explicit_decode_case(config, lengths)
+        return below_floor(config, case, below_floor_by) if below_floor_by else case
+    return make
+
+
+def same_sign_case(kernel, config) -> Case:
+    """Every 4-bit weight -8 (code 0), A = +1 over the first half of K and -(1 - 2^-11) over the
+    second: each 32-value chunk adds about -3000 to the running sums, which reach -96000 (past
+    f16's 65504) before they fall back; the DP4A-exact Y is 0, the unquantized Y -46.875."""
+    from references.dp4a_quant import pack_codes, quantize_blocks
+    from references.nbits import pack_weights
+
+    dtype, m, k, n = config["dtype"], 4, 2048, 16
+    t = np.float16 if dtype == "f16" else np.float32
+    a = np.full((1, m, k), 1.0, t)
+    a[..., k // 2:] = t(-(1 - 2.0**-11))
+    quantized = quantize_blocks(a, dtype)
+    return Case({"a": a, "a_codes": pack_codes(quantized.codes), "a_scales": quantized.scales.astype(t),
+                 "b": pack_weights(np.zeros((n, k), np.uint8), 4, 32), "b_scales": np.full((n, k // 32), 3000 / 256, t)},
+                {"batch": 1, "m": m, "n": n, "k": k, "seed": 0, "peak_partial_sum": 96000.0})
+
+
+def zero_block_case(kernel, config) -> Case:
+    """Two rows of 256 values: the first 128 of each all zero, the rest a ramp."""
+    a = np.zeros((2, 256), np.float32)
+    a[:, 128:] = np.linspace(-1, 1, 128, dtype=np.float32)
+    return Case({"a": a}, {"seed": 0, "zero_blocks": 2})
+
+
+def matmul_case(m: int, k: int = 256, n: int = 16, seed: int = 3):
+    def make(kernel, config) -> Case:
+        from references.dp4a_quant import pack_codes, quantize_blocks
+        from references.nbits import pack_weights
+
+        rng = np.random.default_rng(seed)
+        a = rng.uniform(-1, 1, (1, m, k)).astype(np.float32)
+        quantized = quantize_blocks(a, "f32")
+        codes = rng.integers(0, 16, (n, k)).astype(np.uint8)
+        return Case({"a": a, "a_codes": pack_codes(quantized.codes), "a_scales": quantized.scales.astype(np.float32),
+                     "b": pack_weights(codes, 4, 32), "b_scales": np.full((n, k // 32), 2.0**-6, np.float32)},
+                    {"batch": 1, "m": m, "n": n, "k": k, "seed": seed})
+    return make
+
+
+def with_storage_barrier(wgsl: str) -> str:
+    """TVM's merge with one `storageBarrier()` before its write of S: every lane of a row reads S
+    before any writes it (the fix of the race)."""
+    lines = wgsl.splitlines(keepends=True)
+    writes = [i for i, line in enumerate(lines) if line.lstrip().startswith("S_ptr[") and "= (log2(" in line]
+    if len(writes) != 1:
+        raise UsageError("TVM's merge WGSL has no single write of S_ptr to put a barrier before")
+    indent = lines[writes[0]][:len(lines[writes[0]]) - len(lines[writes[0]].lstrip())]
+    return "".join(lines[:writes[0]] + [f"{indent}storageBarrier();\n"] + lines[writes[0]:])
+
+
+#: The line of ORT's small-M program after which its workgroup's sums are cleared.
+_SMALL_M_ANCHOR = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
+
+
+def with_cleared_sums(wgsl: str) -> str:
+    """ORT's small-M program with `inter_results` set to 0 by its own lanes (and a barrier) before
+    any lane adds to it: the sums no longer rest on zero-initialised workgroup memory."""
+    if wgsl.count(_SMALL_M_ANCHOR) != 1:
+        raise UsageError("ORT's small-M WGSL has no single line computing global_idx to clear the sums after")
+    return wgsl.replace(_SMALL_M_ANCHOR, _SMALL_M_ANCHOR + "  inter_results[local_idx / 32][local_idx % 32] = 0;\n"
+                        "  workgroupBarrier();\n")
+
+
+# -- the registry ------------------------------------------------------------------------------------------
+SWIFTSHADER_NO_F16 = ("SKIP in Chromium here: its adapter (SwiftShader) has no shader-f16, which the f16 "
+                      "kernel needs; a browser on a GPU with shader-f16 runs it")
+MERGE_RACE_DETAIL = (
+    "Each of the head_dim / 4 lanes of a (token, head) row reads `S[n, h]`, merges its four dims of V with it and "
+    "writes the merged `S[n, h]`, and nothing orders one lane's write after the other lanes' reads: "
+    "`_merge_state_inplace` (`_decode_kernels.py` L455-526) loads `S[bx, ty + by * bdy]` at L497 and stores it at "
+    "L521 with no `T.tvm_storage_sync` between. A lane that reads S after another lane's write merges its dims of V "
+    "against an already merged LSE, with the wrong weights, and writes S merged once more.",
+    "It shows wherever a row's lanes span subgroups that do not run in lockstep. On Mesa's lavapipe (subgroups of 8, "
+    "run one after another) every config fails: at head_dim 128, dims 0-31 of each row (the first subgroup's 8 "
+    "lanes x 4 dims) are right, dims 32-127 wrong, and S is merged 4 times.",
+    "One `storageBarrier()` before the write of S (every lane reads S before any lane writes it) makes every output "
+    "match the reference.",
+)
+
+FINDINGS = (
+    Finding(
+        "tvm-merge-race", "§2", "tvm.merge_state", "reference", dict(heads=8, head_dim=128, dtype="f32"),
+        "merge_state_inplace races on S: the lanes of a row read S[n, h] and overwrite it with no barrier between",
+        MERGE_RACE_DETAIL,
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=lambda kernel, config: merge_case(1, config["heads"], config["head_dim"]),
+        notes=("A GPU whose subgroups hold a whole row (32 lanes for head_dim 128) and run it in lockstep hides the "
+               "race: an NVIDIA H200 (subgroups of 32) passed 2000 cases in each of three configs.",),
+        sanitize=True, fix=with_storage_barrier, fix_text="one `storageBarrier()` before the write of S"),
+    Finding(
+        "tvm-merge-infinite-empty", "§3", "tvm.merge_state", "infinite_empty", dict(heads=1, head_dim=64, dtype="f32"),
+        "merge_state_inplace returns NaN when both states are empty (lse = -inf)",
+        ("The merge computes `M = max(s, s')` and weighs each side `exp2(s - M)` (`_decode_kernels.py` L499-501). For "
+         "two empty states written as -inf, as FlashAttention-style kernels write an empty state, `M = -inf` and "
+         "`-inf - (-inf)` is NaN: v and s come back NaN where the merge of two empty states is the empty state "
+         "(v = 0, s = -inf). One -inf side alone is fine (its weight is 0).",
+         "TVM's own kernels write an empty state as about -5e4, never -inf, so TVM alone does not reach this; a "
+         "runtime that mixes this merge with kernels that use -inf does. Token 0 of the case is two empty states; "
+         "tokens 1 and 2 have one empty side each and are right."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=two_empty_states),
+    Finding(
+        "tvm-decode-below-floor", "§4", "tvm.decode", "below_floor",
+        dict(head_dim=128, qo_heads=8, kv_heads=2, dtype="f32"),
+        "batch_decode_paged_kv returns an empty state for a context whose logits all lie below -5e4",
+        ("The online softmax's running max starts at -5e4 (`st_m[0] = -5e4`, `_decode_kernels.py` L292) and tile "
+         "padding gets the logit -5e4 (L350; L381 in the slice merge). A context whose every base-2 logit lies below "
+         "-5e4 therefore keeps the max at -5e4, every weight `2^(s - m)` underflows to 0, and the kernel stores "
+         "output 0 and `lse = -5e4 + log2 k` (k stand-in states), where the exact result is a weighted mean of V: "
+         "softmax is shift-invariant, so the attention is defined.",
+         "Such logits (below about -34657 in natural units, -5e4 ln 2) need very large `|q . k| * sm_scale`; "
+         "ordinary models do not produce them, but nothing in the kernel's contract excludes them. The case: one "
+         "sequence of 7 tokens, rotary off, q all A and every key -A(1 + e), e in [0, 1/2), so that every logit "
+         "lies at least 600 below -5e4."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=decode_case([7], below_floor_by=600.0)),
+    Finding(
+        "tvm-decode-dropped-heads", "§5", "tvm.decode", "reference",
+        dict(head_dim=128, qo_heads=36, kv_heads=4, dtype="f32"),
+        "batch_decode_paged_kv never computes head 8 of a GQA group of 9 (the group does not split)",
+        ("The decode schedule halves bdy (query heads per workgroup) until `bdx * bdy <= 256`, then covers the group "
+         "with `gdz = GROUP_SIZE // bdy` head slices (`_decode_kernels.py` L203). When bdy does not divide the group "
+         "the remainder is never computed: with head_dim 128 and a group of 9 (36 query heads over 4 KV heads) "
+         "`bdy = 4`, `gdz = 2`, and heads 8, 17, 26 and 35 are never written: their output and lse keep what the "
+         "buffers held (NaN here).",),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=decode_case([4])),
+    Finding(
+        "tvm-merge-dropped-heads", "§5", "tvm.merge_state", "reference", dict(heads=9, head_dim=128, dtype="f32"),
+        "merge_state_inplace leaves head 8 of 9 unmerged at head_dim 128 (the heads do not split)",
+        ("The merge covers the heads with `gdy = num_heads // bdy` groups of bdy heads (`_decode_kernels.py` L463): "
+         "with 9 heads of 128 dims bdy halves to 4 and `gdy = 2` groups cover 8 heads, so head 8 keeps its first "
+         "state (s and v come back unchanged). The same floor leaves heads 12-13 of 14 unmerged at head_dim 256.",
+         "merge_state_inplace's race on S (its lanes read and overwrite S with no barrier between) shows in the other "
+         "heads too wherever subgroups do not run a row in lockstep."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=lambda kernel, config: merge_case(2, config["heads"], config["head_dim"])),
+    Finding(
+        "tvm-packed-grid", "§6", "tvm.decode", "packed_grid", dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
+        "A packed grid runs one workgroup too many: the early return tests `> packGridDimX` where `>=` is needed",
+        ("WebGPU caps a grid dimension at 65535 workgroups, so TVM's web runtime halves an x of 65536 or more "
+         "(rounding up) while doubling z, and passes the original x as packGridDimX (`web/src/webgpu.ts` L771-789). "
+         "Every kernel TVM generates for WebGPU returns early where `blockIdx.z * gridDim.x + blockIdx.x > "
+         "packGridDimX` (`src/target/source/codegen_webgpu.cc`, L330-332 of "
+         "`src/backend/webgpu/codegen/codegen_webgpu.cc` at apache/tvm 5d4dc87); it must be `>=`. When an odd x is "
+         "halved (65537 -> 32769 x 2) the workgroup whose index is exactly x runs and processes row x, one past the "
+         "end: for the decode kernel it reads `page_indptr[B + 1]` and writes sequence B's output and lse past the "
+         "end of both buffers.",
+         "To keep the case small the runtime's packing threshold is lowered from 65536 to 3 for this launch: a batch "
+         "of 3 then takes the packed path exactly as 65537 sequences do at the real threshold (x = 3 halves to 2 "
+         "with z = 2, and workgroup index 3 = packGridDimX runs). The bytes past the end of output and lse change."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)}),
+    Finding(
+        "dp4a-f16-accumulation", "§7", "dp4a.matmul", "accumulator_range", dict(dtype="f16", acc="f16"),
+        "f16 accumulation in ONNX Runtime's DP4A matmul overflows to Inf where the result is small",
+        ("ONNX Runtime's DP4A kernels keep their running sums in the output type, f16 for f16 models "
+         "(`dp4a_matmul.wgsl.template`: `lane_output`; `dp4a_matmul_small_m.wgsl.template`: `inter_results`). With "
+         "large same-sign chunk products a running sum passes 65504 and becomes Inf although the exact result is "
+         "finite and small. This kernel keeps its sums in f16 as those templates do; the case's running sums reach "
+         "-96000 while every exact output is 0.",
+         "Reported on Intel Iris Xe at K = 3072 and fixed behind the `acc_f32` option "
+         "(enableMatmulFp32Accumulation); f16 accumulation is still the default."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=same_sign_case,
+        upstream=Upstream("ONNX Runtime Web (microsoft/onnxruntime), WebGPU execution provider",
+                          "before the acc_f32 option (its default still)",
+                          "the f16 accumulation of `dp4a_matmul.wgsl.template` and `dp4a_matmul_small_m.wgsl.template` "
+                          "in `onnxruntime/contrib_ops/webgpu/quantization`, in a kernel that accumulates as they do",
+                          ("onnxruntime/contrib_ops/webgpu/quantization/dp4a_matmul.wgsl.template",
+                           "onnxruntime/contrib_ops/webgpu/quantization/dp4a_matmul_small_m.wgsl.template")),
+        links=("microsoft/onnxruntime#29599", "microsoft/onnxruntime#29611")),
+    Finding(
+        "ort-f16-accumulation", "§13.1", "ort.dp4a.matmul", "accumulator_range", dict(dtype="f16", bits=4, block_size=32),
+        "DP4AMatMulNBits accumulates f16 models' sums in f16: the running sums overflow to -Inf where Y is 0",
+        ("DP4AMatMulNBits keeps `lane_output1..4: vec4<output_element_t>`, f16 for f16 models, and adds every chunk "
+         "product to them; onnxruntime-web 1.30 has no f32-accumulation option. With large same-sign chunk products "
+         "a running sum passes 65504 and becomes -Inf although the exact result is finite and small.",
+         "The case: M = 4, N = 16, K = 2048, every 4-bit weight -8 with scale 11.72, A = +1 over the first half of K "
+         "and -(1 - 2^-11) over the second. Each 32-value chunk adds about -3000, the running sums reach -96000, and "
+         "all 64 outputs are -Inf where the DP4A-exact Y is 0 (the unquantized Y is -46.875). The same data in f32 "
+         "is within budget; a session of this MatMulNBits model returns the same -Inf."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16),
+               "wgpu": ("ERROR", "ERROR under wgpu: Naga refuses the program (see ort-tile-naga-refuses)"),
+               "dawn": ("FAIL", None)},
+        make_case=same_sign_case,
+        links=("microsoft/onnxruntime#29599", "microsoft/onnxruntime#29611")),
+    Finding(
+        "ort-quantize-zero-block", "§13.2", "ort.dp4a.quantize", "zero_blocks", dict(dtype="f32"),
+        "DP4AMatMulQuantize divides an all-zero block by its max: the block's codes are pack4x8snorm(0/0)",
+        ("DP4AMatMulQuantize computes `norm_a = local_a / scale` with scale the block's max |a| and stores "
+         "`pack4x8snorm(norm_a)`, with no guard for scale = 0 (`dp4a_quantize.wgsl.template`). For a block of 128 "
+         "zeros that is `pack4x8snorm(NaN)`, which WGSL leaves to the implementation; lavapipe gives -127 for every "
+         "code. The stored scale is 0, so ORT's own matmul multiplies those codes by 0 and Y is unaffected, but a "
+         "consumer that reads the codes, or a weight scale that is Inf or NaN, sees them. The codes of zeros are 0 "
+         "whatever the scale; dividing by 1 where the max is 0 gives them."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=zero_block_case,
+        notes=("An implementation whose pack4x8snorm maps NaN to 0 stores the expected codes and passes.",)),
+    Finding(
+        "ort-small-m-scales-past-row", "§13.3", "ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32"),
+        "DP4AMatMulNBitsSmallMProgram reads A scales past its row, and past the end of scales_a for the last row",
+        ("loadSHMA loads 8 A scales per 1024 values of K (`if (col < 8)`), guarded only by the vec4 index "
+         "`kidx_v + col < K16`. When a row has fewer than 8 scales left (K/128 not a multiple of 8) it reads the next "
+         "rows' scales, and for the last row it reads past the end of `scales_a`: with M = 1 and K = 256, indices 2 "
+         "to 7 of a 2-element buffer, by lanes 2 to 7.",
+         "The values read are never used, so Y is right; but ORT enables Dawn's `disable_robustness` toggle "
+         "natively, where the read is unchecked."),
+        shows={"chromium": ("PASS", "PASS everywhere: the read values are never used, and robustness clamps the read "
+                            "in a browser; the offending line is what shows it"),
+               "wgpu": ("FAIL", "FAIL with wgpu on Mesa 22.3's lavapipe, but by another finding: the program's sums "
+                        "rest on zero-initialised workgroup memory, which that driver does not zero "
+                        "(ort-small-m-zero-init)"),
+               "dawn": ("PASS", "PASS: the read values are never used")},
+        make_case=matmul_case(1),
+        notes=("No output shows this read: the values are never used, and a browser's robustness clamps the index. "
+               "The reproduction passes everywhere; the offending line below is the finding.",),
+        sanitize=True),
+    Finding(
+        "ort-small-m-zero-init", "§13.4, §8", "ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32"),
+        "DP4AMatMulNBitsSmallMProgram adds onto workgroup memory it never clears, relying on zero-initialisation",
+        ("The small-M program only ever adds to `inter_results` (`+=`), so its sums start from WGSL's "
+         "zero-initialisation of workgroup memory. That is valid WGSL, but wrong wherever workgroup memory is not "
+         "zeroed: Mesa 22.3's lavapipe under wgpu (every output wrong, err/budget about 1e7), or Dawn's "
+         "`disable_workgroup_init` toggle, which some ORT versions have enabled natively. Zeroing `inter_results` "
+         "first (two lines) makes it right there.",
+         "The tile program (DP4AMatMulNBits) also reads rows of its workgroup tiles it skipped loading in a partial "
+         "64 x 64 tile, but their products go only to outputs that are never stored."),
+        shows={"chromium": ("PASS", "PASS in browsers: Dawn zero-initialises workgroup memory (unless its "
+                            "disable_workgroup_init toggle is on), so the sums start at 0 as the program assumes"),
+               "wgpu": ("FAIL", None),
+               "dawn": ("PASS", "PASS on Dawn: it zero-initialises workgroup memory")},
+        make_case=matmul_case(1, k=1024, n=64),
+        notes=("Dawn (browsers, npm webgpu) zero-initialises workgroup memory, so the reproduction passes there; it "
+               "fails with wgpu on Mesa 22.3's lavapipe, whose workgroup memory keeps earlier workgroups' values "
+               "(the offending lines below read it).",),
+        sanitize=True, implementation="wgpu", fix=with_cleared_sums,
+        fix_text="`inter_results` set to 0 by the workgroup's own lanes, then a `workgroupBarrier()`, before the sums"),
+    Finding(
+        "ort-tile-naga-refuses", "§13.5, §12", "ort.dp4a.matmul", "implementations", dict(dtype="f32"),
+        "DP4AMatMulNBits does not compile in wgpu (Naga): `subgroupShuffle(own_b0, 0)` with an abstract-int lane",
+        ("DP4AMatMulNBits broadcasts B over 16-lane subgroups with `subgroupShuffle(own_b0, 0)`. The lane is an "
+         "abstract-int literal, which WGSL converts to the u32 the built-in takes: valid WGSL that Tint (Dawn, "
+         "Chrome) compiles and Naga (wgpu, Firefox) refuses (\"Subgroup operation is invalid\"). So the program does "
+         "not run in Firefox's implementation, whatever the adapter; ORT's other DP4A programs compile under both.",),
+        shows={"chromium": ("PASS", "PASS in Chromium: Tint compiles the program, and the case is within budget"),
+               "wgpu": ("ERROR", None),
+               "dawn": ("PASS", "PASS on Dawn: Tint compiles the program")},
+        make_case=matmul_case(4),
+        notes=("Tint (Chrome, Dawn) compiles the program, and the case is within budget there: only Naga (wgpu, "
+               "Firefox) refuses it. Naga reports the literal lane as a signed int (\"Subgroup gather index type "
+               "Sint, expected unsigned int\").",),
+        implementation="wgpu"),
+)
+
+
+def finding_names() -> list[str]:
+    return [f.name for f in FINDINGS]
+
+
+# -- running a finding here, for ISSUE.md -------------------------------------------------------------------
+def _worst(outputs: dict, expected: list, count: int = 5) -> list[dict]:
+    from verify.budgets.metrics import compare
+
+    rows = []
+    for item in expected:
+        metrics = compare(outputs[item.name], item)
+        ratio = metrics.ratio.ravel()
+        got = np.asarray(outputs[item.name], np.float64).ravel()
+        lo, hi = np.broadcast_to(item.lo, metrics.ratio.shape).ravel(), np.broadcast_to(item.hi, metrics.ratio.shape).ravel()
+        budget = np.broadcast_to(item.budget, metrics.ratio.shape).ravel()
+        for flat in np.argsort(-ratio, kind="stable")[:count]:
+            if ratio[flat] <= 1:
+                break
+            index = [int(i) for i in np.unravel_index(flat, metrics.ratio.shape)]
+            shown = f"{lo[flat]:.6g}" if lo[flat] == hi[flat] else f"[{lo[flat]:.6g}, {hi[flat]:.6g}]"
+            rows.append({"output": item.name, "index": index, "got": got[flat], "expected": shown,
+                         "budget": budget[flat], "ratio": ratio[flat]})
+    return rows
+
+
+def observe(finding: Finding, kernel, config: dict, wgsl: str, case) -> tuple[dict | None, list[str]]:
+    """Run the case once here: what came back ({on, verdict, reason, worst}), and the sanitizer's
+    messages where the finding names lines. (None, []) where no device of the implementation opens."""
+    from verify.checks import get_check
+    from verify.checks.context import CheckContext
+    from verify.gpu.device import ShaderCompileError
+    from verify.worker import DeviceCache
+
+    check = get_check(finding.check)
+    implementation = finding.implementation or (kernel.implementations or (None,))[0]
+    try:
+        device = DeviceCache().get(None, implementation, check.device_limits(kernel, config))
+    except SetupError:
+        return None, []
+    on = device.info.label
+    missing = device.missing(kernel.requirements(config))
+    if missing:
+        return {"on": on, "verdict": "SKIP", "reason": f"the adapter lacks {', '.join(missing)}", "worst": []}, []
+    try:
+        launched = kernel.launch(device, wgsl, config, case)
+    except ShaderCompileError as exc:
+        message = "\n".join(str(exc).strip().splitlines()[:40])
+        return {"on": on, "verdict": "ERROR", "reason": f"the WGSL does not compile ({exc.compiler or 'compiler'}):",
+                "compiler": message, "worst": []}, []
+    outcome = CheckContext(kernel, config, device, wgsl).judge(case, launched)
+    observed = {"on": on, "verdict": "PASS" if outcome.passed else "FAIL",
+                "reason": outcome.message() if not outcome.passed else "every output within its budget",
+                "worst": _worst(launched.outputs, kernel.expected(config, case))}
+    messages = []
+    if finding.sanitize:
+        from verify.instrument import SanitizingDevice
+
+        sanitizing = SanitizingDevice(device)
+        kernel.launch(sanitizing, wgsl, config, case)
+        messages = sanitizing.take_report().messages()
+    return observed, messages
+
+
+# -- writing ------------------------------------------------------------------------------------------------
+def story(finding: Finding, kernel, config: dict, wgsl: str, case, observed, messages) -> Story:
+    verdict, why = finding.shows.get("chromium", ("FAIL", None))
+    fail = f"The finding reproduces on this adapter: {finding.title}."
+    expect = {
+        "verdict": verdict,
+        "text": f"{verdict} in a browser with WebGPU" + (f" ({why})" if why and verdict != "FAIL" else "") + ".",
+        "fail": fail,
+        "pass": "The finding did not show on this adapter: " + (finding.notes[0] if finding.notes else
+                                                                   "its schedule, subgroup width or arithmetic hides it."),
+        "error": ("The WGSL does not compile or the dispatch is refused on this implementation."
+                  + (" That is the finding." if any(v == "ERROR" for v, _ in finding.shows.values()) else "")),
+        "skip": "This adapter cannot run the kernel" + (f": {why}" if verdict == "SKIP" and why else "."),
+    }
+    notes = list(finding.notes) + [why for _, why in finding.shows.values() if why and why not in finding.notes]
+    return Story(title=finding.title, detail=list(finding.detail), kernel=kernel.name, config=config,
+                 case=case.summary(), budget=_plain_budget(kernel.budget_doc()), expect=expect,
+                 upstream=finding.upstream or kernel.upstream(config, wgsl), notes=_unique(notes),
+                 sanitizer=messages, observed=observed, links=list(finding.links))
+
+
+def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) -> dict:
+    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes."""
+    from verify.checks import get_check
+
+    repaired = finding.fix(wgsl)
+    captured = capture(kernel, config, repaired, case, limits=get_check(finding.check).device_limits(kernel, config))
+    observed = observe(replace(finding, sanitize=False), kernel, config, repaired, case)[0] if run else None
+    told = story(finding, kernel, config, repaired, case, observed, [])
+    told.title = f"{finding.title}: with {finding.fix_text}, the outputs match the reference"
+    told.detail = [f"The same case as the folder above, on the kernel with {finding.fix_text}. "
+                   "Every output is within its budget of the reference, where the kernel as shipped fails."]
+    told.notes = []
+    told.expect = {"verdict": "PASS", "text": "PASS everywhere.", "pass": "The fix holds on this adapter.",
+                   "fail": "The fixed kernel fails here: the fix does not cover this adapter.",
+                   "error": "The WGSL does not compile or the dispatch is refused here.",
+                   "skip": "This adapter cannot run the kernel."}
+    return render(captured, told)
+
+
+def _unique(items: list) -> list:
+    return list(dict.fromkeys(items))
+
+
+def _plain_budget(text: str) -> str:
+    from verify.export.export import plain
+
+    return plain(text)
+
+
+def build(finding: Finding, *, run: bool = True):
+    """(files of the finding's folder, its index entry)."""
+    from verify.checks import get_check
+    from verify.kernels.registry import get_kernel
+    from verify.results.record import KnownFinding
+
+    kernel = get_kernel(finding.kernel)
+    config = kernel.config(finding.config)
+    wgsl = kernel.wgsl(config)
+    if finding.make_case is not None:
+        case = finding.make_case(kernel, config)
+    else:
+        examples = kernel.finding_examples(finding.check, config)
+        if not examples:
+            raise UsageError(f"finding {finding.name}: {kernel.name} gives no example case under {finding.check}")
+        case = examples[0]
+    check = get_check(finding.check)
+    captured = capture(kernel, config, wgsl, case, limits=check.device_limits(kernel, config))
+    observed, messages = observe(finding, kernel, config, wgsl, case) if run else (None, [])
+    told = story(finding, kernel, config, wgsl, case, observed, messages)
+    if finding.fix is not None:
+        told.detail.append(f"The folder `fixed/` holds the same reproduction with {finding.fix_text}; it passes.")
+    files = render(captured, told)
+    if finding.fix is not None:
+        files.update({f"fixed/{name}": text for name, text in fixed(finding, kernel, config, wgsl, case, run).items()})
+    headlines = [f.headline for f in KnownFinding.all_of(kernel.known_finding(finding.check, config))]
+    entry = {"name": finding.name, "section": finding.section, "title": finding.title, "kernel": kernel.name,
+             "check": finding.check, "config": config, "headlines": headlines, "shows": finding.shows,
+             "observed": {k: v for k, v in observed.items() if k != "worst"} if observed else None}
+    return files, entry
+
+
+def export_findings(out: Path, *, only: str | None = None, run: bool = True, say=lambda line: None) -> list[Path]:
+    """Regenerate every finding's folder under `out` (each written all at once, replacing the old
+    one) and the index beside them; `only`: comma-separated names."""
+    from verify.export.write import check_destination
+
+    wanted = FINDINGS
+    if only:
+        names = [n.strip() for n in only.split(",") if n.strip()]
+        unknown = sorted(set(names) - set(finding_names()))
+        if unknown:
+            raise UsageError(f"--only: no finding named {', '.join(unknown)}; the findings: {', '.join(finding_names())}")
+        wanted = tuple(f for f in FINDINGS if f.name in names)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: is a file, not a folder")
+    for finding in wanted:
+        check_destination(out / finding.name, replace=True)
+    written, entries = [], _read_index(out)
+    for finding in wanted:
+        files, entry = build(finding, run=run)
+        written.append(write_folder(out / finding.name, files, replace=True))
+        entries[finding.name] = entry
+        observed = entry["observed"]
+        say(f"{finding.name} ({finding.section}): {out / finding.name}" +
+            (f"  [{observed['verdict']} on {observed['on']}]" if observed else ""))
+    order = {name: i for i, name in enumerate(finding_names())}
+    index = {"schema": INDEX_SCHEMA, "findings": sorted(entries.values(), key=lambda e: order.get(e["name"], 1 << 20))}
+    write_atomic(out / INDEX, json.dumps(index, indent=1, default=_plain) + "\n")
+    return written
+
+
+def _read_index(out: Path) -> dict:
+    try:
+        data = json.loads((out / INDEX).read_text())
+        return {e["name"]: e for e in data.get("findings", []) if isinstance(e, dict) and "name" in e}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
