@@ -9,13 +9,25 @@ from verify.profiles import FamilySizes
 
 @dataclass(frozen=True)
 class AttentionSizes:
-    """Paged attention cases: sequences per batch and attended context length."""
+    """Attention cases: sequences per batch and attended context length (decode), and for
+    prefill the longest chunk of query tokens per sequence, the longest context it attends
+    (history plus chunk) and the largest token tree."""
 
     max_batch: int
     max_context: int
+    #: Query tokens one prefill sequence may have (its chunk).
+    max_q_len: int = 16
+    #: Context rows (earlier tokens plus the chunk) one prefill sequence may attend.
+    max_prefill_context: int = 64
+    #: Nodes of one token tree; TVM's runtime allows 256 (kTreeAttnMaxTreeSize, attn_utils.h L52,
+    #: checked in paged_kv_cache.cc L1853).
+    max_tree: int = 16
 
 
-#: quick: a smoke test; ci: contexts to ~1k rows (a few pages past 512, the sharded kernel's
-#: largest split); nightly: long contexts to 8192.
-SIZES = FamilySizes("attention", quick=AttentionSizes(2, 70), ci=AttentionSizes(4, 520),
-                    nightly=AttentionSizes(8, 8192))
+#: quick: a smoke test; ci: decode contexts to ~1k rows (a few pages past 512, the sharded
+#: kernel's largest split), prefill chunks of a few dozen tokens on contexts past a few pages and
+#: across TVM's 16- and 32-row tiles (lavapipe on two cores: the cost grows with chunk x context);
+#: nightly: decode contexts to 8192, prompts of 4096 tokens on 8192-row contexts, trees of
+#: TVM's largest size.
+SIZES = FamilySizes("attention", quick=AttentionSizes(2, 70, 8, 40, 8), ci=AttentionSizes(4, 520, 40, 160, 24),
+                    nightly=AttentionSizes(8, 8192, 4096, 8192, 256))
