@@ -506,3 +506,42 @@ def last_rows_as_decode(case: Case, layout: str, page_size: int = 16) -> tuple[C
               "sm_scale": case.params["sm_scale"], "values": case.params.get("values", ""),
               "seed": case.params.get("seed", 0)}
     return Case(arrays, params), last
+
+
+# -- pinned cases (outside Hypothesis) --------------------------------------------------------------------
+def explicit_paged_case(config: dict, qo_lens, kv_lens, *, causal: bool, seed: int = 0, spare_pages: int = 2) -> Case:
+    """A paged prefill case with exactly these lengths: N(0,1) values, shuffled pages with NaN spares,
+    rope off."""
+    rng = np.random.default_rng(seed)
+    qo_lens, kv_lens = np.asarray(qo_lens, np.int64), np.asarray(kv_lens, np.int64)
+    sm_scale = float(config["head_dim"] ** -0.5)
+    q, k_rows, v_rows = prefill_values(rng, "normal", qo_lens, kv_lens, config["qo_heads"], config["kv_heads"],
+                                       config["head_dim"], config["head_dim"], _dtype(config), sm_scale)
+    pages, page_indptr, page_values, length_info = build_paged_cache(rng, k_rows, v_rows, kv_lens, config["page_size"],
+                                                                     spare_pages=spare_pages)
+    arrays = {"q": q, "q_indptr": _indptr(qo_lens), "pages": pages, "page_indptr": page_indptr,
+              "page_values": page_values, "length_info": length_info,
+              "k_rope_pos_offset": np.zeros(len(kv_lens), np.int32), "q_rope_position": np.zeros(q.shape[0], np.int32)}
+    params = {"batch": len(qo_lens), "qo_lens": qo_lens.tolist(), "kv_lens": kv_lens.tolist(), "causal": int(causal),
+              "rotary_mode": 0, "rope_theta": 1e4, "rope_scale": 1.0, "sm_scale": sm_scale, "values": "normal",
+              "seed": seed}
+    return Case(arrays, params)
+
+
+def explicit_tree_case(config: dict, trees, *, seed: int = 0) -> Case:
+    """A ragged token-tree case as the runtime calls it: each tree is its sequence's whole context and
+    all its queries (kv_indptr == q_indptr == mn_indptr), N(0,1) values, rope off."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([len(t) for t in trees], np.int64)
+    sm_scale = float(config["head_dim"] ** -0.5)
+    q, k_rows, v_rows = prefill_values(rng, "normal", sizes, sizes, config["qo_heads"], config["kv_heads"],
+                                       config["head_dim"], config["head_dim"], _dtype(config), sm_scale)
+    indptr = _indptr(sizes)
+    arrays = {"q": q, "q_indptr": indptr, "k": _ragged_rows(k_rows, sizes), "v": _ragged_rows(v_rows, sizes),
+              "kv_indptr": indptr, "q_rope_position": np.zeros(q.shape[0], np.int32), "mn_indptr": indptr,
+              "mask": np.concatenate([tree_order(t) for t in trees]).astype(np.int32),
+              "token_tree_parent_ptr": np.concatenate([np.asarray(t, np.int32) for t in trees])}
+    params = {"batch": len(trees), "qo_lens": sizes.tolist(), "kv_lens": sizes.tolist(), "tree_sizes": sizes.tolist(),
+              "rotary_mode": 0, "rope_theta": 1e4, "rope_scale": 1.0, "sm_scale": sm_scale, "values": "normal",
+              "seed": seed}
+    return Case(arrays, params)

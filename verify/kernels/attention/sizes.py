@@ -24,10 +24,11 @@ class AttentionSizes:
     max_tree: int = 16
 
 
-#: quick: a smoke test; ci: decode contexts to ~1k rows (a few pages past 512, the sharded
+#: quick: a smoke test (and the sanitizer's cases: a prefill's logged accesses grow as tokens x
+#: context x heads x D, so its chunks stay at 4 tokens on 24 rows); ci: decode contexts to ~1k rows (a few pages past 512, the sharded
 #: kernel's largest split), prefill chunks of a few dozen tokens on contexts past a few pages and
 #: across TVM's 16- and 32-row tiles (lavapipe on two cores: the cost grows with chunk x context);
 #: nightly: decode contexts to 8192, prompts of 4096 tokens on 8192-row contexts, trees of
 #: TVM's largest size.
-SIZES = FamilySizes("attention", quick=AttentionSizes(2, 70, 8, 40, 8), ci=AttentionSizes(4, 520, 40, 160, 24),
+SIZES = FamilySizes("attention", quick=AttentionSizes(2, 70, 4, 24, 6), ci=AttentionSizes(4, 520, 40, 160, 24),
                     nightly=AttentionSizes(8, 8192, 4096, 8192, 256))

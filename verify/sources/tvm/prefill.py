@@ -109,6 +109,17 @@ TREE_OUT_OF_BOUNDS = (
     "test_tvm_tree_attention_is_right_at_head_dim_96_f32 (strict xfail) and "
     "::test_guarding_the_extra_warp_fixes_tvms_tree_kernels; docs/findings.md §14.")
 
+TREE_MASK_READ = (
+    "TVM's tree kernels read the tree's mask past its last node for the tile rows past a sequence's queries.\n"
+    "The tree mask (_check_tree_order, tree_attn.py L47-64) reads tree_order[indptr[b] + row + tree_len - qo_len] "
+    "for every row of a tile, and the kernels test it before (not after) the row's own `row < qo_len`: the padding "
+    "rows of a sequence's last tile read the next sequence's pairs, and those of the batch's last sequence read past "
+    "the end of mask / tree_order (shrunk case: one tree of one node, f16 D = 64: index 2 of a 2-element mask). "
+    "WebGPU's robust buffer access makes the read return some value of the buffer or 0, and those rows are never "
+    "stored, so the outputs are right; a runtime without robust access would read out of bounds. Evidence: "
+    "tests/sources/test_tvm_prefill.py::test_tvm_tree_attention_reads_only_its_trees_mask (strict xfail); "
+    "docs/findings.md §14.")
+
 BELOW_FLOOR_PREFILL = (
     "TVM's -inf is -5e4: a row whose every visible base-2 logit lies below it comes back as a mean of hidden rows.\n"
     "The running max starts at -5e4 and every hidden column (a causal row's future, tile padding) gets that logit "
@@ -474,8 +485,16 @@ class TvmTreeAttention(TvmPrefillKernel):
                 "rope_scale": p["rope_scale"], "rope_theta": p["rope_theta"], "sm_scale": p["sm_scale"]}
 
     def known_finding(self, check, config):
-        if (config["dtype"], config["head_dim"]) in TREE_EXTRA_WARP and check in ("reference", "sanitize",
-                                                                                   "implementations"):
+        """The mask read past the tree wherever `sanitize` logs the accesses (every config); the
+        extra warp's stores where the head dim has one (TREE_EXTRA_WARP): its wrong outputs under
+        `reference` and `implementations`, its stores past the arrays under `sanitize` too."""
+        extra_warp = (config["dtype"], config["head_dim"]) in TREE_EXTRA_WARP
+        if check == "sanitize":
+            if extra_warp:
+                headline, evidence = TREE_OUT_OF_BOUNDS.split("\n", 1)
+                return TREE_MASK_READ + " Also at this head dim: " + headline + " " + evidence
+            return TREE_MASK_READ
+        if extra_warp and check in ("reference", "implementations"):
             return TREE_OUT_OF_BOUNDS
         return None
 
