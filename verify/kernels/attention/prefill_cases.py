@@ -273,6 +273,8 @@ def ragged_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: 
 
 # -- token trees ----------------------------------------------------------------------------------------
 TREE_SHAPES = ("chain", "star", "random", "forest", "binary")
+#: Query rows x heads x context rows of one tree case at most (160 MB of float64 logits).
+TREE_CELLS = 20_000_000
 
 
 @st.composite
@@ -317,7 +319,9 @@ def tree_cases(draw, config: dict, profile: Profile | str, *, paged: bool, llama
     runtime_form = not paged and draw(st.booleans())
     if paged or not runtime_form:
         qo_lens = np.array([draw(st.one_of(st.just(int(n)), st.integers(1, int(n)))) for n in sizes], np.int64)
-        history_room = max(0, limits.max_context - int(sizes.max()))
+        # the tree reference is evaluated whole ([rows, Hq, context] logits): keep it to TREE_CELLS
+        cap = TREE_CELLS // (config["qo_heads"] * int(qo_lens.sum())) - int(sizes.max())
+        history_room = max(0, min(limits.max_context - int(sizes.max()), cap))
         histories = np.array([draw(st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= history_room]),
                                              st.integers(0, history_room))) for _ in range(batch)], np.int64)
     else:

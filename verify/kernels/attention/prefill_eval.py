@@ -12,12 +12,15 @@ function runs:
 - with the causal mask, row i sees c < kv_len - qo_len + i + 1, so rows [s, e) see exactly what
   the same rows see as the last e - s rows of a chunk on the context's first kv_len - qo_len + e
   rows (the relation the `causal_split` check tests on kernels);
+- the sliding-window cross mask lets row i see the last max(W - i - 1, 0) rows of the context:
+  rows [s, e) see that as rows [0, e - s) of a chunk on the same context with the window W - s,
+  and rows past W - 1 see nothing at all (no reference call is needed for a block of them);
 - the budget of each sub-problem is given the whole sequence's walked columns (kv_len) and
   sum |V| (verify.budgets.prefill's `processed` and `hidden_v`), since the kernel walks the whole
   context for every row.
 
-Masks that depend on a row's absolute index within its chunk (the sliding-window cross mask, token
-trees) are evaluated whole; their kernels' cases stay small enough for that.
+Token trees are evaluated whole (the tree kernels' cases keep queries x context small enough:
+verify.kernels.attention.prefill_cases.tree_cases).
 """
 
 from __future__ import annotations
@@ -144,9 +147,13 @@ def evaluate_plain(problem: PrefillProblem) -> PrefillEvaluation:
 
 
 def _chunkable(problem: PrefillProblem) -> bool:
+    return problem.kind in ("paged", "ragged")
+
+
+def _window(problem: PrefillProblem) -> int:
+    """The cross mask's W, or 0 where the mask is causal or none."""
     o = problem.options
-    window = o.get("sliding_window_size", 0) and o.get("causal", True)
-    return problem.kind in ("paged", "ragged") and not window
+    return int(o.get("sliding_window_size", 0)) if o.get("causal", True) else 0
 
 
 def _sequence_context(problem: PrefillProblem, b: int):
@@ -171,8 +178,9 @@ def _sub_problem(problem: PrefillProblem, b: int, start: int, stop: int, kv_len:
     a, o = problem.arrays, problem.options
     q0 = int(np.asarray(a["q_indptr"])[b])
     qo_len = int(np.asarray(a["q_indptr"])[b + 1]) - q0
-    causal = bool(o.get("causal", True))
-    visible = kv_len - qo_len + stop if causal else kv_len
+    causal, window = bool(o.get("causal", True)), _window(problem)
+    visible = kv_len - qo_len + stop if causal and not window else kv_len
+    options = dict(o, sliding_window_size=window - start) if window else o
     arrays = {"q": a["q"][q0 + start:q0 + stop], "q_indptr": np.array([0, stop - start], np.int32)}
     if "q_rope_position" in a:
         arrays["q_rope_position"] = a["q_rope_position"][q0 + start:q0 + stop]
@@ -193,7 +201,7 @@ def _sub_problem(problem: PrefillProblem, b: int, start: int, stop: int, kv_len:
             info = np.array([(visible - 1) % page_size + 1 if visible else 0], np.int32)
         arrays.update(pages=a["pages"], page_indptr=np.array([0, values.size], np.int32), page_values=values,
                       length_info=info)
-    return PrefillProblem(problem.kind, arrays, problem.options, problem.qkv_dtype, problem.lse_dtype)
+    return PrefillProblem(problem.kind, arrays, options, problem.qkv_dtype, problem.lse_dtype)
 
 
 def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> PrefillEvaluation:
@@ -223,6 +231,8 @@ def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> Prefill
         step = max(1, plain_cells // (heads * max(kv_len, 1)))
         for start in range(0, end - begin, step):
             stop = min(end - begin, start + step)
+            if _window(problem) and start >= _window(problem):
+                continue  # past the window: o 0, lse -inf, budget 0, as initialised
             sub = _sub_problem(problem, b, start, stop, kv_len)
             result = sub.reference()
             ob, lb = sub.budget(result, processed=[kv_len], hidden_v=hidden_v)

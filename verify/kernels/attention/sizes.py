@@ -26,9 +26,10 @@ class AttentionSizes:
 
 #: quick: a smoke test (and the sanitizer's cases: a prefill's logged accesses grow as tokens x
 #: context x heads x D, so its chunks stay at 4 tokens on 24 rows); ci: decode contexts to ~1k rows (a few pages past 512, the sharded
-#: kernel's largest split), prefill chunks of a few dozen tokens on contexts past a few pages and
-#: across TVM's 16- and 32-row tiles (lavapipe on two cores: the cost grows with chunk x context);
+#: kernel's largest split), prefill chunks of up to 12 tokens on contexts of up to 4 pages: with a
+#: GQA group of 3 or more a chunk crosses TVM's 16- and 32-row tiles (lavapipe on two cores spends
+#: ~0.1 ms per context row per token at D = 128, so chunk x context is what a case costs);
 #: nightly: decode contexts to 8192, prompts of 4096 tokens on 8192-row contexts, trees of
 #: TVM's largest size.
-SIZES = FamilySizes("attention", quick=AttentionSizes(2, 70, 4, 24, 6), ci=AttentionSizes(4, 520, 40, 160, 24),
+SIZES = FamilySizes("attention", quick=AttentionSizes(2, 70, 4, 24, 6), ci=AttentionSizes(4, 520, 12, 64, 12),
                     nightly=AttentionSizes(8, 8192, 4096, 8192, 256))

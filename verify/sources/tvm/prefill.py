@@ -56,6 +56,7 @@ from verify.kernels.attention.prefill_cases import (
 from verify.kernels.attention.prefill_eval import PrefillProblem, remembered
 from verify.kernels.attention.rope_variant import LLAMA_3_1, SCALING_KEYS, RopeVariant, trim_config, validate_variant
 from verify.kernels.contract import ConfigKey, Kernel, Launched
+from verify.profiles import get_profile
 from verify.sources.tvm.build import (
     load,
     prefill_build,
@@ -171,10 +172,16 @@ class TvmPrefillKernel(Kernel):
     def requirements(self, config):
         return dtype_features(config)
 
+    #: The subset the quick and ci profiles run (each config costs its pipelines' compiles on lavapipe
+    #: and Dawn; a kernel's examples are shared among its configs either way).
+    ci_shapes: tuple = ()
+
     def gate_configs(self, profile):
-        """The gate's configs (gate_shapes), built here so that a machine without apache-tvm or its
-        cached WGSL skips the kernel (SetupError) instead of failing the gate."""
-        configs = [self.config(shape) for shape in self.gate_shapes]
+        """The gate's configs: all of gate_shapes at the nightly scale, ci_shapes below it. Built
+        here so that a machine without apache-tvm or its cached WGSL skips the kernel (SetupError)
+        instead of failing the gate."""
+        shapes = self.gate_shapes if get_profile(profile).scale == "nightly" else self.ci_shapes
+        configs = [self.config(shape) for shape in shapes]
         for config in configs:
             self.wgsl(config)
         return configs
@@ -347,6 +354,7 @@ class TvmPrefill(TvmPrefillKernel):
                    dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16", causal=1),
                    dict(head_dim=64, qo_heads=14, kv_heads=2, dtype="f16", causal=1),
                    dict(head_dim=96, qo_heads=32, kv_heads=32, dtype="f32", causal=0))
+    ci_shapes = gate_shapes[:2] + gate_shapes[4:5]
     sliding = False
 
     def build(self, config):
@@ -392,6 +400,7 @@ class TvmPrefillSlidingWindow(TvmPrefill):
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=0, window=1024),
                    dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f16", causal=1, window=1024),
                    dict(head_dim=64, qo_heads=6, kv_heads=2, dtype="f32", causal=1, window=16))
+    ci_shapes = gate_shapes[:1] + gate_shapes[2:]
 
     def known_finding(self, check, config):
         return None
@@ -410,12 +419,13 @@ class TvmPrefillRagged(TvmPrefillKernel):
               "implementations")
     small_arrays = ("q_indptr", "kv_indptr", "k_rope_pos_offset", "q_rope_position")
     layout_kind = "ragged"
-    #: Llama-3.1-8B with its scaling (the runtime's causal self-attention), f32 with a group of 4,
-    #: MLA-like d_qk 192 / d_v 128 in f32, and a group of 5 unmasked.
+    #: Llama-3.1-8B with its scaling (the runtime's causal self-attention), a group of 5 unmasked, and
+    #: f32 with a group of 4. (An MLA-like d_v != d_qk config is checked by `verify check` and the tests:
+    #: prefill_vs_decode has no decode to compare it with, and a skip would fail the gate.)
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=1, **LLAMA_3_1),
-                   dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32", causal=1),
-                   dict(head_dim=192, v_head_dim=128, qo_heads=16, kv_heads=16, dtype="f32", causal=1),
-                   dict(head_dim=128, qo_heads=10, kv_heads=2, dtype="f16", causal=0))
+                   dict(head_dim=128, qo_heads=10, kv_heads=2, dtype="f16", causal=0),
+                   dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32", causal=1))
+    ci_shapes = gate_shapes[:2]
 
     def v_dim(self, config):
         return config["v_head_dim"] or config["head_dim"]
@@ -461,8 +471,9 @@ class TvmTreeAttention(TvmPrefillKernel):
     #: Llama-3-like heads without scaling (tree_attn with llama3 does not build at G = 4: §15), f32 with a group
     #: of 4, and Phi-3-like D = 96 in f32 (the extra-warp finding, KNOWN).
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16"),
-                   dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
-                   dict(head_dim=96, qo_heads=32, kv_heads=8, dtype="f32"))
+                   dict(head_dim=96, qo_heads=32, kv_heads=8, dtype="f32"),
+                   dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"))
+    ci_shapes = gate_shapes[:2]
 
     def build(self, config):
         return tree_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"], head_dim=config["head_dim"],
@@ -513,9 +524,6 @@ class TvmTreeAttentionPaged(TvmTreeAttention):
     pages_offsets = (0,)  # the rotary branch is dead, and with it the pages' element offset (docs/tvm.md §11.1)
     layout_kind = "paged_tree"
     paged = True
-    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16"),
-                   dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
-                   dict(head_dim=96, qo_heads=32, kv_heads=8, dtype="f32"))
 
     def build(self, config):
         return tree_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"], head_dim=config["head_dim"],
@@ -554,6 +562,7 @@ class TvmSequencePrefill(TvmPrefillKernel):
     output_axes = {"output": ("head", "dim"), "lse": ("token", "head")}
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=1),
                    dict(head_dim=64, qo_heads=6, kv_heads=2, dtype="f32", causal=0))
+    ci_shapes = gate_shapes
 
     def build(self, config):
         return sequence_prefill_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"],
