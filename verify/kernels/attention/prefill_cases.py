@@ -85,15 +85,15 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     special_q = special_q_lens(group, limits.max_q_len)
     qo_lens, kv_lens, left = [], [], limits.cells
     for _ in range(batch):
-        qo = draw(st.one_of(st.just(1), st.sampled_from(special_q), st.integers(1, limits.max_q_len), st.just(0)))
+        qo = draw(st.one_of(st.just(1), st.sampled_from(special_q), spread_integers(1, limits.max_q_len), st.just(0)))
         room = limits.max_context - qo
         if causal:
             history = draw(st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= room] or [0]),
-                                     st.integers(0, max(room, 0))))
+                                     spread_integers(0, max(room, 0)), st.just(max(room, 0))))
             kv = qo + min(history, max(room, 0))
         else:
             low = 0 if allow_empty_context else 1
-            kv = draw(st.one_of(st.integers(low, limits.max_context), st.sampled_from(
+            kv = draw(st.one_of(spread_integers(low, limits.max_context), st.sampled_from(
                 [max(low, min(qo + h, limits.max_context)) for h in SPECIAL_HISTORIES])))
         if qo * kv > left:  # keep the batch within one maximal sequence's work
             if causal:
@@ -109,6 +109,19 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     if not any(qo_lens):  # a launch needs one query row
         qo_lens[0], kv_lens[0] = 1, max(kv_lens[0], 1 if causal else 0)
     return np.array(qo_lens, np.int64), np.array(kv_lens, np.int64)
+
+
+def spread_integers(low: int, high: int):
+    """Integers in [low, high], log-uniform: as many 2-digit as 4-digit values, so long prompts and
+    contexts come now and then rather than in every case (their reference costs chunk x context)."""
+    if high <= low:
+        return st.just(max(low, high))
+
+    def octave(e: int):
+        lo = min(high, max(low, (1 << e) - 1))
+        return st.integers(lo, max(lo, min(high, (1 << (e + 1)) - 1)))
+
+    return st.integers(0, high.bit_length() - 1).flatmap(octave)
 
 
 def _indptr(lengths) -> np.ndarray:

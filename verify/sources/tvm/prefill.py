@@ -172,8 +172,11 @@ class TvmPrefillKernel(Kernel):
     def requirements(self, config):
         return dtype_features(config)
 
-    #: The subset the quick and ci profiles run (each config costs its pipelines' compiles on lavapipe
-    #: and Dawn; a kernel's examples are shared among its configs either way).
+    #: What the quick and ci profiles run: the gate shapes' head dims, dtypes, GQA groups and scalings
+    #: on one or two kv heads. The kv head is the grid's y (every kv head runs the same workgroups
+    #: on its own slice), so more kv heads repeat the same schedule, while the sanitizer's log and
+    #: lavapipe's time grow with them (a 32/8 head config takes minutes per sanitized case on two
+    #: cores); configs with two kv heads keep the kv-head strides covered.
     ci_shapes: tuple = ()
 
     def gate_configs(self, profile):
@@ -354,7 +357,9 @@ class TvmPrefill(TvmPrefillKernel):
                    dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16", causal=1),
                    dict(head_dim=64, qo_heads=14, kv_heads=2, dtype="f16", causal=1),
                    dict(head_dim=96, qo_heads=32, kv_heads=32, dtype="f32", causal=0))
-    ci_shapes = gate_shapes[:2] + gate_shapes[4:5]
+    ci_shapes = (dict(head_dim=128, qo_heads=4, kv_heads=1, dtype="f16", causal=0, **LLAMA_3_1),
+                 dict(head_dim=64, qo_heads=4, kv_heads=4, dtype="f32", causal=1),
+                 dict(head_dim=64, qo_heads=14, kv_heads=2, dtype="f16", causal=1))
     sliding = False
 
     def build(self, config):
@@ -400,7 +405,8 @@ class TvmPrefillSlidingWindow(TvmPrefill):
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=0, window=1024),
                    dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f16", causal=1, window=1024),
                    dict(head_dim=64, qo_heads=6, kv_heads=2, dtype="f32", causal=1, window=16))
-    ci_shapes = gate_shapes[:1] + gate_shapes[2:]
+    ci_shapes = (dict(head_dim=128, qo_heads=4, kv_heads=1, dtype="f16", causal=0, window=1024),
+                 dict(head_dim=64, qo_heads=6, kv_heads=2, dtype="f32", causal=1, window=16))
 
     def known_finding(self, check, config):
         return None
@@ -425,7 +431,8 @@ class TvmPrefillRagged(TvmPrefillKernel):
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=1, **LLAMA_3_1),
                    dict(head_dim=128, qo_heads=10, kv_heads=2, dtype="f16", causal=0),
                    dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32", causal=1))
-    ci_shapes = gate_shapes[:2]
+    ci_shapes = (dict(head_dim=128, qo_heads=4, kv_heads=1, dtype="f16", causal=1, **LLAMA_3_1),
+                 dict(head_dim=128, qo_heads=10, kv_heads=2, dtype="f16", causal=0))
 
     def v_dim(self, config):
         return config["v_head_dim"] or config["head_dim"]
@@ -473,7 +480,8 @@ class TvmTreeAttention(TvmPrefillKernel):
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16"),
                    dict(head_dim=96, qo_heads=32, kv_heads=8, dtype="f32"),
                    dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"))
-    ci_shapes = gate_shapes[:2]
+    ci_shapes = (dict(head_dim=128, qo_heads=8, kv_heads=2, dtype="f16"),
+                 dict(head_dim=96, qo_heads=4, kv_heads=1, dtype="f32"))
 
     def build(self, config):
         return tree_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"], head_dim=config["head_dim"],
@@ -562,7 +570,7 @@ class TvmSequencePrefill(TvmPrefillKernel):
     output_axes = {"output": ("head", "dim"), "lse": ("token", "head")}
     gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=1),
                    dict(head_dim=64, qo_heads=6, kv_heads=2, dtype="f32", causal=0))
-    ci_shapes = gate_shapes
+    ci_shapes = (dict(head_dim=128, qo_heads=4, kv_heads=1, dtype="f16", causal=1), gate_shapes[1])
 
     def build(self, config):
         return sequence_prefill_build(kv_heads=config["kv_heads"], qo_heads=config["qo_heads"],
