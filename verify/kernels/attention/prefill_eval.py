@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from references import prefill as reference
-from references.paged_kv import gather_kv
+from references.paged_kv import attended_length, gather_kv
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.fastpath.memo import CaseMemo
@@ -156,6 +156,16 @@ def _window(problem: PrefillProblem) -> int:
     return int(o.get("sliding_window_size", 0)) if o.get("causal", True) else 0
 
 
+def _longest_context(problem: PrefillProblem) -> int:
+    """The longest sequence's kv_len, from the indptr or page table alone (no gather)."""
+    a = problem.arrays
+    if problem.kind == "ragged":
+        return int(np.diff(np.asarray(a["kv_indptr"], np.int64)).max(initial=0))
+    page_size = int(problem.options.get("page_size") or a["pages"].shape[3])
+    return int(attended_length(np.asarray(a["page_indptr"], np.int64), a["length_info"], page_size,
+                               bool(problem.options.get("sliding_window", False))).max(initial=0))
+
+
 def _sequence_context(problem: PrefillProblem, b: int):
     """(kv_len, V [1, Hkv, L, Dv] float64) of sequence b."""
     a = problem.arrays
@@ -210,12 +220,9 @@ def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> Prefill
     q = problem.arrays["q"]
     total, heads = q.shape[0], q.shape[1]
     batch = np.asarray(problem.arrays["q_indptr"]).size - 1
-    if not _chunkable(problem):
+    if not _chunkable(problem) or total * heads * max(_longest_context(problem), 1) <= plain_cells:
         return evaluate_plain(problem)
     contexts = [_sequence_context(problem, b) for b in range(batch)]
-    longest = max((n for n, _ in contexts), default=0)
-    if total * heads * max(longest, 1) <= plain_cells:
-        return evaluate_plain(problem)
     q_indptr = np.asarray(problem.arrays["q_indptr"], np.int64)
     v_dim = contexts[0][1].shape[-1] if contexts else q.shape[2]
     o, o_budget = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim))
