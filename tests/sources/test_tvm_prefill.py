@@ -485,6 +485,25 @@ def test_tvm_prefill_attends_logits_below_its_floor(webgpu_device):
 
 @pytest.mark.webgpu
 @needs_tvm
+def test_below_its_floor_a_causal_row_returns_the_mean_of_its_future(webgpu_device):
+    """The finding's mechanism, measured: f32 D = 64 (16-column KV tiles), a 20-token chunk on its own
+    20 rows, every logit below -5e4. Row 3 sees rows 0-3; its max stays at -5e4, so the 16 future
+    rows 4-19 and the 12 padding columns of the two tiles weigh 1 each and the initial state 1:
+    the output is sum(V[4..19]) / 29 and lse -5e4 + log2(29)."""
+    from references.paged_kv import gather_kv
+
+    kernel = get_kernel("tvm.prefill")
+    config = kernel.config(dict(SMALL, qo_heads=2, kv_heads=2))
+    case = kernel.below_floor(config, pc.explicit_paged_case(config, [20], [20], causal=True), 600.0)
+    outputs = kernel.launch(webgpu_device, kernel.wgsl(config), config, case).outputs
+    _, v, _ = gather_kv(case["pages"], case["page_indptr"], case["page_values"], case["length_info"])
+    future = v[0, :, 4:20].sum(axis=1) / 29  # [Hkv, D]
+    np.testing.assert_allclose(outputs["output"][3], future, atol=1e-6)
+    np.testing.assert_allclose(outputs["lse"][3], EMPTY_MAX + np.log2(29), rtol=0, atol=0.01)
+
+
+@pytest.mark.webgpu
+@needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
     "the sequence kernel's grid is (B * ceil(qo_len G / tile_x), H_kv); packed at the web runtime's threshold (here "
     "lowered to 2: x = 3 -> 2 x 2) the kernel returns early only where its flat index is > packGridDimX, so the "

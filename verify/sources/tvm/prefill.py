@@ -128,9 +128,10 @@ BELOW_FLOOR_PREFILL = (
     "(_kernel_common.py L229-234, L256-296), so with every visible logit below -5e4 the max stays there, each visible "
     "weight 2^(s - m) underflows to 0 and each hidden one is 2^0 = 1: the kernel stores lse = -5e4 + log2(1 + n) and "
     "the mean of the hidden V rows, so a causal row returns the average of its future tokens' values. Observed on TVM "
-    "0.27 (f32 D = 64, causal, 20 context rows): row 3 equals sum(V[4..19]) / 29 to 1.3e-8; lse -49995.14 where the "
-    "reference is -68464.5. Evidence: tests/sources/test_tvm_prefill.py::test_tvm_prefill_attends_logits_below_its_"
-    "floor (strict xfail); docs/findings.md §16.")
+    "0.27 (f32 D = 64, a causal chunk of 20 tokens on its 20 rows): row 3 equals sum(V[4..19]) / 29 and its lse "
+    "-5e4 + log2(29); one row on one row of context: lse -49996 where the reference is -62054.6 +- 0.507 (err/budget "
+    "2.4e4). Evidence: tests/sources/test_tvm_prefill.py::test_tvm_prefill_attends_logits_below_its_floor (strict "
+    "xfail) and ::test_below_its_floor_a_causal_row_returns_the_mean_of_its_future; docs/findings.md §16.")
 
 LLAMA3_CSE = ("apache-tvm 0.27 cannot build {build} for webgpu: its TIR common-subexpression elimination hoists an "
               "expression of Llama 3's frequency out of its Let scope ('{message}'; docs/findings.md §15); with "
