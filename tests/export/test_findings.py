@@ -168,7 +168,7 @@ def test_the_committed_reproductions_are_the_registrys():
 
 
 def test_the_docs_table_says_what_the_registry_says():
-    """docs/findings.md §14's table: each folder's verdict in Chromium, with wgpu and with Dawn."""
+    """docs/findings.md §17's table: each folder's verdict in Chromium, with wgpu and with Dawn."""
     text = (ROOT / "docs" / "findings.md").read_text()
     rows = dict(re.findall(r"^\| `([\w-]+)` \| [^|]+ \|(.+)\|$", text, re.M))
     for finding in FINDINGS:

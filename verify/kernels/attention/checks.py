@@ -68,3 +68,126 @@ class SplitMergeCheck(Check):
         score = max(m.max_err_over_budget for m in metrics)
         features = dict(kernel.features(case), cut=int(cut.max(initial=0)))
         return Outcome(all(m.passed for m in metrics), score, metrics, [], features, case)
+
+
+# -- prefill ---------------------------------------------------------------------------------------------
+def _rows_of(expected: Expected, rows: np.ndarray) -> Expected:
+    """`expected` restricted to the leading-axis rows `rows`."""
+    pick = lambda x: None if x is None else np.asarray(x)[rows]
+    return Expected(expected.name, expected.lo[rows], expected.hi[rows], np.asarray(expected.budget)[rows],
+                    expected.dtype, pick(expected.exact), pick(expected.convention))
+
+
+class CausalSplitCheck(Check):
+    """Chunked prefill: the runtime runs a long prompt as several prefills, each chunk's rows on the
+    context as it stands then. Each row of either chunk sees exactly the columns, values and
+    positions it sees in one prefill of the whole prompt (verify.kernels.attention.prefill_cases.
+    split_chunk), so the two runs are each within their budget of the same exact values: they may
+    differ by the sum of both budgets, outputs and LSEs alike. A kernel whose causal offset, tile
+    walk or q_indptr handling depends on where the chunk starts breaks it."""
+
+    name = "causal_split"
+    doc = ("prefill of a chunk equals prefill of its first rows followed by prefill of the rest on the extended "
+           "context (outputs and LSE within both budgets)")
+
+    def strategy(self, ctx):
+        from verify.kernels.attention.prefill_cases import total_rows
+
+        return ctx.kernel.cases(ctx.config, ctx.profile).filter(lambda case: total_rows(case) >= 2)
+
+    def run_example(self, ctx, case):
+        kernel, config = ctx.kernel, ctx.config
+        split = kernel.split_chunk(config, case)
+        whole = ctx.launch(case).outputs
+        first, second = ctx.launch(split.first).outputs, ctx.launch(split.second).outputs
+        with ctx.timer.stage("reference"):
+            expected = {e.name: e for e in kernel.expected(config, case)}
+            parts = [{e.name: e for e in kernel.expected(config, part)} for part in (split.first, split.second)]
+        metrics = []
+        with ctx.timer.stage("compare"):
+            for name, own in expected.items():
+                budget = own.budget + split.assemble(parts[0][name].budget, parts[1][name].budget)
+                joint = own.keeping_conventions(Expected.around(name, whole[name], budget, own.dtype, exact=own.exact))
+                metrics.append(compare(split.assemble(first[name], second[name]), joint))
+        score = max(m.max_err_over_budget for m in metrics)
+        return Outcome(all(m.passed for m in metrics), score, metrics, [], kernel.features(case), case,
+                       None if all(m.passed for m in metrics) else FailureKind.RELATION_BROKEN)
+
+
+#: The decode kernel prefill_vs_decode compares with: verify's own host-switched paged decode.
+DECODE_PARTNER = "decode"
+
+
+class PrefillVsDecodeCheck(Check):
+    """The last query row of every sequence of a prefill against a decode of that token on the same
+    context (verify.kernels.attention.prefill_cases.last_rows_as_decode): the causal mask lets a
+    chunk's last row see c < kv_len, all of the context, as decode does, and without the mask every
+    row does. The two runs are within their budgets of the same exact value, so they may differ by
+    the sum of the prefill row's budget and the decode's.
+
+    The decode side is verify's own `decode` kernel (the host switch between decode.tiled and
+    decode.sharded), not TVM's decode and not the float64 reference alone: it is a second WebGPU
+    implementation of the same attention, written apart from TVM's prefill (another schedule, another
+    softmax walk) and verified by its own gate against references/decode.py, so an agreement is not a
+    bug they share; its float64 decode reference is not references/prefill.py, so the check also ties
+    the two references together; and unlike TVM's decode it writes every head of any GQA group
+    (docs/findings.md §5) and has no known finding of its own. A config the decode kernel does not
+    offer (a head dim outside 64/96/128/256, d_v != d_qk) is a SKIP saying so."""
+
+    name = "prefill_vs_decode"
+    doc = ("the last query row of each prefill sequence equals decode of that token on the same context "
+           "(verify's decode kernel; within both budgets)")
+
+    def _decode(self, ctx):
+        def make():
+            from verify.kernels.registry import get_kernel
+
+            decode = get_kernel(DECODE_PARTNER)
+            keys = {key.name for key in decode.config_keys}
+            overrides = {k: v for k, v in ctx.config.items() if k in keys}
+            overrides["sliding_window"] = 0
+            config = decode.config(overrides)
+            return decode, config, decode.wgsl(config)
+        return ctx.cached("decode partner", make)
+
+    def preflight(self, ctx):
+        from verify.checks.base import Preflight
+        from verify.errors import UsageError
+        from verify.results.record import Verdict
+
+        if ctx.config.get("v_head_dim") not in (None, 0, ctx.config["head_dim"]):
+            return Preflight(Verdict.SKIP, f"decode has one head dim for q, k and v; this config has "
+                                           f"v_head_dim={ctx.config['v_head_dim']} != head_dim={ctx.config['head_dim']}")
+        try:
+            decode, config, wgsl = self._decode(ctx)
+            for module in decode.modules(wgsl):
+                ctx.device.pipeline(module)
+        except UsageError as exc:
+            return Preflight(Verdict.SKIP, f"verify's {DECODE_PARTNER} kernel cannot take this config: {exc}")
+        return None
+
+    def run_example(self, ctx, case):
+        kernel, config = ctx.kernel, ctx.config
+        decode, decode_config, decode_wgsl = self._decode(ctx)
+        decode_case, rows = kernel.decode_view(config, case)
+        prefill = ctx.launch(case).outputs
+        decoded = decode.launch(ctx.device, decode_wgsl, decode_config, decode_case)
+        ctx.timer.add_launch(decoded.timing)
+        has = rows >= 0
+        with ctx.timer.stage("reference"):
+            own = {e.name: e for e in kernel.expected(config, case)}
+            theirs = {e.name: e for e in decode.expected(decode_config, decode_case)}
+        metrics = []
+        with ctx.timer.stage("compare"):
+            for name in ("output", "lse"):
+                mine = _rows_of(own[name], rows[has])
+                other = np.asarray(decoded.outputs[name])[has]
+                budget = mine.budget + np.asarray(theirs[name].budget)[has]
+                joint = mine.keeping_conventions(Expected.around(name, other, budget, mine.dtype))
+                metrics.append(compare(np.asarray(prefill[name])[rows[has]], joint))
+        reasons = [f"{name}: the decode wrote past the end of the buffer"
+                   for name, intact in decoded.guard_intact.items() if not intact]
+        passed = not reasons and all(m.passed for m in metrics)
+        score = max(m.max_err_over_budget for m in metrics)
+        return Outcome(passed, score, metrics, reasons, kernel.features(case), case,
+                       None if passed else FailureKind.RELATION_BROKEN)

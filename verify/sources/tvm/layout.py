@@ -1,7 +1,9 @@
-"""Where TVM's web runtime puts a decode call's arrays: views into shared buffers, at offsets.
+"""Where TVM's web runtime puts an attention call's arrays: views into shared buffers, at offsets.
 
-TVM's `PagedKVCache` keeps a decode step's small int32 arrays (page indptr, page values, length
-info, the rope offsets and positions) as views into one merged auxiliary buffer, and the pages
+TVM's `PagedKVCache` keeps a step's small int32 arrays (page indptr, page values, length info,
+the rope offsets and positions; for prefill also q_indptr, kv_indptr and the token-tree arrays)
+as views into one merged auxiliary buffer (`paged_kv_cache.cc` `CopyVecDataToArray` into
+`aux_data_manager_`), and the pages
 as a view into the KV pool; the kernel receives each view's start as `<name>_elem_offset` in
 PODArgs and adds it to every index (docs/tvm.md §7). A launcher that always binds one buffer per
 array at offset 0 never tests that addition. So the cases draw a layout — the order of the small
@@ -20,6 +22,8 @@ from hypothesis import strategies as st
 from verify.gpu.buffers import INT_SENTINEL
 
 #: The decode call's small int32 arrays (TVM's parameter names) and their PODArgs offset fields.
+#: (Decode's page-table parameters keep the prefill kernels' field names; every other array P
+#: has the field `P_elem_offset`, see `offset_field`.)
 AUX_OFFSET_FIELDS = {
     "page_table_indptr": "page_indptr_elem_offset",
     "page_table_values": "page_values_elem_offset",
@@ -30,6 +34,11 @@ AUX_OFFSET_FIELDS = {
 PAGES_OFFSET_FIELD = "pages_elem_offset"
 #: Poison between the views: an index that forgets its offset reads this (or another array).
 _GAP = np.int32(np.uint32(INT_SENTINEL).view(np.int32))
+
+
+def offset_field(name: str) -> str:
+    """The PODArgs field holding the element offset of TVM parameter `name`."""
+    return AUX_OFFSET_FIELDS.get(name, f"{name}_elem_offset")
 
 
 @dataclass(frozen=True)
@@ -53,35 +62,39 @@ class ArgumentLayout:
     def launch_path(self) -> str:
         return "arrays as views of one buffer, at offsets" if self.shared else "one buffer per array, offset 0"
 
-    def bind(self, arrays: dict, pages: np.ndarray) -> tuple[dict, dict]:
+    def bind(self, arrays: dict, pages: np.ndarray | None = None) -> tuple[dict, dict]:
         """(arrays by parameter name, PODArgs offsets by field) for `arrays` (by TVM parameter name;
-        the small ones of AUX_OFFSET_FIELDS become views of one shared buffer, bound to each of
-        their parameters; others pass through) and `pages`."""
+        the small ones named in `order` become views of one shared buffer, bound to each of their
+        parameters; others pass through) and `pages` (None: a kernel without a paged cache)."""
         if not self.shared:
-            return dict(arrays, pages=pages), {}
+            return (dict(arrays) if pages is None else dict(arrays, pages=pages)), {}
         pieces, offsets, position = [], {}, 0
         for name, gap in zip(self.order, self.gaps):
             pieces.append(np.full(gap, _GAP, np.int32))
             position += gap
-            offsets[AUX_OFFSET_FIELDS[name]] = position
+            offsets[offset_field(name)] = position
             data = np.ascontiguousarray(arrays[name], dtype=np.int32).ravel()
             pieces.append(data)
             position += data.size
         shared = np.concatenate(pieces)
-        poison = np.full(self.pages_offset, np.nan, dtype=pages.dtype)
         bound = dict(arrays, **{name: shared for name in self.order})
-        bound["pages"] = np.concatenate([poison, np.ascontiguousarray(pages).ravel()])
-        offsets[PAGES_OFFSET_FIELD] = self.pages_offset
+        if pages is not None:
+            poison = np.full(self.pages_offset, np.nan, dtype=pages.dtype)
+            bound["pages"] = np.concatenate([poison, np.ascontiguousarray(pages).ravel()])
+            offsets[PAGES_OFFSET_FIELD] = self.pages_offset
         return bound, offsets
 
 
-def layouts():
+def layouts(names=tuple(AUX_OFFSET_FIELDS), pages_offsets=(0, 1, 7)):
     """Layout parameters for a case: one buffer per array at offset 0 now and then (TVM's
-    runtime with fresh arrays), else a shuffled shared buffer with gaps of 0-5 elements and a
-    pages offset of 0, 1 or 7 elements (odd, so it is not a whole vector)."""
+    runtime with fresh arrays), else the small arrays `names` (TVM parameter names; decode's by
+    default) shuffled into a shared buffer with gaps of 0-5 elements, and a pages offset drawn from
+    `pages_offsets` (decode's: 0, 1 or 7 elements, odd so it is not a whole vector; (0,) for a kernel
+    whose pages have no element offset)."""
+    names = list(names)
     shared = st.fixed_dictionaries({
-        "aux_order": st.permutations(list(AUX_OFFSET_FIELDS)),
-        "aux_gaps": st.lists(st.integers(0, 5), min_size=len(AUX_OFFSET_FIELDS), max_size=len(AUX_OFFSET_FIELDS)),
-        "pages_offset": st.sampled_from([0, 1, 7]),
+        "aux_order": st.permutations(names),
+        "aux_gaps": st.lists(st.integers(0, 5), min_size=len(names), max_size=len(names)),
+        "pages_offset": st.sampled_from(list(pages_offsets)),
     })
     return st.one_of(st.just({}), shared)

@@ -1,0 +1,259 @@
+"""A prefill case's float64 reference and error budget (references/prefill.py,
+verify.budgets.prefill), computed once per case and in row blocks when the case is long.
+
+The reference holds base-2 logits for every (query row, head, context row), [T, Hq, Lmax] float64:
+a 4096-token prompt on an 8192-row context with 32 heads would be 8.6 GB. A query row's reference
+and budget depend only on what that row sees and on how many columns the kernel walks for it, so
+a long sequence is evaluated as sub-problems of a few rows each, on which the same reference
+function runs:
+
+- without a mask (causal 0) the rows [s, e) of a sequence see its whole context: the sub-problem
+  is those rows on the same context;
+- with the causal mask, row i sees c < kv_len - qo_len + i + 1, so rows [s, e) see exactly what
+  the same rows see as the last e - s rows of a chunk on the context's first kv_len - qo_len + e
+  rows (the relation the `causal_split` check tests on kernels);
+- the sliding-window cross mask lets row i see the last max(W - i - 1, 0) rows of the context:
+  rows [s, e) see that as rows [0, e - s) of a chunk on the same context with the window W - s,
+  and rows past W - 1 see nothing at all (no reference call is needed for a block of them);
+- the budget of each sub-problem is given the whole sequence's walked columns (kv_len) and
+  sum |V| (verify.budgets.prefill's `processed` and `hidden_v`), since the kernel walks the whole
+  context for every row.
+
+Token trees are evaluated whole (the tree kernels' cases keep queries x context small enough:
+verify.kernels.attention.prefill_cases.tree_cases).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from references import prefill as reference
+from references.paged_kv import attended_length, gather_kv
+from verify.budgets.prefill import prefill_budget
+from verify.budgets.roundoff import numpy_dtype
+from verify.fastpath.memo import CaseMemo
+
+#: (query rows x heads x context rows) evaluated in one reference call: 8e6 float64 logits, 64 MB.
+PLAIN_CELLS = 8_000_000
+KINDS = ("paged", "ragged", "tree", "paged_tree")
+
+
+@dataclass(frozen=True)
+class PrefillProblem:
+    """What a prefill case's reference and budget read: the reference function's arrays (by its
+    argument names) and keyword options, the storage type, and the lse's."""
+
+    kind: str  # one of KINDS
+    arrays: dict
+    options: dict = field(default_factory=dict)
+    qkv_dtype: str = "f32"
+    lse_dtype: str = "f32"
+
+    _POSITIONAL = {
+        "paged": ("q", "q_indptr", "pages", "page_indptr", "page_values", "length_info"),
+        "ragged": ("q", "q_indptr", "k", "v", "kv_indptr"),
+        "tree": ("q", "q_indptr", "k", "v", "kv_indptr", "token_tree_parent_ptr", "tree_order_indptr"),
+        "paged_tree": ("q", "q_indptr", "pages", "page_indptr", "page_values", "length_info", "token_tree_parent_ptr",
+                       "tree_order_indptr"),
+    }
+    _KEYWORD_ARRAYS = ("k_rope_pos_offset", "q_rope_position")
+    _FUNCTIONS = {"paged": "paged_prefill_attention", "ragged": "ragged_prefill_attention", "tree": "tree_attention",
+                  "paged_tree": "paged_tree_attention"}
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"prefill problem kind {self.kind!r}: expected one of {', '.join(KINDS)}")
+
+    def key(self) -> tuple:
+        arrays = tuple(self.arrays[name] for name in sorted(self.arrays))
+        scalars = (self.kind, tuple(sorted(self.arrays)), tuple(sorted(self.options.items())), self.qkv_dtype,
+                   self.lse_dtype)
+        return arrays, scalars
+
+    @property
+    def rotary(self) -> bool:
+        return int(self.options.get("rotary_mode", 0)) == 1
+
+    def reference(self):
+        """references.prefill's result for this problem, rotated rows rounded to the storage type."""
+        function = getattr(reference, self._FUNCTIONS[self.kind])
+        options = dict(self.options)
+        if self.kind != "paged_tree":
+            options["rotary_dtype"] = numpy_dtype(self.qkv_dtype) if self.rotary else None
+            options.update({name: self.arrays[name] for name in self._KEYWORD_ARRAYS if name in self.arrays})
+        return function(*(self.arrays[name] for name in self._POSITIONAL[self.kind]), **options)
+
+    def positions(self, result) -> tuple:
+        """(q_positions [T], k_positions [B, Lmax]) of the rotated rows, or (None, None)."""
+        if not self.rotary:
+            return None, None
+        q_pos = np.asarray(self.arrays["q_rope_position"], np.int64)
+        columns = np.arange(result.k.shape[2])
+        if self.kind == "tree":  # K row c of sequence b at q_rope_position[kv_indptr[b] + c] (tree_attn.py L404-408)
+            kv_indptr = np.asarray(self.arrays["kv_indptr"], np.int64)
+            rows = np.minimum(kv_indptr[:-1, None] + columns, max(q_pos.size - 1, 0))
+            return q_pos, q_pos[rows] if q_pos.size else np.zeros_like(rows)
+        return q_pos, np.asarray(self.arrays["k_rope_pos_offset"], np.int64)[:, None] + columns
+
+    def budget(self, result, processed=None, hidden_v=None):
+        q_positions, k_positions = self.positions(result)
+        o = self.options
+        return prefill_budget(result, self.qkv_dtype, sm_scale=o["sm_scale"], rotary_mode=int(o.get("rotary_mode", 0)),
+                              rope_theta=o.get("rope_theta", 1e4), rope_scale=o.get("rope_scale", 1.0),
+                              q_positions=q_positions, k_positions=k_positions, llama3=o.get("llama3"),
+                              lse_dtype=self.lse_dtype, processed=processed, hidden_v=hidden_v)
+
+
+@dataclass(frozen=True)
+class PrefillEvaluation:
+    """A case's reference outputs and budgets, and what the contracts' conventions read: which
+    rows see nothing, each row's largest base-2 logit, and the range of each sequence's V per row
+    (rows that see nothing get a convex combination of hidden V rows from TVM's kernels)."""
+
+    o: np.ndarray            # [T, Hq, Dv]
+    lse2: np.ndarray         # [T, Hq], -inf where the row sees nothing
+    o_budget: np.ndarray     # [T, Hq, Dv]
+    lse_budget: np.ndarray   # [T, Hq]
+    top_logit2: np.ndarray   # [T, Hq], -inf where the row sees nothing
+    v_low: np.ndarray        # [T, Hq, Dv] min(0, min_c V_c) over the row's sequence's context
+    v_high: np.ndarray       # [T, Hq, Dv] max(0, max_c V_c)
+    walked: np.ndarray       # [T] context columns the kernel walks for the row (its sequence's kv_len)
+
+    @property
+    def sees_nothing(self) -> np.ndarray:
+        return np.isneginf(self.lse2)
+
+
+def _v_range(v, kv_len, group: int):
+    """Per sequence [B, Hq, Dv]: min(0, min_c V_c) and max(0, max_c V_c) over c < kv_len."""
+    valid = (np.arange(v.shape[2]) < np.asarray(kv_len)[:, None])[:, None, :, None]
+    low = np.minimum(np.where(valid, v, 0.0).min(axis=2, initial=0.0), 0.0)
+    high = np.maximum(np.where(valid, v, 0.0).max(axis=2, initial=0.0), 0.0)
+    return np.repeat(low, group, axis=1), np.repeat(high, group, axis=1)
+
+
+def evaluate_plain(problem: PrefillProblem) -> PrefillEvaluation:
+    """One reference call for the whole case, and its budget."""
+    result = problem.reference()
+    o_budget, lse_budget = problem.budget(result)
+    group = result.q.shape[1] // result.k.shape[1]
+    low, high = _v_range(result.v, result.kv_len, group)
+    sequence = np.repeat(np.arange(result.kv_len.size), result.qo_len)
+    top = result.logits2.max(axis=-1, initial=-np.inf)
+    return PrefillEvaluation(result.o, result.lse2, o_budget, lse_budget, top, low[sequence], high[sequence],
+                             result.kv_len[sequence])
+
+
+def _chunkable(problem: PrefillProblem) -> bool:
+    return problem.kind in ("paged", "ragged")
+
+
+def _window(problem: PrefillProblem) -> int:
+    """The cross mask's W, or 0 where the mask is causal or none."""
+    o = problem.options
+    return int(o.get("sliding_window_size", 0)) if o.get("causal", True) else 0
+
+
+def _longest_context(problem: PrefillProblem) -> int:
+    """The longest sequence's kv_len, from the indptr or page table alone (no gather)."""
+    a = problem.arrays
+    if problem.kind == "ragged":
+        return int(np.diff(np.asarray(a["kv_indptr"], np.int64)).max(initial=0))
+    page_size = int(problem.options.get("page_size") or a["pages"].shape[3])
+    return int(attended_length(np.asarray(a["page_indptr"], np.int64), a["length_info"], page_size,
+                               bool(problem.options.get("sliding_window", False))).max(initial=0))
+
+
+def _sequence_context(problem: PrefillProblem, b: int):
+    """(kv_len, V [1, Hkv, L, Dv] float64) of sequence b."""
+    a = problem.arrays
+    if problem.kind == "ragged":
+        indptr = np.asarray(a["kv_indptr"], np.int64)
+        v = np.asarray(a["v"][indptr[b]:indptr[b + 1]], np.float64).transpose(1, 0, 2)[None]
+        return int(indptr[b + 1] - indptr[b]), v
+    sliding = bool(problem.options.get("sliding_window", False))
+    info = np.asarray(a["length_info"])
+    info_b = info[:, b:b + 1] if sliding else info[b:b + 1]
+    indptr = np.asarray(a["page_indptr"], np.int64)
+    values = np.asarray(a["page_values"])[indptr[b]:indptr[b + 1]]
+    _, v, length = gather_kv(a["pages"], np.array([0, values.size]), values, info_b,
+                             problem.options.get("page_size"), sliding)
+    return int(length[0]), v
+
+
+def _sub_problem(problem: PrefillProblem, b: int, start: int, stop: int, kv_len: int) -> PrefillProblem:
+    """Rows [start, stop) of sequence b on the first `visible` context rows (see the module docstring)."""
+    a, o = problem.arrays, problem.options
+    q0 = int(np.asarray(a["q_indptr"])[b])
+    qo_len = int(np.asarray(a["q_indptr"])[b + 1]) - q0
+    causal, window = bool(o.get("causal", True)), _window(problem)
+    visible = kv_len - qo_len + stop if causal and not window else kv_len
+    options = dict(o, sliding_window_size=window - start) if window else o
+    arrays = {"q": a["q"][q0 + start:q0 + stop], "q_indptr": np.array([0, stop - start], np.int32)}
+    if "q_rope_position" in a:
+        arrays["q_rope_position"] = a["q_rope_position"][q0 + start:q0 + stop]
+    if "k_rope_pos_offset" in a:
+        arrays["k_rope_pos_offset"] = a["k_rope_pos_offset"][b:b + 1]
+    if problem.kind == "ragged":
+        k0 = int(np.asarray(a["kv_indptr"])[b])
+        arrays.update(k=a["k"][k0:k0 + visible], v=a["v"][k0:k0 + visible], kv_indptr=np.array([0, visible], np.int32))
+    else:
+        page_size = int(o.get("page_size") or a["pages"].shape[3])
+        indptr = np.asarray(a["page_indptr"], np.int64)
+        if o.get("sliding_window", False):  # causal 0 here: the whole context, sinks and window as stored
+            values = a["page_values"][indptr[b]:indptr[b + 1]]
+            info = a["length_info"][:, b:b + 1]
+        else:
+            pages = -(-visible // page_size)
+            values = a["page_values"][indptr[b]:indptr[b] + pages]
+            info = np.array([(visible - 1) % page_size + 1 if visible else 0], np.int32)
+        arrays.update(pages=a["pages"], page_indptr=np.array([0, values.size], np.int32), page_values=values,
+                      length_info=info)
+    return PrefillProblem(problem.kind, arrays, options, problem.qkv_dtype, problem.lse_dtype)
+
+
+def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> PrefillEvaluation:
+    """The reference and budget of a case: one call when the case is small (or its mask cannot be
+    cut into row blocks), else sequence by sequence in row blocks of about `plain_cells` logits."""
+    q = problem.arrays["q"]
+    total, heads = q.shape[0], q.shape[1]
+    batch = np.asarray(problem.arrays["q_indptr"]).size - 1
+    if not _chunkable(problem) or total * heads * max(_longest_context(problem), 1) <= plain_cells:
+        return evaluate_plain(problem)
+    contexts = [_sequence_context(problem, b) for b in range(batch)]
+    q_indptr = np.asarray(problem.arrays["q_indptr"], np.int64)
+    v_dim = contexts[0][1].shape[-1] if contexts else q.shape[2]
+    o, o_budget = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim))
+    lse2, lse_budget, top = np.full((total, heads), -np.inf), np.zeros((total, heads)), np.full((total, heads), -np.inf)
+    v_low, v_high, walked = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim)), np.zeros(total, np.int64)
+    for b, (kv_len, v) in enumerate(contexts):
+        begin, end = int(q_indptr[b]), int(q_indptr[b + 1])
+        if begin == end:
+            continue
+        hidden_v = np.abs(v).sum(axis=2)  # [1, Hkv, Dv]
+        group = heads // v.shape[1]
+        low, high = _v_range(v, [kv_len], group)
+        step = max(1, plain_cells // (heads * max(kv_len, 1)))
+        for start in range(0, end - begin, step):
+            stop = min(end - begin, start + step)
+            if _window(problem) and start >= _window(problem):
+                continue  # past the window: o 0, lse -inf, budget 0, as initialised
+            sub = _sub_problem(problem, b, start, stop, kv_len)
+            result = sub.reference()
+            ob, lb = sub.budget(result, processed=[kv_len], hidden_v=hidden_v)
+            rows = slice(begin + start, begin + stop)
+            o[rows], lse2[rows], o_budget[rows], lse_budget[rows] = result.o, result.lse2, ob, lb
+            top[rows] = result.logits2.max(axis=-1, initial=-np.inf)
+        v_low[begin:end], v_high[begin:end], walked[begin:end] = low[0], high[0], kv_len
+    return PrefillEvaluation(o, lse2, o_budget, lse_budget, top, v_low, v_high, walked)
+
+
+_MEMO = CaseMemo()
+
+
+def remembered(problem: PrefillProblem) -> PrefillEvaluation:
+    """evaluate(problem), computed once for the same input arrays and options (verify.fastpath.memo)."""
+    arrays, scalars = problem.key()
+    return _MEMO.get(arrays, scalars, lambda: evaluate(problem))
