@@ -23,7 +23,7 @@ GATE = ["gate", "--profile", "quick", "--kernels", "merge_state,rope,dp4a.quanti
 #: Seeds of the kill points; each draws how many records to wait for (0: during start-up) and a
 #: delay after the last of them, so kills land in start-up, mid-check and between checks.
 SEEDS = (1, 2, 3)
-#: The quick gate of these kernels has 16 checks; kill before the last.
+#: The quick gate of these kernels has 90 checks (on wgpu and Dawn); kill well before the last.
 WAIT_FOR_AT_MOST = 12
 
 
@@ -78,7 +78,12 @@ def test_killing_verify_keeps_every_printed_record_and_leaves_no_worker(tmp_path
 def test_killing_the_workers_costs_at_most_the_checks_they_ran(tmp_path, seed):
     run = Run(tmp_path / "o")
     run.run_until(seed, need_worker=True)
+    # Between the start-up probe of Dawn (a Node process that exits) and the first worker there is
+    # a moment with no child at all: wait it out rather than calling the kill point missed.
     victims = children(run.proc.pid)
+    while not victims and run.proc.poll() is None:
+        time.sleep(0.02)
+        victims = children(run.proc.pid)
     if not victims:
         pytest.fail("the gate finished before the kill: lower the delays")
     for pid in victims:

@@ -130,7 +130,7 @@ def test_the_wheel_registers_the_entry_points_pyproject_declares(wheel):
     for group in ("verify.kernels", "verify.checks", "verify.implementations", "pytest11", "console_scripts"):
         assert group in parser, f"entry point group {group} missing"
         assert dict(parser[group]) == declared[group], group
-    assert parser["console_scripts"]["verify"] == "verify.cli:main"
+    assert parser["console_scripts"]["verify"] == "verify._entry:main"
 
 
 @pytest.fixture(scope="module")
