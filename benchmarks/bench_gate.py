@@ -12,6 +12,10 @@ cases, targeting, shrinking). Measure on a quiet machine.
 
     python benchmarks/bench_gate.py --profile ci --jobs 1,2 --out benchmarks/results/gate_ci.json
     python benchmarks/bench_gate.py --profile quick --kernels merge_state,rope
+    python benchmarks/bench_gate.py --profile nightly --jobs 16 --stop-after 540   # a bounded window
+
+A gate stopped by `--stop-after` keeps the checks it finished (results.json is written as each
+ends): the run says `complete: false`, how many of the planned checks finished, and its shares.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ STAGES = ("reference", "upload", "dispatch", "readback", "compare", "generation"
 
 
 def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path, implementation: str | None = None,
-             extra: tuple = ()) -> dict:
+             extra: tuple = (), stop_after: float | None = None) -> dict:
     command = [sys.executable, "-m", "verify", "gate", "--profile", profile, "--jobs", str(jobs), "--seed", str(seed),
                "--out", str(out), "--allow-skip", *extra]
     if kernels:
@@ -40,17 +44,27 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
     if implementation:
         command += ["--implementation", implementation]
     start, cpu_before = time.perf_counter(), _children_cpu()
-    result = subprocess.run(command, capture_output=True, text=True)
+    stopped = False
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as gate:
+        try:
+            _, stderr = gate.communicate(timeout=stop_after)
+        except subprocess.TimeoutExpired:
+            # SIGTERM stops verify as Ctrl-C does: the records finished so far stay in results.json.
+            stopped = True
+            gate.terminate()
+            _, stderr = gate.communicate()
     wall = time.perf_counter() - start
     cpu = _children_cpu() - cpu_before
-    if result.returncode not in (0, 1):
-        sys.exit(f"bench_gate: the gate could not run (exit {result.returncode}):\n{result.stderr[-2000:]}")
+    if gate.returncode not in (0, 1) and not stopped:
+        sys.exit(f"bench_gate: the gate could not run (exit {gate.returncode}):\n{stderr[-2000:]}")
     document = json.loads((out / "results.json").read_text())
     verdicts = defaultdict(int)
     for record in document["records"]:
         verdicts[record["verdict"]] += 1
     records = document["records"]
-    return {"jobs": jobs, "wall_s": round(wall, 2), "exit": result.returncode, "checks": len(records),
+    return {"jobs": jobs, "wall_s": round(wall, 2), "exit": gate.returncode, "checks": len(records),
+            "stopped_after_s": stop_after if stopped else None, "complete": bool(document.get("complete")),
+            "planned": document.get("planned"),
             "verdicts": dict(verdicts), "cpu_s": round(cpu, 1),
             "cpu_utilisation": round(cpu / wall / (os.cpu_count() or 1), 3),
             "longest": [{"check": f"{r['kernel']} {r['check']} [{_config(r)}]", "s": r.get("duration_s")}
@@ -124,6 +138,9 @@ def main() -> None:
                                        "e.g. to compare verdicts between two versions")
     parser.add_argument("--gate-args", default="", help="more arguments for every `verify gate`, e.g. "
                         "\"--slice-examples 0\" or \"--reuse\"")
+    parser.add_argument("--stop-after", type=float, metavar="S",
+                        help="stop each gate after S seconds (as Ctrl-C does) and report the checks it finished; "
+                        "the run then says complete: false")
     args = parser.parse_args()
     load_before = os.getloadavg()  # a busy machine skews every figure: say what it was doing
     runs = []
@@ -132,7 +149,7 @@ def main() -> None:
         for jobs in dict.fromkeys(int(j) for j in args.jobs.split(",")):
             print(f"bench_gate: verify gate --profile {args.profile} --jobs {jobs} ...", file=sys.stderr, flush=True)
             runs.append(run_gate(args.profile, jobs, args.kernels, args.seed, Path(folder) / f"jobs{jobs}",
-                                 args.implementation, tuple(args.gate_args.split())))
+                                 args.implementation, tuple(args.gate_args.split()), args.stop_after))
             print(f"bench_gate:   {runs[-1]['wall_s']} s, {runs[-1]['verdicts']}", file=sys.stderr, flush=True)
     base = runs[0]["wall_s"]
     report = {
