@@ -120,7 +120,7 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
     profile = job_profile(job.profile or "ci", job.profile_data)
     wgsl = job.wgsl or kernel.wgsl(config)
     check = get_check(job.check)
-    limits = check.device_limits(kernel, config)
+    limits = dict(check.device_limits(kernel, config), **check.instrument_limits(kernel, config))
     device = emulating(devices.get(job.adapter, job.implementation, limits), job.subgroup_width)
     source = replace(job.source, sha256=sha256(wgsl))
     base = replace(job, source=source).result(Verdict.PASS, family=kernel.family, adapter=adapter_record(device),
@@ -178,7 +178,7 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
     check = get_check(meta["check"])
     _check_case_fits(kernel, config, case, job.case_path)
     width = int(meta["subgroup_width"]) if meta.get("subgroup_width") else None
-    limits = check.device_limits(kernel, config)
+    limits = dict(check.device_limits(kernel, config), **check.instrument_limits(kernel, config))
     device = emulating(devices.get(job.adapter, replay_implementation(job, meta, kernel), limits), width)
     missing = device.missing(kernel.requirements(config))
     if missing:

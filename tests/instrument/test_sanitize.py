@@ -137,6 +137,30 @@ def test_a_device_without_a_free_storage_binding_is_told_which_limit(webgpu_devi
         SanitizingDevice(Limited(webgpu_device)).pipeline((WGSL / "race_in_epoch.wgsl").read_text())
 
 
+def test_the_log_asks_for_room_beyond_the_defaults_granted_up_to_the_adapters_own():
+    """The sanitize check asks the device for storage bindings up to LOG_BINDING_BYTES while it
+    runs (a dispatch of many heads logs more than WebGPU's default 128 MiB holds), granted up to
+    the adapter's limit; a reproduction never carries that request (device_limits does not)."""
+    from verify.checks import get_check
+    from verify.checks.sanitize import LOG_BINDING_BYTES
+    from verify.gpu.wgpu_device import WgpuDevice
+    from verify.instrument.devices import RECORD_WORDS as WORDS
+    from verify.kernels.registry import get_kernel
+
+    check, kernel = get_check("sanitize"), get_kernel("merge_state")
+    config = kernel.config({})
+    asked = check.instrument_limits(kernel, config)
+    assert asked["max-storage-buffer-binding-size"] == LOG_BINDING_BYTES > 128 << 20
+    assert "max-storage-buffer-binding-size" not in check.device_limits(kernel, config)
+    try:
+        device = WgpuDevice(limits=dict(check.device_limits(kernel, config), **asked))
+    except SetupError as exc:
+        pytest.skip(str(exc))
+    granted = device.limits["max-storage-buffer-binding-size"]
+    assert 128 << 20 <= granted <= LOG_BINDING_BYTES
+    assert SanitizingDevice(device)._max_capacity() >= (granted - (1 << 16)) // (4 * WORDS)
+
+
 # -- the toolkit's kernels -----------------------------------------------------------------------
 def test_tvms_merge_state_races_on_s_naming_the_read_and_the_write(webgpu_device, sanitizing):
     kernel = get_kernel("tvm.merge_state")

@@ -158,6 +158,19 @@ def test_tree_schedule_runs_an_extra_warp_exactly_at_the_listed_head_dims(dtype,
     assert (workgroup[1] > warps) == ((dtype, head_dim) in TREE_EXTRA_WARP), workgroup
 
 
+@pytest.mark.parametrize("name", ["tvm.tree_attention", "tvm.tree_attention_paged"])
+def test_the_extra_warps_race_is_stated_exactly_where_the_extra_warp_runs(name):
+    """On an NVIDIA GPU the stray stores race (docs/findings.md §14.1): determinism and
+    page_permutation state it at the head dims with an extra warp, and nowhere else."""
+    kernel = get_kernel(name)
+    for dtype, head_dim in [("f32", 96), ("f32", 160), ("f32", 192), ("f32", 128), ("f16", 96), ("f16", 64)]:
+        config = kernel.config(dict(head_dim=head_dim, dtype=dtype))
+        for check in {"determinism", "page_permutation"} & set(kernel.checks):
+            stated = kernel.known_finding(check, config)
+            assert (stated is not None) == ((dtype, head_dim) in TREE_EXTRA_WARP), (check, dtype, head_dim)
+            assert stated is None or "race" in stated.split("\n", 1)[0]
+
+
 @pytest.mark.parametrize("head_dim,dtype,tile", [(64, "f16", 32), (128, "f32", 16), (256, "f16", 16), (256, "f32", 8)])
 def test_sequence_tile_is_tvms_row_tile(head_dim, dtype, tile):
     assert sequence_tile_x(head_dim, dtype) == tile

@@ -4,6 +4,8 @@ A check says what it needs of the runtime through attributes and hooks, so the r
 worker) never names a check:
 
 - `device_limits(kernel, config)`: the limits the device is opened with (default: the kernel's);
+- `instrument_limits(kernel, config)`: more limits the check's own instrumentation asks for,
+  granted up to the adapter's own and never part of a reproduction (default: none);
 - `preflight(ctx)`: a verdict before any case is drawn (a SKIP when what the check needs is
   missing here, a DIVERGENCE when a second compiler refuses the WGSL), or None to run;
 - `needs_other_implementation`: the check compares two WebGPU implementations; the gate plans it
@@ -61,6 +63,12 @@ class Check:
     def device_limits(self, kernel, config: dict) -> dict:
         """The device limits to hold the kernel to while this check runs (default: the kernel's)."""
         return dict(kernel.limits)
+
+    def instrument_limits(self, kernel, config: dict) -> dict:
+        """Limits the check's own instrumentation needs beyond the kernel's (e.g. the sanitizer's log
+        binding), asked of the device while the check runs but not written into a reproduction,
+        which runs the kernel alone (default: none)."""
+        return {}
 
     def preflight(self, ctx: CheckContext) -> Preflight | None:
         """A verdict before any case is drawn, or None to run the check (default). Called after the

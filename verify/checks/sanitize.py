@@ -17,6 +17,9 @@ from verify.profiles import get_profile
 
 #: Examples of a sanitize check per config, whatever the run asks for.
 MAX_EXAMPLES = 6
+#: The largest access log asked of the device, in bytes (granted up to the adapter's own limit):
+#: 1 GiB holds about 44 million accesses.
+LOG_BINDING_BYTES = 1 << 30
 
 
 class SanitizeCheck(Check):
@@ -34,6 +37,16 @@ class SanitizeCheck(Check):
 
         key = "max-storage-buffers-per-shader-stage"
         return dict(kernel.limits, **{key: max(kernel.limits.get(key, 0), WANTED_LIMITS[key]) + 1})
+
+    def instrument_limits(self, kernel, config):
+        """Room for the access log: its size is bounded by the largest storage binding the device
+        allows (WebGPU's default, 128 MiB, holds about 5.6 million accesses), and a dispatch of many
+        heads logs more than that even on the smallest cases (TVM's prefill at 32 query heads: 7.2
+        million), which would leave the findings incomplete. So the log asks for bindings up to
+        LOG_BINDING_BYTES, granted where the adapter has them (a discrete GPU: 2 GiB and more;
+        lavapipe: 128 MiB, as before)."""
+        return {name: max(kernel.limits.get(name, 0), LOG_BINDING_BYTES)
+                for name in ("max-storage-buffer-binding-size", "max-buffer-size")}
 
     def strategy(self, ctx):
         return ctx.kernel.cases(ctx.config, get_profile("quick"))
