@@ -3,8 +3,8 @@ registry says it does where a maintainer runs it: in a real browser (headless Ch
 WebGPU, here on SwiftShader), with wgpu (Mesa 22.3 lavapipe) and with Dawn in Node (Mesa 25
 lavapipe). FAIL where verify says KNOWN (or FAIL); where a finding cannot show on one of them,
 the registry says which verdict comes instead and why, the page says so, and this test holds it
-to that; the `fixed/` variants (TVM's merge with one storageBarrier(), ORT's small-M program
-with its sums cleared) PASS.
+to that; the `fixed/` variants (TVM's merge with one storageBarrier(), TVM's tree kernel with its extra
+warp's stores guarded, ORT's small-M program with its sums cleared) PASS.
 """
 
 from __future__ import annotations
@@ -165,6 +165,18 @@ def test_the_committed_reproductions_are_the_registrys():
         data = json.loads((folder / finding.name / "repro.json").read_text())
         assert data["title"] == finding.title and data["kernel"] == finding.kernel, finding.name
         assert (folder / finding.name / "fixed").is_dir() == (finding.fix is not None)
+
+
+def test_a_committed_reproduction_asks_for_no_storage_buffer_beyond_the_kernels():
+    """A folder of a `sanitize` finding runs no sanitizer, so it does not ask for the sanitizer's log
+    buffer: a page asking for eleven would be refused on an adapter with the ten the kernel binds."""
+    from verify.gpu.device import WANTED_LIMITS
+
+    most = WANTED_LIMITS["max-storage-buffers-per-shader-stage"]
+    for finding in FINDINGS:
+        for path in sorted((ROOT / "reports" / "findings" / finding.name).rglob("repro.json")):
+            limits = json.loads(path.read_text()).get("limits", {})
+            assert limits.get("maxStorageBuffersPerShaderStage", most) <= most, (path, limits)
 
 
 def test_the_docs_table_says_what_the_registry_says():

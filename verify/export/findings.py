@@ -11,8 +11,9 @@ the findings it names lines for), so ISSUE.md can say what came back.
 Findings of a WebGPU implementation rather than of a kernel (lavapipe's workgroup memory, §8;
 its loop cap, §9; Naga and Tint disagreeing, §12) ship no folder of their own: §8 and §12 show
 through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses), and §9 needs a
-kernel of 65536 loop iterations per invocation, which no kernel here has (docs/findings.md
-"Reproductions").
+kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
+(§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run
+(docs/findings.md "Reproductions").
 """
 
 from __future__ import annotations
@@ -540,12 +541,21 @@ def story(finding: Finding, kernel, config: dict, wgsl: str, case, observed, mes
                  sanitizer=messages, observed=observed, links=list(finding.links))
 
 
-def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) -> dict:
-    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes."""
+def reproduction_limits(finding: Finding, kernel, config: dict) -> dict:
+    """The device limits a folder asks for: its check's, except the sanitizer's extra storage buffer
+    (its access log), which a reproduction never binds; asking for it would refuse the page on an
+    adapter with exactly the kernel's ten (TVM's web runtime asks for ten, webgpu.ts L121)."""
     from verify.checks import get_check
 
+    if finding.check == "sanitize":
+        return dict(kernel.limits)
+    return get_check(finding.check).device_limits(kernel, config)
+
+
+def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) -> dict:
+    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes."""
     repaired = finding.fix(wgsl)
-    captured = capture(kernel, config, repaired, case, limits=get_check(finding.check).device_limits(kernel, config))
+    captured = capture(kernel, config, repaired, case, limits=reproduction_limits(finding, kernel, config))
     observed = observe(replace(finding, sanitize=False), kernel, config, repaired, case)[0] if run else None
     told = story(finding, kernel, config, repaired, case, observed, [])
     told.title = f"{finding.title}: with {finding.fix_text}, the outputs match the reference"
@@ -571,7 +581,6 @@ def _plain_budget(text: str) -> str:
 
 def build(finding: Finding, *, run: bool = True):
     """(files of the finding's folder, its index entry)."""
-    from verify.checks import get_check
     from verify.kernels.registry import get_kernel
     from verify.results.record import KnownFinding
 
@@ -585,8 +594,7 @@ def build(finding: Finding, *, run: bool = True):
         if not examples:
             raise UsageError(f"finding {finding.name}: {kernel.name} gives no example case under {finding.check}")
         case = examples[0]
-    check = get_check(finding.check)
-    captured = capture(kernel, config, wgsl, case, limits=check.device_limits(kernel, config))
+    captured = capture(kernel, config, wgsl, case, limits=reproduction_limits(finding, kernel, config))
     observed, messages = observe(finding, kernel, config, wgsl, case) if run else (None, [])
     told = story(finding, kernel, config, wgsl, case, observed, messages)
     if finding.fix is not None:
