@@ -136,6 +136,32 @@ def test_repro_mjs_reports_the_finding_with_dawn(findings, name):
     assert code == EXIT_CODES[verdict]
 
 
+@pytest.mark.webgpu
+@pytest.mark.parametrize("name", FIXED)
+def test_the_fixed_kernel_passes_with_dawn(findings, name):
+    environment = node_environment()
+    if environment is None:
+        pytest.skip("needs Node, npm webgpu and Mesa 25 lavapipe (verify setup --dawn)")
+    got, output, code = run_node(findings / name / "fixed", environment)
+    assert (got, code) == ("PASS", 0), output[-3000:]
+
+
+@pytest.mark.webgpu
+def test_the_tree_kernels_issues_name_the_accesses_past_their_arrays(findings):
+    """§14.1's stores past the workgroup tiles and §14.2's reads past the mask, as the sanitizer
+    names them, are in the issue text; the fixed tree kernel guards every Q/K/V load store."""
+    warp = (findings / "tvm-tree-extra-warp" / "ISSUE.md").read_text()
+    for array in ("Q_smem", "K_smem", "V_smem"):
+        assert f"out-of-bounds write of workgroup array {array}: index 1536 is not below the length 1536" in warp
+    assert "Apache TVM" in warp and "version 0.27" in warp and "tree_attn(h_kv=1, h_q=4, d=96" in warp
+    assert "tree_attn.py" in warp and "_attention_prefill(" in (findings / "tvm-prefill-below-floor" / "ISSUE.md").read_text()
+    mask = (findings / "tvm-tree-mask-past-tree" / "ISSUE.md").read_text()
+    assert "out-of-bounds read of storage buffer mask_ptr: index 2 is not below the length 2" in mask
+    fixed = (findings / "tvm-tree-extra-warp" / "fixed" / "kernel.wgsl").read_text()
+    assert fixed.count("if (i32(threadIdx.y) < 4i) { ") >= 5
+    assert "@workgroup_size(32, 5, 1)" in fixed  # the fifth warp still runs: it only stores no more
+
+
 def test_an_unknown_finding_is_one_line_and_exit_2(tmp_path, capsys):
     from verify.cli import main
 
