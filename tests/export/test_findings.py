@@ -3,8 +3,8 @@ registry says it does where a maintainer runs it: in a real browser (headless Ch
 WebGPU, here on SwiftShader), with wgpu (Mesa 22.3 lavapipe) and with Dawn in Node (Mesa 25
 lavapipe). FAIL where verify says KNOWN (or FAIL); where a finding cannot show on one of them,
 the registry says which verdict comes instead and why, the page says so, and this test holds it
-to that; the `fixed/` variants (TVM's merge with one storageBarrier(), ORT's small-M program
-with its sums cleared) PASS.
+to that; the `fixed/` variants (TVM's merge with one storageBarrier(), TVM's tree kernel with its extra
+warp's stores guarded, ORT's small-M program with its sums cleared) PASS.
 """
 
 from __future__ import annotations
@@ -136,6 +136,32 @@ def test_repro_mjs_reports_the_finding_with_dawn(findings, name):
     assert code == EXIT_CODES[verdict]
 
 
+@pytest.mark.webgpu
+@pytest.mark.parametrize("name", FIXED)
+def test_the_fixed_kernel_passes_with_dawn(findings, name):
+    environment = node_environment()
+    if environment is None:
+        pytest.skip("needs Node, npm webgpu and Mesa 25 lavapipe (verify setup --dawn)")
+    got, output, code = run_node(findings / name / "fixed", environment)
+    assert (got, code) == ("PASS", 0), output[-3000:]
+
+
+@pytest.mark.webgpu
+def test_the_tree_kernels_issues_name_the_accesses_past_their_arrays(findings):
+    """§14.1's stores past the workgroup tiles and §14.2's reads past the mask, as the sanitizer
+    names them, are in the issue text; the fixed tree kernel guards every Q/K/V load store."""
+    warp = (findings / "tvm-tree-extra-warp" / "ISSUE.md").read_text()
+    for array in ("Q_smem", "K_smem", "V_smem"):
+        assert f"out-of-bounds write of workgroup array {array}: index 1536 is not below the length 1536" in warp
+    assert "Apache TVM" in warp and "version 0.27" in warp and "tree_attn(h_kv=1, h_q=4, d=96" in warp
+    assert "tree_attn.py" in warp and "_attention_prefill(" in (findings / "tvm-prefill-below-floor" / "ISSUE.md").read_text()
+    mask = (findings / "tvm-tree-mask-past-tree" / "ISSUE.md").read_text()
+    assert "out-of-bounds read of storage buffer mask_ptr: index 2 is not below the length 2" in mask
+    fixed = (findings / "tvm-tree-extra-warp" / "fixed" / "kernel.wgsl").read_text()
+    assert fixed.count("if (i32(threadIdx.y) < 4i) { ") >= 5
+    assert "@workgroup_size(32, 5, 1)" in fixed  # the fifth warp still runs: it only stores no more
+
+
 def test_an_unknown_finding_is_one_line_and_exit_2(tmp_path, capsys):
     from verify.cli import main
 
@@ -165,6 +191,18 @@ def test_the_committed_reproductions_are_the_registrys():
         data = json.loads((folder / finding.name / "repro.json").read_text())
         assert data["title"] == finding.title and data["kernel"] == finding.kernel, finding.name
         assert (folder / finding.name / "fixed").is_dir() == (finding.fix is not None)
+
+
+def test_a_committed_reproduction_asks_for_no_storage_buffer_beyond_the_kernels():
+    """A folder of a `sanitize` finding runs no sanitizer, so it does not ask for the sanitizer's log
+    buffer: a page asking for eleven would be refused on an adapter with the ten the kernel binds."""
+    from verify.gpu.device import WANTED_LIMITS
+
+    most = WANTED_LIMITS["max-storage-buffers-per-shader-stage"]
+    for finding in FINDINGS:
+        for path in sorted((ROOT / "reports" / "findings" / finding.name).rglob("repro.json")):
+            limits = json.loads(path.read_text()).get("limits", {})
+            assert limits.get("maxStorageBuffersPerShaderStage", most) <= most, (path, limits)
 
 
 def test_the_docs_table_says_what_the_registry_says():

@@ -5,7 +5,6 @@ planted bugs the prefill checks catch."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from verify.checks.context import CheckContext
 from verify.checks.runner import RunOptions, run_check
 from verify.cli import main as verify_main
 from verify.errors import UsageError
+from verify.export.findings import with_extra_warp_guarded
 from verify.kernels.attention import prefill_cases as pc
 from verify.kernels.attention.fastpath import DecodeInputs
 from verify.kernels.attention.prefill_eval import evaluate, evaluate_plain
@@ -409,27 +409,18 @@ def test_tvm_tree_attention_is_right_at_head_dim_96_f32(webgpu_device):
     assert not failures(metrics), failures(metrics)
 
 
-def guard_extra_warp(wgsl: str) -> str:
-    """The load stores of Q_smem, K_smem and V_smem wrapped in `if (threadIdx.y < 4)`: the warps the
-    loads were scheduled for."""
-    store = re.compile(r"^(\s*)((Q_smem|K_smem|V_smem)\[\(\(\(\((li_lj|lz_ly)_fused_0(_1)? \* 256i\).*)$")
-    lines = [store.sub(r"\1if (i32(threadIdx.y) < 4i) { \2 }", line) for line in wgsl.splitlines()]
-    assert sum(line.lstrip().startswith("if (i32(threadIdx.y) < 4i) { ") for line in lines) >= 5
-    return "\n".join(lines) + "\n"
-
-
 @pytest.mark.webgpu
 @needs_tvm
 def test_guarding_the_extra_warp_fixes_tvms_tree_kernels(webgpu_device):
     kernel, config, case = extra_warp_case()
-    fixed = guard_extra_warp(kernel.wgsl(config))
+    fixed = with_extra_warp_guarded(kernel.wgsl(config))
     metrics, _, _ = judged(webgpu_device, kernel, config, case, wgsl=fixed)
     assert not failures(metrics), failures(metrics)
     for name in ("tvm.tree_attention", "tvm.tree_attention_paged"):
         tree = get_kernel(name)
         tree_config = tree.config(dict(head_dim=96, qo_heads=8, kv_heads=2, dtype="f32"))
         record = check_record(webgpu_device, name, "reference", 6, tree_config,
-                              wgsl=guard_extra_warp(tree.wgsl(tree_config)))
+                              wgsl=with_extra_warp_guarded(tree.wgsl(tree_config)))
         assert record["verdict"] == "pass", record["reason"]
 
 

@@ -11,13 +11,15 @@ the findings it names lines for), so ISSUE.md can say what came back.
 Findings of a WebGPU implementation rather than of a kernel (lavapipe's workgroup memory, §8;
 its loop cap, §9; Naga and Tint disagreeing, §12) ship no folder of their own: §8 and §12 show
 through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses), and §9 needs a
-kernel of 65536 loop iterations per invocation, which no kernel here has (docs/findings.md
-"Reproductions").
+kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
+(§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run
+(docs/findings.md "Reproductions").
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -149,6 +151,38 @@ def with_storage_barrier(wgsl: str) -> str:
     return "".join(lines[:writes[0]] + [f"{indent}storageBarrier();\n"] + lines[writes[0]:])
 
 
+def tree_case(trees):
+    def make(kernel, config) -> Case:
+        from verify.kernels.attention.prefill_cases import explicit_tree_case
+
+        return explicit_tree_case(config, trees)
+    return make
+
+
+def future_case(kernel, config) -> Case:
+    """One causal chunk of 20 tokens on its own 20 rows of context, every logit at least 600 below
+    -5e4: each row's future columns weigh 1 where they must weigh 0 (docs/findings.md §16)."""
+    from verify.kernels.attention.prefill_cases import explicit_paged_case
+
+    return kernel.below_floor(config, explicit_paged_case(config, [20], [20], causal=True), 600.0)
+
+
+#: A load store of TVM's tree kernels: `Q_smem`, `K_smem` or `V_smem` at an index of the loads' fused loop.
+_TREE_LOAD_STORE = re.compile(r"^(\s*)((Q_smem|K_smem|V_smem)\[\(\(\(\((li_lj|lz_ly)_fused_0(_1)? \* 256i\).*)$")
+#: The warps TVM's tree kernels split their Q/K/V loads over (`apply_to_qkv_load`, num_warps = 4).
+TREE_LOAD_WARPS = 4
+
+
+def with_extra_warp_guarded(wgsl: str) -> str:
+    """TVM's tree kernel with each Q/K/V load store wrapped in `if (threadIdx.y < 4)`: only the warps
+    the loads were split for store, so a workgroup padded to a fifth warp no longer writes past the tiles."""
+    guard = f"if (i32(threadIdx.y) < {TREE_LOAD_WARPS}i) {{ "
+    lines = [_TREE_LOAD_STORE.sub(rf"\1{guard}\2 }}", line) for line in wgsl.splitlines()]
+    if sum(line.lstrip().startswith(guard) for line in lines) < 5:
+        raise UsageError("TVM's tree WGSL has not the Q/K/V load stores to guard")
+    return "\n".join(lines) + "\n"
+
+
 #: The line of ORT's small-M program after which its workgroup's sums are cleared.
 _SMALL_M_ANCHOR = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
 
@@ -251,6 +285,73 @@ FINDINGS = (
          "of 3 then takes the packed path exactly as 65537 sequences do at the real threshold (x = 3 halves to 2 "
          "with z = 2, and workgroup index 3 = packGridDimX runs). The bytes past the end of output and lse change."),
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)}),
+    Finding(
+        "tvm-tree-extra-warp", "§14.1", "tvm.tree_attention", "reference",
+        dict(head_dim=96, qo_heads=4, kv_heads=1, dtype="f32"),
+        "tree_attn runs a fifth warp at f32 head_dim 96 that stores past Q_smem, K_smem and V_smem: one query row wrong",
+        ("`tree_attn.py`'s own `get_tile_size` (L514-522, L1147-1155) does not require the O tile to divide the row "
+         "tile, unlike `_get_prefill_tile_size` (`_kernel_common.py` L469-481). For a row tile of 16 and D = 96 in "
+         "f32 it returns (3, 4): the O gemm pads 16 rows to 18 and needs `ceil(16/3) * 96/4 = 144` threads, 5 warps, "
+         "so the WGSL declares `@workgroup_size(32, 5, 1)`. The Q/K/V loads are split for `num_warps = 4` "
+         "(`apply_to_qkv_load`, L524-532) with no `threadIdx.y < 4` guard, so the fifth warp stores `Q_smem`, "
+         "`K_smem` and `V_smem` at flat index >= 16 * 96 = 1536, past the arrays.",
+         "WGSL leaves such a store implementation-defined; the implementations here land it on the arrays' last "
+         "element (tile row 15, dim 95), which every row that reads that column then sees. The case: one chain "
+         "[-1, 0, 1, 2], 4 query heads on 1 KV head, N(0, 1) values: query row 3, head 3 (tile row 15) is wrong, "
+         "91 of its 96 dims and its lse over budget (err/budget up to about 21 here; other draws of the same shape "
+         "reach 1e3), and every other row is right. With one query head the row does not exist and the "
+         "result is right.",
+         "Affected head dims (the workgroup's warps against the loads'): f32 D = 96, 160 and 192 among those "
+         "TVM offers, and f32 144-240 and f16 48 and 144 in general; D = 64, 128 and 256 are right in both dtypes. "
+         "The paged, ragged and sequence prefill kernels use the checked helper and are right at these head dims. "
+         "`tree_attn_with_paged_kv_cache` has the same schedule and the same stores. Phi-3/3.5 have D = 96 and "
+         "WebLLM ships q4f32 builds of them."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=tree_case([[-1, 0, 1, 2]]),
+        sanitize=True, fix=with_extra_warp_guarded,
+        fix_text=f"each Q/K/V load store wrapped in `if (i32(threadIdx.y) < {TREE_LOAD_WARPS}i)`"),
+    Finding(
+        "tvm-tree-mask-past-tree", "§14.2", "tvm.tree_attention", "sanitize",
+        dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
+        "tree_attn reads the tree mask past the tree: the padding rows of the last tile read past the end of mask",
+        ("The tree mask (`_check_tree_order`, `tree_attn.py` L47-64) reads "
+         "`tree_order[indptr[b] + row + tree_len - qo_len]` for every row of a tile, and the kernels evaluate it "
+         "before the row's own `row < qo_len`. The padding rows of a sequence's last tile therefore read the next "
+         "sequence's pairs, and those of the batch's last sequence read past the end of `mask` (`tree_order` in "
+         "`tree_attn_with_paged_kv_cache`, which reads it the same way). The case: one tree of one node, whose mask "
+         "has 2 elements; the tile's padding rows read index 2 and on.",
+         "WebGPU's robust buffer access returns some value of the buffer (or 0) and those rows are never stored, so "
+         "the outputs are right; the reads are out of bounds all the same, and a runtime without robust access "
+         "(native Vulkan, Metal or CUDA builds of the same TIR, or Dawn with robustness disabled) reads past the "
+         "allocation. Testing `row < qo_len` before the mask (or clamping the index) removes the reads."),
+        shows={"chromium": ("PASS", "PASS everywhere: the rows that read past the mask are never stored, and robust "
+                            "buffer access keeps the read inside the buffer; the offending line is what shows it"),
+               "wgpu": ("PASS", "PASS: the rows that read past the mask are never stored"),
+               "dawn": ("PASS", "PASS: the rows that read past the mask are never stored")},
+        make_case=tree_case([[-1]]),
+        notes=("No output shows this read: the rows that make it are never stored, and robust buffer access keeps "
+               "the index inside the buffer. The reproduction passes everywhere; the offending line below is the "
+               "finding.",),
+        sanitize=True),
+    Finding(
+        "tvm-prefill-below-floor", "§16", "tvm.prefill", "below_floor",
+        dict(head_dim=64, qo_heads=2, kv_heads=2, dtype="f32", causal=1),
+        "batch_prefill_paged_kv returns the mean of a causal row's future tokens when its logits all lie below -5e4",
+        ("The online softmax's running max starts at -5e4 (`init_states`, `_kernel_common.py` L229-234) and every "
+         "hidden column, a causal row's future tokens and the tile padding, gets the logit -5e4 "
+         "(`softmax_update_causal`, L256-296: masked columns contribute `exp2(-5e4 - m_new)`). When every visible "
+         "base-2 logit of a row lies below -5e4 the max stays there, each visible weight `2^(s - m)` underflows to "
+         "0 and each hidden one is `2^0 = 1`: the row stores `lse = -5e4 + log2(1 + n)` and the mean of the hidden "
+         "rows' V, so a causal row returns the average of its future tokens' values. The exact result is a weighted "
+         "mean of the visible rows' V: softmax is shift-invariant, so the attention is defined.",
+         "The case: one causal chunk of 20 tokens on its own 20 rows of context (f32, D = 64, 16-column KV tiles, "
+         "2 heads), rotary off, q all A and every key -A(1 + e), e in [0, 1/2), so that every logit lies at least "
+         "600 below -5e4. Row 3 sees rows 0-3 and returns `sum(V[4..19]) / 29` (the 16 future rows, 12 padding "
+         "columns and the initial state each weigh 1) with lse `-5e4 + log2 29`. Such logits (below about -34657 "
+         "in natural units) need very large `|q . k| * sm_scale`; ordinary models do not produce them, but nothing "
+         "in the kernel's contract excludes them. `batch_prefill_ragged_kv` does the same."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=future_case),
     Finding(
         "dp4a-f16-accumulation", "§7", "dp4a.matmul", "accumulator_range", dict(dtype="f16", acc="f16"),
         "f16 accumulation in ONNX Runtime's DP4A matmul overflows to Inf where the result is small",
@@ -411,6 +512,8 @@ def observe(finding: Finding, kernel, config: dict, wgsl: str, case) -> tuple[di
     if finding.sanitize:
         from verify.instrument import SanitizingDevice
 
+        if finding.check != "sanitize":  # the sanitizer binds its log as one more storage buffer
+            device = DeviceCache().get(None, implementation, get_check("sanitize").device_limits(kernel, config))
         sanitizing = SanitizingDevice(device)
         kernel.launch(sanitizing, wgsl, config, case)
         messages = sanitizing.take_report().messages()
@@ -438,12 +541,21 @@ def story(finding: Finding, kernel, config: dict, wgsl: str, case, observed, mes
                  sanitizer=messages, observed=observed, links=list(finding.links))
 
 
-def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) -> dict:
-    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes."""
+def reproduction_limits(finding: Finding, kernel, config: dict) -> dict:
+    """The device limits a folder asks for: its check's, except the sanitizer's extra storage buffer
+    (its access log), which a reproduction never binds; asking for it would refuse the page on an
+    adapter with exactly the kernel's ten (TVM's web runtime asks for ten, webgpu.ts L121)."""
     from verify.checks import get_check
 
+    if finding.check == "sanitize":
+        return dict(kernel.limits)
+    return get_check(finding.check).device_limits(kernel, config)
+
+
+def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) -> dict:
+    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes."""
     repaired = finding.fix(wgsl)
-    captured = capture(kernel, config, repaired, case, limits=get_check(finding.check).device_limits(kernel, config))
+    captured = capture(kernel, config, repaired, case, limits=reproduction_limits(finding, kernel, config))
     observed = observe(replace(finding, sanitize=False), kernel, config, repaired, case)[0] if run else None
     told = story(finding, kernel, config, repaired, case, observed, [])
     told.title = f"{finding.title}: with {finding.fix_text}, the outputs match the reference"
@@ -469,7 +581,6 @@ def _plain_budget(text: str) -> str:
 
 def build(finding: Finding, *, run: bool = True):
     """(files of the finding's folder, its index entry)."""
-    from verify.checks import get_check
     from verify.kernels.registry import get_kernel
     from verify.results.record import KnownFinding
 
@@ -483,8 +594,7 @@ def build(finding: Finding, *, run: bool = True):
         if not examples:
             raise UsageError(f"finding {finding.name}: {kernel.name} gives no example case under {finding.check}")
         case = examples[0]
-    check = get_check(finding.check)
-    captured = capture(kernel, config, wgsl, case, limits=check.device_limits(kernel, config))
+    captured = capture(kernel, config, wgsl, case, limits=reproduction_limits(finding, kernel, config))
     observed, messages = observe(finding, kernel, config, wgsl, case) if run else (None, [])
     told = story(finding, kernel, config, wgsl, case, observed, messages)
     if finding.fix is not None:

@@ -73,6 +73,7 @@ from verify.sources.tvm.kernels import (
     _by_param,
     _header,
     bind,
+    tvm_upstream,
     web_runtime_grid,
 )
 from verify.sources.tvm.layout import ArgumentLayout, layouts
@@ -306,6 +307,10 @@ class TvmPrefillKernel(Kernel):
             case.params.get("kv_lens", [case.params.get("kv_len", 0)])
         return {"tokens": total_rows(case), "context": int(max(kv, default=0)), "batch": len(kv),
                 "cells": int(sum(a * b for a, b in zip(qo, kv)))}
+
+    def upstream(self, config, wgsl):
+        """The factory call that made the WGSL, for a reproduction's issue text (as decode's)."""
+        return tvm_upstream(wgsl)
 
     def known_finding(self, check, config):
         return None
