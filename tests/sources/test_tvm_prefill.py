@@ -358,7 +358,7 @@ KNOWN = {("tvm.prefill", "below_floor"): "TVM's -inf is -5e4",
          ("tvm.tree_attention", "sanitize"): "read the tree's mask past its last node",
          ("tvm.tree_attention_paged", "sanitize"): "read the tree's mask past its last node",
          ("tvm.sequence_prefill", "packed_grid"): "TVM's packed grid runs one workgroup too many"}
-EXTRA_WARP = {"reference", "implementations", "sanitize"}
+EXTRA_WARP = {"reference", "implementations", "sanitize", "determinism", "page_permutation"}
 
 
 @pytest.mark.parametrize("name", PREFILL_KERNELS)

@@ -120,7 +120,9 @@ TREE_EXTRA_WARP_RACE = (
     "1/28 lse and 96/2688 output elements differ bit for bit between two runs, tvm.tree_attention_paged "
     "determinism 7/56 lse and 676/5376 outputs, and its page_permutation 4/1536 outputs. lavapipe runs the warps "
     "of a workgroup in one order, so there both checks pass and record the finding as not reproduced. Guarding "
-    "the stores with threadIdx.y < 4 removes the race with the wrong outputs.")
+    "the stores with threadIdx.y < 4 removes the race with the wrong outputs. Evidence: the H200 ci gate's records "
+    "(benchmarks/results/h200_gate_ci.json) and tests/sources/test_tvm_prefill.py::"
+    "test_guarding_the_extra_warp_fixes_tvms_tree_kernels; docs/findings.md §14.1.")
 
 TREE_MASK_READ = (
     "TVM's tree kernels read the tree's mask past its last node for the tile rows past a sequence's queries.\n"
