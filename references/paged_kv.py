@@ -126,12 +126,13 @@ def row_to_slot(row, length_info, sliding_window: bool = False) -> np.ndarray:
 
 
 def gather_kv(pages, page_indptr, page_values, length_info, page_size: int | None = None,
-              sliding_window: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              sliding_window: bool = False, stored: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """K and V rows of every sequence in logical order: (k, v, length).
 
     k, v are float64 [B, H_kv, Lmax, D], exactly the stored values, zero past each length (so
     poison in unused slots never leaks); length is int64 [B]. One fancy-indexing gather, no loop.
-    page_size defaults to pages.shape[3] and must equal it.
+    page_size defaults to pages.shape[3] and must equal it. stored=True keeps the pages' own dtype
+    (the same values, for rebuilding a cache from them without a round trip through float64).
     """
     pages = np.asarray(pages)
     if pages.ndim != 5 or pages.shape[1] != 2:
@@ -156,6 +157,6 @@ def gather_kv(pages, page_indptr, page_values, length_info, page_size: int | Non
     def gather(kind: int) -> np.ndarray:
         rows = pages[page, kind, heads, offset]  # [B, H_kv, Lmax, D] in the stored dtype
         rows.transpose(0, 2, 1, 3)[~valid] = 0
-        return rows.astype(np.float64)
+        return rows if stored else rows.astype(np.float64)
 
     return gather(0), gather(1), length

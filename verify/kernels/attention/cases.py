@@ -252,11 +252,9 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
     """
     from references.paged_kv import gather_kv
 
-    dtype = case["q"].dtype
     sliding = bool(config.get("sliding_window"))
     k, v, length = gather_kv(case["pages"], case["page_indptr"], case["page_values"], case["length_info"],
-                             config["page_size"], sliding)
-    k, v = k.astype(dtype), v.astype(dtype)  # gathered stored values convert back exactly
+                             config["page_size"], sliding, stored=True)
     rng = _transform_rng(case, 2)
     cut = np.array([rng.integers(0, n + 1) for n in length], dtype=np.int64)
     batch = length.size
