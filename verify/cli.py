@@ -198,6 +198,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
     for record in held:
         writer.add(record, write=False)
     last_render = [time.monotonic()]
+    refresh_after = [REPORT_REFRESH_S]
 
     def show_held():
         while held:
@@ -207,9 +208,13 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
         writer.add(record)
         show_held()
         display.record(record)
-        if time.monotonic() - last_render[0] > REPORT_REFRESH_S:  # a killed run still leaves a report
+        if time.monotonic() - last_render[0] > refresh_after[0]:  # a killed run still leaves a report
+            began = time.monotonic()
             _write_report(writer.document, out_dir)
             last_render[0] = time.monotonic()
+            # Workers wait for their next job while the report renders (seconds, for hundreds of
+            # records): refresh no more often than REPORT_REFRESH_SHARE of the run's time allows.
+            refresh_after[0] = max(REPORT_REFRESH_S, (last_render[0] - began) / REPORT_REFRESH_SHARE)
 
     interrupted, aborted, written = False, None, False
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -292,8 +297,10 @@ def _refuse_results_file(path: Path, option: str) -> None:
         raise UsageError(f"{option} {path}: holds verify results; writing there would destroy them")
 
 
-#: Seconds between refreshes of report.html during a run.
+#: Seconds between refreshes of report.html during a run (at least).
 REPORT_REFRESH_S = 60.0
+#: At most this share of a run's time goes to refreshing report.html before its end.
+REPORT_REFRESH_SHARE = 0.05
 
 
 _stopping = False

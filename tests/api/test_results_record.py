@@ -77,3 +77,25 @@ def test_a_newer_schema_says_so(tmp_path):
     path.write_text(json.dumps({"schema": "verify.results/9", "records": []}))
     with pytest.raises(UsageError, match="written by a newer verify"):
         load_results(path)
+
+
+def test_the_writer_serialises_each_record_once_and_writes_what_json_dumps_would(tmp_path, monkeypatch):
+    """results.json is rewritten after every record (a kill loses nothing printed); each record is
+    serialised once, and the file is byte for byte json.dumps(document.to_dict(), indent=1)."""
+    from dataclasses import replace
+
+    writer = ResultsWriter(tmp_path / "results.json", command="verify gate", argv=["gate"], profile="ci")
+    records = [replace(full_result(), job_id=k, check=f"check{k}") for k in (2, 0, 1)]
+    serialised = []
+    original = CheckResult.to_dict
+    monkeypatch.setattr(CheckResult, "to_dict", lambda self: serialised.append(self.check) or original(self))
+    for record in records:
+        writer.add(record)
+        assert serialised == [record.check]  # the new record alone
+        assert (tmp_path / "results.json").read_text() == json.dumps(writer.document.to_dict(), indent=1)
+        serialised.clear()
+    assert writer.finish(order=lambda r: r.job_id)
+    assert serialised == []  # reordered, not serialised again
+    text = (tmp_path / "results.json").read_text()
+    assert text == json.dumps(writer.document.to_dict(), indent=1)
+    assert [r.job_id for r in load_results(tmp_path / "results.json").records] == [0, 1, 2]
