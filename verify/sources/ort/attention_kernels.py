@@ -1,0 +1,551 @@
+"""`ort.gqa` and `ort.paged_attention`: ONNX Runtime Web's attention, end to end, on Dawn.
+
+Each case becomes the feeds of a one-node com.microsoft.GroupQueryAttention or PagedAttention
+model (verify.sources.ort.attention_models) run by ORT's own WebGPU execution provider
+(verify.sources.ort.runtime) with its cache bound to its output, as an application binds its
+KV cache: GroupQueryAttention then writes the new keys and values into past_key/past_value
+(ORT's static cache) and PagedAttention into the blocks of key_cache/value_cache. Nothing of ORT
+is re-implemented: it rotates, copies, picks its programs and dispatches them itself.
+
+The outputs are compared with float64 references (references.group_query: causal mask, local
+window, GQA head mapping, rotary from the model's cos/sin tables) under the budgets of
+verify.budgets.ort_attention, whose derivation follows what each of ORT's paths rounds where.
+Which path a case takes is ORT's dispatch rule (docs/ort-attention.md §2); `launch` checks ORT
+dispatched what the rule says, so a change of the rule cannot pass under the wrong budget.
+The cache outputs are compared whole: rows (blocks) the run must not touch are poisoned with
+NaN and must come back bit for bit, the new rows are the (rotated) new keys and values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+import numpy as np
+from hypothesis import strategies as st
+
+from references.group_query import attend, rotate_with_tables, visible_keys
+from verify.budgets.expected import Expected
+from verify.budgets.ort_attention import output_budget, rotation_error, score_errors
+from verify.budgets.roundoff import numpy_dtype
+from verify.cases import Case
+from verify.errors import SetupError, UsageError
+from verify.gpu.device import Timing
+from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
+from verify.results.record import KnownFinding
+from verify.results.atomic import write_atomic
+from verify.sources.ort.attention_launch import SPLIT_REDUCE_BELOW
+from verify.sources.ort.attention_models import GroupQueryAttentionModel, PagedAttentionModel
+from verify.sources.ort.launch import DerivedConfig, header
+from verify.sources.ort.runtime import shared_runtime
+
+# -- config keys -----------------------------------------------------------------------------------
+DTYPE = ConfigKey("dtype", "f16", ("f16", "f32"), "type of query, key, value, caches, cos/sin tables and output")
+HEAD_SIZE = ConfigKey("head_size", 64, (64, 80, 96, 128, 256), "channels per head (H)")
+NUM_HEADS = ConfigKey("num_heads", 8, doc="query heads (N)", bounds=(1, 64))
+KV_NUM_HEADS = ConfigKey("kv_num_heads", 2, doc="key/value heads (Nkv); N / Nkv is GQA's ratio", bounds=(1, 64))
+PHASE = ConfigKey("phase", "decode", ("decode", "prefill", "flash"),
+                  "new tokens per sequence: decode 1 (a batch of unequal lengths), prefill 2-31 (ORT's split-reduce "
+                  "programs), flash 32 or more (its FlashAttention programs)")
+DO_ROTARY = ConfigKey("do_rotary", 0, (0, 1), "rotate q and the new keys with the model's cos/sin tables")
+INTERLEAVED = ConfigKey("rotary_interleaved", 0, (0, 1), "GPT-J pairs (2i, 2i+1) instead of NeoX (d, d + H/2)")
+LOCAL_WINDOW = ConfigKey("local_window_size", -1, doc="attend only the last W keys (-1: all)", bounds=(-1, 8192))
+SOFTCAP = ConfigKey("softcap", 0.0, doc="softcap c: scores c·tanh(s/c) (0: none)", bounds=(0.0, 1000.0))
+MAX_PAST = ConfigKey("max_past", 160, doc="largest cached length a case draws", bounds=(0, 8192))
+BLOCK_SIZE = ConfigKey("block_size", 16, (16, 32), "tokens per block of the paged cache")
+PAGED_DTYPE = ConfigKey("dtype", "f16", ("f16",), "PagedAttention's type constraint allows f16 (and bf16) only")
+
+#: The rotary tables are those of theta = 10000 (their values are inputs; the reference uses them as stored).
+ROPE_THETA = 1e4
+#: Most new tokens a flash case draws (past 32, each token costs the reference and ORT alike).
+MAX_FLASH_TOKENS = 48
+
+# -- findings ----------------------------------------------------------------------------------------
+SOFTCAP_IGNORED = (
+    "GroupQueryAttention ignores softcap on WebGPU: the output is the uncapped attention.\n"
+    "onnxruntime-web 1.30 accepts the softcap attribute but none of the programs it dispatches for "
+    "GroupQueryAttention takes a softcap: with softcap = 2 the decode output differs from the softcapped "
+    "reference by about 1.8 and equals the uncapped one to 1e-6. Evidence: tests/sources/test_ort_attention.py::"
+    "test_gqa_applies_its_softcap (strict xfail), ::test_with_softcap_gqa_computes_the_uncapped_attention; "
+    "docs/findings.md §18.1.")
+FLASH_LOOP_VAR = (
+    "ORT's FlashAttention program relies on a loop-body `var` being re-zeroed every iteration; Dawn does not: "
+    "scores carry the previous key step's.\n"
+    "The score accumulators qk_1..qk_4 are declared without initializer inside the key-step loop; WGSL gives them "
+    "their zero value per iteration, Tint (npm webgpu 0.6.2) and Naga zero them once, so queries past the first key "
+    "step get errors of 0.1-0.5. It shows wherever ORT dispatches FlashAttention: GroupQueryAttention with 32 new "
+    "tokens or more, PagedAttention with a local window or (16-token blocks) 32 new tokens or more. Evidence: "
+    "tests/sources/test_ort_attention.py::test_gqa_prefill_with_flash_attention_matches_the_reference, "
+    "::test_dawn_zeroes_a_loop_bodys_var_at_every_iteration (strict xfails), "
+    "::test_zeroing_orts_prefill_accumulators_explicitly_makes_it_match_the_reference (the control); "
+    "docs/findings.md §18.2.")
+
+
+# -- what ORT runs -------------------------------------------------------------------------------------
+GQA_PROGRAMS = {
+    "split": ("FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce"),
+    "probs": ("AttentionProbs", "InPlaceSoftmax", "VxAttentionScore"),
+    "flash": ("FlashAttention",),
+}
+PAGED_PROGRAMS = {
+    "split": ("FlashAttentionPagedDecodeQKV", "FlashAttentionPagedDecodeVxReduce"),
+    "flash": ("FlashAttention",),
+    "paged_prefill": ("FlashAttentionPagedPrefill",),
+}
+ATTENTION_PROGRAMS = frozenset(p for programs in (*GQA_PROGRAMS.values(), *PAGED_PROGRAMS.values()) for p in programs)
+
+
+def gqa_path(local_window_size: int, new: int, total: int) -> str:
+    """ORT 1.30's choice for GroupQueryAttention (flash_attention.cc CanApplyFlashAttention and
+    ApplyFlashAttention): a local window shorter than the batch's total length takes the
+    unfused programs (AttentionProbs, InPlaceSoftmax, VxAttentionScore); otherwise fewer than 32
+    new tokens take the split-reduce pair, 32 or more the FlashAttention program."""
+    if 0 <= local_window_size < total:
+        return "probs"
+    return "split" if new < SPLIT_REDUCE_BELOW else "flash"
+
+
+def paged_path(local_window_size: int, max_new: int, block_size: int) -> str:
+    """ORT 1.30's choice for PagedAttention, as observed on the programs it dispatches (verify
+    checks every run against it): a local window, or 32 new tokens or more in 16-token blocks,
+    gather the blocks (PagedAttentionGatherKV) for FlashAttention; 32 or more in larger blocks take
+    FlashAttentionPagedPrefill; fewer the paged split-reduce pair."""
+    if local_window_size >= 0 or (max_new >= SPLIT_REDUCE_BELOW and block_size == 16):
+        return "flash"
+    return "paged_prefill" if max_new >= SPLIT_REDUCE_BELOW else "split"
+
+
+#: The budget's arithmetic for each path (verify.budgets.ort_attention.PATHS).
+BUDGET_PATH = {"split": "split", "probs": "probs", "flash": "flash", "paged_prefill": "flash"}
+
+
+class OrtDispatchRuleError(RuntimeError):
+    """ORT ran other programs than the rule verify's budgets assume: verify's model of ORT is out of date."""
+
+
+# -- cases --------------------------------------------------------------------------------------------
+def _past_lengths(max_past: int):
+    """Cached lengths: any up to max_past, and the 64-key tile edges (tails and exact multiples)."""
+    edges = sorted({e for t in (64, 128, 256, 1024, 4096, 8192) for e in (t - 1, t, t + 1) if e <= max_past})
+    return st.one_of(st.integers(0, max_past), st.sampled_from(edges)) if edges else st.integers(0, max_past)
+
+
+def _new_tokens(phase: str):
+    return {"decode": st.just(1), "prefill": st.integers(2, SPLIT_REDUCE_BELOW - 1),
+            "flash": st.integers(SPLIT_REDUCE_BELOW, MAX_FLASH_TOKENS)}[phase]
+
+
+def rotary_tables(rows: int, half: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """cos/sin [rows, half] of theta = 10000 (NeoX frequencies), stored in `dtype`."""
+    angles = np.arange(rows)[:, None] * ROPE_THETA ** (-np.arange(half) / half)
+    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+def _values(rng, shape, spread, dtype):
+    return (rng.standard_normal(shape) * spread).astype(dtype)
+
+
+#: Spreads of q: flat (scores near 0), unit, sharp (a few keys dominate).
+Q_SPREADS = (0.25, 1.0, 4.0)
+
+
+def _min_total(config) -> int:
+    """A windowed config draws totals past the window (so ORT takes its windowed path)."""
+    return config["local_window_size"] + 1 if config["local_window_size"] >= 0 else 0
+
+
+@st.composite
+def gqa_cases(draw, config: dict) -> Case:
+    """GroupQueryAttention cases: a batch of 1-3 sequences of unequal cached lengths for decode
+    (ORT takes a batch > 1 only without a past for more than one new token), new tokens by phase,
+    flat to sharp queries, a static cache with spare rows past each sequence poisoned with NaN."""
+    t = numpy_dtype(config["dtype"])
+    new = draw(_new_tokens(config["phase"]))
+    batch = draw(st.integers(1, 3)) if new == 1 else 1
+    past = [draw(_past_lengths(config["max_past"])) for _ in range(batch)]
+    past[0] = max(past[0], _min_total(config) - new)
+    spare = draw(st.integers(0, 8))
+    capacity = max(past) + new + spare
+    seed = draw(st.integers(0, 2**32 - 1))
+    spread = draw(st.sampled_from(Q_SPREADS))
+    rng = np.random.default_rng(seed)
+    n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
+    cache_shape = (batch, nkv, capacity, h)
+    past_key, past_value = _values(rng, cache_shape, 1.0, t), _values(rng, cache_shape, 1.0, t)
+    for b, length in enumerate(past):
+        past_key[b, :, length:] = np.nan
+        past_value[b, :, length:] = np.nan
+    arrays = {"query": _values(rng, (batch, new, n * h), spread, t),
+              "key": _values(rng, (batch, new, nkv * h), 1.0, t), "value": _values(rng, (batch, new, nkv * h), 1.0, t),
+              "past_key": past_key, "past_value": past_value,
+              "seqlens_k": np.asarray(past, np.int32) + new - 1,
+              "total_sequence_length": np.asarray(max(past) + new, np.int32)}
+    if config["do_rotary"]:
+        arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(capacity, h // 2, t)
+    path = gqa_path(config["local_window_size"], new, max(past) + new)
+    return Case(arrays, {"batch": batch, "new": new, "past": past, "capacity": capacity, "q_spread": spread,
+                         "seed": seed, "path": path})
+
+
+@st.composite
+def paged_cases(draw, config: dict) -> Case:
+    """PagedAttention cases: 1-3 sequences (decode and prefill; flash: one), each with its own
+    cached and new lengths, its blocks drawn from a shuffled pool whose spare blocks, and the
+    unused slots of the last block of each sequence, are poisoned with NaN."""
+    t = numpy_dtype(config["dtype"])
+    bs = config["block_size"]
+    batch = draw(st.integers(1, 3)) if config["phase"] != "flash" else 1
+    news = [draw(_new_tokens(config["phase"])) for _ in range(batch)]
+    past = [draw(_past_lengths(config["max_past"])) for _ in range(batch)]
+    past = [max(p, _min_total(config) - s) for p, s in zip(past, news)]
+    totals = [p + s for p, s in zip(past, news)]
+    blocks = [-(-total // bs) for total in totals]
+    spare = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    spread = draw(st.sampled_from(Q_SPREADS))
+    rng = np.random.default_rng(seed)
+    pool = rng.permutation(sum(blocks) + spare).astype(np.int32)
+    table = np.empty((batch, max(blocks)), np.int32)
+    table[:] = pool[sum(blocks)]  # unused entries name a (poisoned) spare block
+    start = 0
+    for b, count in enumerate(blocks):
+        table[b, :count] = pool[start:start + count]
+        start += count
+    n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
+    cache_shape = (len(pool), bs, nkv, h)
+    key_cache, value_cache = _values(rng, cache_shape, 1.0, t), _values(rng, cache_shape, 1.0, t)
+    written = np.zeros(cache_shape[:2], bool)
+    for b in range(batch):
+        rows = np.arange(past[b])
+        written[table[b, rows // bs], rows % bs] = True
+    key_cache[~written], value_cache[~written] = np.nan, np.nan
+    tokens = sum(news)
+    arrays = {"query": _values(rng, (tokens, n * h), spread, t), "key": _values(rng, (tokens, nkv * h), 1.0, t),
+              "value": _values(rng, (tokens, nkv * h), 1.0, t), "key_cache": key_cache, "value_cache": value_cache,
+              "cumulative_sequence_length": np.concatenate([[0], np.cumsum(news)]).astype(np.int32),
+              "past_seqlens": np.asarray(past, np.int32), "block_table": table}
+    if config["do_rotary"]:
+        arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(max(totals) + 1, h // 2, t)
+    path = paged_path(config["local_window_size"], max(news), bs)
+    return Case(arrays, {"batch": batch, "new": news, "past": past, "q_spread": spread, "seed": seed, "path": path})
+
+
+# -- the reference ---------------------------------------------------------------------------------
+def _rotated(x, case, positions, config):
+    """(x rotated at positions [S] as float64, its error bound in the model's type) or (x, None)."""
+    x = np.asarray(x, np.float64)
+    if not config["do_rotary"]:
+        return x, None
+    cos, sin = case["cos_cache"], case["sin_cache"]
+    interleaved = bool(config["rotary_interleaved"])
+    pos = np.broadcast_to(np.asarray(positions)[:, None], x.shape[:-1])
+    rotated = rotate_with_tables(x, cos, sin, pos, interleaved)
+    half = cos.shape[-1]
+    c, s = np.asarray(cos, np.float64)[pos], np.asarray(sin, np.float64)[pos]
+    if interleaved:
+        partner = np.empty_like(x)
+        partner[..., 0::2], partner[..., 1::2] = x[..., 1::2], x[..., 0::2]
+        c, s = np.repeat(c, 2, axis=-1), np.repeat(s, 2, axis=-1)
+    else:
+        partner = np.concatenate([x[..., half:], x[..., :half]], axis=-1)
+        c, s = np.concatenate([c, c], axis=-1), np.concatenate([s, s], axis=-1)
+    return rotated, rotation_error(x, partner, c, s, config["dtype"])
+
+
+def sequence_expected(q, k_new, v_new, k_past, v_past, past: int, case, config, path: str):
+    """(o [S, N, H], its budget, rotated new keys [S, Nkv, H], their budget) of one sequence:
+    q, k_new, v_new [S, heads, H] as fed, k_past, v_past [Nkv, past, H]."""
+    new = q.shape[0]
+    positions = past + np.arange(new)
+    q_rot, e_q = _rotated(q, case, positions, config)
+    k_rot, e_k = _rotated(k_new, case, positions, config)
+    keys = np.concatenate([np.asarray(k_past, np.float64), k_rot.transpose(1, 0, 2)], axis=1)
+    values = np.concatenate([np.asarray(v_past, np.float64), np.asarray(v_new, np.float64).transpose(1, 0, 2)], axis=1)
+    scale = config["head_size"] ** -0.5
+    visible = visible_keys(past + new, new, config["local_window_size"])
+    o, logits2 = attend(q_rot, keys, values, visible, scale=scale, softcap=config.get("softcap", 0.0))
+    e_keys = None
+    if e_k is not None:
+        e_keys = np.concatenate([np.zeros(k_past.shape), e_k.transpose(1, 0, 2)], axis=1)
+    delta = score_errors(q_rot, keys, scale=scale, dtype=config["dtype"], path=BUDGET_PATH[path], e_q=e_q, e_k=e_keys)
+    budget = output_budget(values, logits2, delta, dtype=config["dtype"], path=BUDGET_PATH[path])
+    return o, budget, k_rot, (np.zeros(k_rot.shape) if e_k is None else e_k)
+
+
+def _cache_expected(name, reference, budget, exact, dtype) -> Expected:
+    return Expected.around(name, reference, np.where(exact, 0.0, budget), dtype, exact=exact)
+
+
+# -- the kernels -----------------------------------------------------------------------------------
+def _capture_cache_path(kernel: str, model, phase: str):
+    from verify.sources.ort.programs import _vendor_folder, cache_root
+
+    runtime = shared_runtime()
+    key = hashlib.sha256(f"{kernel} {model.describe()} {phase}".encode()).hexdigest()[:16]
+    return runtime, cache_root() / runtime.version / _vendor_folder(runtime.adapter) / f"attention-{key}.json"
+
+
+class OrtAttentionKernel(DerivedConfig, Kernel):
+    """What ort.gqa and ort.paged_attention share: ORT's session on a case, judged against the
+    float64 reference under verify.budgets.ort_attention."""
+
+    family = "attention"
+    source = "ort"
+    reference = "references.group_query.attend (rotate_with_tables, visible_keys)"
+    checks = ("reference", "determinism")
+    output_axes = {"output": ("token", "channel")}
+    budget_function = staticmethod(output_budget)
+    programs: dict = {}
+
+    def budget_doc(self) -> str:
+        import inspect
+
+        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, output_budget, rotation_error))
+
+    def validate(self, config):
+        if config["num_heads"] % config["kv_num_heads"]:
+            raise UsageError(f"num_heads={config['num_heads']} must be a multiple of kv_num_heads={config['kv_num_heads']}")
+        if config["rotary_interleaved"] and not config["do_rotary"]:
+            raise UsageError("rotary_interleaved=1 needs do_rotary=1")
+        if config["local_window_size"] >= 0 and config["local_window_size"] >= config["max_past"] + MAX_FLASH_TOKENS:
+            raise UsageError(f"local_window_size={config['local_window_size']} is past every total a case draws "
+                             f"(max_past={config['max_past']})")
+
+    def requirements(self, config):
+        return frozenset({"shader-f16"}) if config["dtype"] == "f16" else frozenset()
+
+    def gate_configs(self, profile):
+        """Each profile's configs (GATE_CONFIGS); capturing their programs here makes a machine
+        without ORT skip the kernel (SetupError)."""
+        name = getattr(profile, "name", profile)
+        configs = [self.config(c) for c in self.gate_shapes.get(name, self.gate_shapes["ci"])]
+        for config in configs:
+            self.wgsl(config)
+        return configs
+
+    def known_finding(self, check, config):
+        findings = []
+        if check == "reference" and config.get("softcap"):
+            findings.append(KnownFinding(SOFTCAP_IGNORED, outputs=("output",)))
+        if check == "reference" and self.takes_flash(config):
+            findings.append(KnownFinding(FLASH_LOOP_VAR, outputs=("output",)))
+        return findings or None
+
+    def upstream(self, config, wgsl):
+        return Upstream("ONNX Runtime Web (microsoft/onnxruntime; npm onnxruntime-web), WebGPU execution provider",
+                        shared_runtime().version if wgsl else "", f"the {self.model(config).op} contrib op's WebGPU "
+                        "programs (flash_attention.cc, group_query_attention.cc, paged_attention.cc in "
+                        "onnxruntime/contrib_ops/webgpu/bert)",
+                        ("onnxruntime/contrib_ops/webgpu/bert/flash_attention.cc",))
+
+    def modules(self, wgsl):
+        """None: ORT compiles its programs in its own session; the check's device compiles nothing."""
+        return []
+
+    def wgsl(self, config):
+        """Every program ORT dispatches for one small case of this config, in order, after its
+        provenance line (cached on disk as ORT's DP4A programs are, verify.sources.ort.programs).
+        For reading and for the record's hash: ORT compiles them itself."""
+        model = self.model(config)
+        runtime, path = _capture_cache_path(self.name, model, config["phase"])
+        if path.is_file():
+            data = json.loads(path.read_text())
+        else:
+            case = self.capture_case(config)
+            run = runtime.run(model, self.feeds(model, case), aliases=model.shared_cache)
+            data = {"provenance": f"// onnxruntime-web {runtime.version} on {runtime.adapter.get('description') or '?'}"
+                                  f": {model.describe()}, {case.summary()}",
+                    "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}
+            write_atomic(path, json.dumps(data, indent=1))
+        parts = [header(self.name, config), data["provenance"]]
+        parts += [f"// ---- program {label} ----\n{wgsl}" for label, wgsl in data["programs"].items()]
+        return "\n".join(parts)
+
+    def capture_case(self, config) -> Case:
+        """The simplest case of the config (Hypothesis' minimal example): one run that takes its path."""
+        from hypothesis import find, settings
+
+        return find(self.cases(config, "quick"), lambda case: True, settings=settings(database=None, max_examples=10))
+
+    def launch(self, device, wgsl, config, case):
+        """One run of ORT's session on the case (Timing.dispatch is its wall time); ORT runs on
+        the Vulkan driver of the check's dawn device."""
+        runtime = shared_runtime(getattr(device, "driver", None))
+        model = self.model(config)
+        started = time.perf_counter()
+        run = runtime.run(model, self.feeds(model, case), aliases=model.shared_cache)
+        elapsed = time.perf_counter() - started
+        ran = tuple(label for label in run.labels if label in ATTENTION_PROGRAMS)
+        want = self.programs[case.params["path"]]
+        if ran != want:
+            raise OrtDispatchRuleError(f"ORT dispatched {', '.join(run.labels) or 'nothing'} for {case.summary()}, "
+                                       f"where the rule verify judges by gives {', '.join(want)}")
+        outputs = {name: run.outputs[name] for name in self.output_names}
+        return Launched(outputs, {}, Timing(dispatch=elapsed))
+
+    def launch_paths(self, config, case):
+        return (case.params["path"],)
+
+
+class OrtGqa(OrtAttentionKernel):
+    """ORT's GroupQueryAttention session: output and the static cache it updates."""
+
+    name = "ort.gqa"
+    summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.GroupQueryAttention node "
+               "with a static KV cache: output and present_key/present_value")
+    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, DO_ROTARY, INTERLEAVED, LOCAL_WINDOW, SOFTCAP,
+                   MAX_PAST)
+    output_names = ("output", "present_key", "present_value")
+    programs = GQA_PROGRAMS
+    gate_shapes = {
+        "quick": (dict(dtype="f32", phase="decode", softcap=2.0),),
+        "ci": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="decode", do_rotary=1),
+               dict(dtype="f32", head_size=64, num_heads=8, kv_num_heads=1, phase="prefill", do_rotary=1,
+                    rotary_interleaved=1),
+               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=4, phase="decode", local_window_size=32),
+               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="decode", softcap=2.0)),
+        "nightly": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="decode", do_rotary=1,
+                         max_past=8192),
+                    dict(dtype="f32", head_size=128, num_heads=16, kv_num_heads=2, phase="decode", max_past=8192),
+                    dict(dtype="f16", head_size=64, num_heads=8, kv_num_heads=1, phase="prefill", do_rotary=1,
+                         rotary_interleaved=1, max_past=1024),
+                    dict(dtype="f16", head_size=96, num_heads=6, kv_num_heads=2, phase="decode", local_window_size=128,
+                         max_past=2048),
+                    dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="decode", softcap=2.0),
+                    dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="flash")),
+    }
+
+    def derive(self, config):
+        return {}
+
+    def takes_flash(self, config) -> bool:
+        return config["phase"] == "flash" and config["local_window_size"] < 0
+
+    def model(self, config) -> GroupQueryAttentionModel:
+        return GroupQueryAttentionModel(config["dtype"], config["num_heads"], config["kv_num_heads"],
+                                        config["head_size"], do_rotary=bool(config["do_rotary"]),
+                                        rotary_interleaved=bool(config["rotary_interleaved"]),
+                                        local_window_size=config["local_window_size"], softcap=config["softcap"])
+
+    def feeds(self, model, case):
+        a = case.arrays
+        return model.feeds(a["query"], a["past_key"], a["past_value"], a["seqlens_k"], a["total_sequence_length"],
+                           key=a["key"], value=a["value"], cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"))
+
+    def cases(self, config, profile):
+        return gqa_cases(config)
+
+    def expected(self, config, case):
+        """Per sequence, references.group_query over its cached rows and its new tokens; the new
+        cache rows are the (rotated) new keys and values, every other row comes back bit for bit."""
+        n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
+        batch, new = case.params["batch"], case.params["new"]
+        out, out_budget = np.zeros((batch, new, n * h)), np.zeros((batch, new, n * h))
+        present_key = case["past_key"].astype(np.float64)
+        present_value = case["past_value"].astype(np.float64)
+        key_budget = np.zeros(present_key.shape)
+        changed = np.zeros(present_key.shape, bool)
+        for b, past in enumerate(case.params["past"]):
+            q = case["query"][b].reshape(new, n, h)
+            k_new, v_new = case["key"][b].reshape(new, nkv, h), case["value"][b].reshape(new, nkv, h)
+            o, budget, k_rot, e_k = sequence_expected(q, k_new, v_new, case["past_key"][b, :, :past],
+                                                      case["past_value"][b, :, :past], past, case, config,
+                                                      case.params["path"])
+            out[b], out_budget[b] = o.reshape(new, -1), budget.reshape(new, -1)
+            present_key[b, :, past:past + new] = k_rot.transpose(1, 0, 2)
+            present_value[b, :, past:past + new] = np.asarray(v_new, np.float64).transpose(1, 0, 2)
+            key_budget[b, :, past:past + new] = e_k.transpose(1, 0, 2)
+            changed[b, :, past:past + new] = bool(config["do_rotary"])
+        t = config["dtype"]
+        return [Expected.around("output", out, out_budget, t),
+                _cache_expected("present_key", present_key, key_budget, ~changed, t),
+                _cache_expected("present_value", present_value, 0.0, np.ones(present_value.shape, bool), t)]
+
+    def features(self, case):
+        return {"context": max(case.params["past"]) + case.params["new"], "new_tokens": case.params["new"]}
+
+
+class OrtPagedAttention(OrtAttentionKernel):
+    """ORT's PagedAttention session: output and the block caches it updates in place."""
+
+    name = "ort.paged_attention"
+    summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.PagedAttention node: "
+               "output and key_cache/value_cache updated in their shuffled blocks")
+    config_keys = (PAGED_DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, BLOCK_SIZE, DO_ROTARY, INTERLEAVED,
+                   LOCAL_WINDOW, MAX_PAST)
+    output_names = ("output", "key_cache_out", "value_cache_out")
+    programs = PAGED_PROGRAMS
+    gate_shapes = {
+        "quick": (dict(phase="decode"),),
+        "ci": (dict(head_size=128, num_heads=8, kv_num_heads=2, phase="decode", block_size=16, do_rotary=1),
+               dict(head_size=64, num_heads=4, kv_num_heads=1, phase="prefill", block_size=32, do_rotary=1,
+                    rotary_interleaved=1)),
+        "nightly": (dict(head_size=128, num_heads=8, kv_num_heads=2, phase="decode", block_size=16, do_rotary=1,
+                         max_past=8192),
+                    dict(head_size=64, num_heads=4, kv_num_heads=1, phase="prefill", block_size=32, do_rotary=1,
+                         rotary_interleaved=1, max_past=1024),
+                    dict(head_size=64, num_heads=4, kv_num_heads=2, phase="decode", block_size=16,
+                         local_window_size=32)),
+    }
+
+    def derive(self, config):
+        return {}
+
+    def takes_flash(self, config) -> bool:
+        return paged_path(config["local_window_size"], MAX_FLASH_TOKENS if config["phase"] == "flash" else 1,
+                          config["block_size"]) == "flash"
+
+    def model(self, config) -> PagedAttentionModel:
+        return PagedAttentionModel(config["dtype"], config["num_heads"], config["kv_num_heads"], config["head_size"],
+                                   do_rotary=bool(config["do_rotary"]),
+                                   rotary_interleaved=bool(config["rotary_interleaved"]),
+                                   local_window_size=config["local_window_size"], block_size=config["block_size"])
+
+    def feeds(self, model, case):
+        a = case.arrays
+        return model.feeds(a["query"], a["key_cache"], a["value_cache"], a["cumulative_sequence_length"],
+                           a["past_seqlens"], a["block_table"], key=a["key"], value=a["value"],
+                           cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"))
+
+    def cases(self, config, profile):
+        return paged_cases(config)
+
+    def expected(self, config, case):
+        """Per sequence, references.group_query over the rows its block table names; the new
+        tokens' slots hold the (rotated) new keys and values, every other slot comes back bit
+        for bit (spare blocks and unused slots are NaN)."""
+        n, nkv, h, bs = config["num_heads"], config["kv_num_heads"], config["head_size"], config["block_size"]
+        cu, table = case["cumulative_sequence_length"], case["block_table"]
+        tokens = int(cu[-1])
+        out, out_budget = np.zeros((tokens, n * h)), np.zeros((tokens, n * h))
+        key_cache = case["key_cache"].astype(np.float64)
+        value_cache = case["value_cache"].astype(np.float64)
+        flat_key, flat_value = key_cache.reshape(-1, nkv, h), value_cache.reshape(-1, nkv, h)
+        key_budget = np.zeros(flat_key.shape)
+        changed = np.zeros(flat_key.shape, bool)
+        for b, past in enumerate(case.params["past"]):
+            begin, end = int(cu[b]), int(cu[b + 1])
+            new = end - begin
+            rows = np.arange(past + new)
+            slots = table[b, rows // bs] * bs + rows % bs
+            k_past = flat_key[slots[:past]].transpose(1, 0, 2)
+            v_past = flat_value[slots[:past]].transpose(1, 0, 2)
+            q = case["query"][begin:end].reshape(new, n, h)
+            k_new, v_new = case["key"][begin:end].reshape(new, nkv, h), case["value"][begin:end].reshape(new, nkv, h)
+            o, budget, k_rot, e_k = sequence_expected(q, k_new, v_new, k_past, v_past, past, case, config,
+                                                      case.params["path"])
+            out[begin:end], out_budget[begin:end] = o.reshape(new, -1), budget.reshape(new, -1)
+            flat_key[slots[past:]] = k_rot
+            flat_value[slots[past:]] = np.asarray(v_new, np.float64)
+            key_budget[slots[past:]] = e_k
+            changed[slots[past:]] = bool(config["do_rotary"])
+        t = config["dtype"]
+        shape = key_cache.shape
+        return [Expected.around("output", out, out_budget, t),
+                _cache_expected("key_cache_out", key_cache, key_budget.reshape(shape), ~changed.reshape(shape), t),
+                _cache_expected("value_cache_out", value_cache, 0.0, np.ones(shape, bool), t)]
+
+    def features(self, case):
+        return {"context": max(p + s for p, s in zip(case.params["past"], case.params["new"])),
+                "new_tokens": sum(case.params["new"])}
