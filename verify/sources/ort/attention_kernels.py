@@ -30,11 +30,11 @@ from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, rotation_error, score_errors
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
-from verify.errors import SetupError, UsageError
+from verify.errors import UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
-from verify.results.record import KnownFinding
 from verify.results.atomic import write_atomic
+from verify.results.record import KnownFinding
 from verify.sources.ort.attention_launch import SPLIT_REDUCE_BELOW
 from verify.sources.ort.attention_models import GroupQueryAttentionModel, PagedAttentionModel
 from verify.sources.ort.launch import DerivedConfig, header
