@@ -34,12 +34,12 @@ import numpy as np
 
 from verify.budgets.attention import weight_errors
 from verify.budgets.roundoff import gamma, smallest_normal
-from verify.budgets.wgsl_accuracy import division_rel, rounding_rel
+from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, rounding_rel
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
-#: The programs' paths (module docstring).
-PATHS = ("split", "probs", "flash")
+#: The programs' paths (module docstring); "split_tile" is one tile of `split` before the reduce.
+PATHS = ("split", "split_tile", "probs", "flash")
 #: Keys per tile of the split path, and per step of the flash path.
 SPLIT_KEY_TILE = 64
 FLASH_KEY_STEP = 16
@@ -112,6 +112,9 @@ def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
     units (delta log2 e). ORT calls exp, not exp2: WGSL gives both (3 + 2|x|) ULP, and
     |x_e| = ln2 |x_2| <= |x_2|, so the exp2 bound covers it. Then with A_d = sum_j p_j |v_jd|:
 
+    - `split_tile` (one tile's normalised partial output, FlashAttentionDecodeQKV alone): one
+      division, p rounded (r_t), p v (r_t), 64 products summed (gamma_63(r_t)), the store (r_t):
+      e_pv = 3 r_t + gamma_63(r_t) + division_rel, 2·64 + 4 flushes in t.
     - `split`: two f32 divisions (by the tile sum l_t, by the total L) and the reduce weight
       l_t exp(m_t - M) (one more exp and product over the logit range R, covered by pi's chain
       term) cost 2 division_rel; in t, p rounds (r_t), p v rounds (r_t), a tile's 64 products
@@ -141,7 +144,10 @@ def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
     spread = ((pg * pi.reshape(pg.shape)) @ v).reshape(new, heads, -1)
     a_d = (pg @ v).reshape(new, heads, -1)
     n_max = n.max(initial=1.0)
-    if path == "split":
+    if path == "split_tile":
+        e_pv = 3 * r_t + gamma(SPLIT_KEY_TILE - 1, r_t) + division_rel("f32")
+        flushes = 2 * SPLIT_KEY_TILE + 4
+    elif path == "split":
         tiles = math.ceil(length / SPLIT_KEY_TILE)
         e_pv = 5 * r_t + gamma(SPLIT_KEY_TILE - 1, r_t) + gamma(tiles, r_t) + 2 * division_rel("f32")
         flushes = 2 * SPLIT_KEY_TILE + 2 * tiles + 4
@@ -156,10 +162,74 @@ def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
     return budget + flushes * smallest_normal(dtype) + (2 * n_max + 4) * smallest_normal("f32")
 
 
+def tile_state_budget(tiles, shape, dtype: str, *, scale: float):
+    """Budgets (o [B, N, S, P, H], m [B, N, S, P], l [B, N, S, P]) of FlashAttentionDecodeQKV's
+    tile states. `tiles` lists (b, t, q [S, N, H], k [Nkv, L_t, H], v [Nkv, L_t, H], s [S, N, L_t])
+    per written tile, s the exact natural scores (-inf where masked).
+
+    With delta_j the score errors of the split path (score_errors) and delta = max_j delta_j over
+    the tile's visible keys: the maximum m_t is a max of computed scores, so it errs by delta. Each
+    term of l_t = Σ exp(s_j - m_t) has its exponent off by at most 2 delta (both s_j and m_t err),
+    the subtraction rounds (r|x_j|), exp errs by exp_rel(x_j); the sum of L_t terms in f32 adds
+    gamma_{L_t}(r): l_t errs by l_t (expm1(2 delta) + max_j (exp_rel(x_j) + r|x_j|) + gamma_{L_t}(r))
+    to second order, plus (2 L_t + 1) flushed f32 subnormals. o_t is output_budget's `split_tile`
+    over the tile's keys alone. Tiles without a visible key, and tiles never written, are held
+    bit for bit by the contract (budget 0 here)."""
+    r = rounding_rel("f32")
+    o_budget, m_budget, l_budget = np.zeros(shape), np.zeros(shape[:-1]), np.zeros(shape[:-1])
+    for b, t, q, k, v, s in tiles:
+        visible = np.isfinite(s)
+        if not visible.any():
+            continue
+        delta = score_errors(q, k, scale=scale, dtype=dtype, path="split")
+        delta = np.where(visible, delta, 0.0)
+        has = visible.any(-1)  # [S, N]
+        d_max = delta.max(-1)
+        top = np.where(has, s.max(-1, initial=-np.inf), 0.0)
+        x = np.where(visible, s - top[..., None], 0.0)
+        kappa = np.where(visible, exp2_rel(x * LOG2E) + r * np.abs(x), 0.0).max(-1)
+        n_keys = visible.sum(-1)
+        lsum = np.where(visible, np.exp(x), 0.0).sum(-1)
+        rel = _second_order(np.expm1(2 * d_max) + kappa + gamma(n_keys, r))
+        l_b = lsum * rel + (2 * n_keys + 1) * smallest_normal("f32")
+        logits2 = np.where(visible, s * LOG2E, -np.inf)
+        o_b = output_budget(v, logits2, delta, dtype=dtype, path="split_tile")
+        o_budget[b, :, :, t] = np.where(has[..., None], o_b, 0.0).transpose(1, 0, 2)
+        m_budget[b, :, :, t] = np.where(has, d_max, 0.0).T
+        l_budget[b, :, :, t] = np.where(has, l_b, 0.0).T
+    return o_budget, m_budget, l_budget
+
+
+def reduce_budget(o, m, lsum, dtype: str) -> np.ndarray:
+    """Budget [N, S, H] of FlashAttentionDecodeVxReduce merging T tile states of one sequence:
+    o [N, S, T, H] (stored in t), m and lsum [N, S, T] (f32), all exact inputs.
+
+    With M = max m_t, x_t = m_t - M <= 0 and w_t = l_t exp(x_t) / L, L = Σ_s l_s exp(x_s): the
+    subtraction rounds (r|x_t|), exp errs by exp_rel(x_t), the product by l_t r; L's terms err by
+    kappa_t = exp_rel(x_t) + r|x_t| + r and its sum adds gamma_T(r); the division division_rel;
+    the weight is rounded to t (r_t): eps_t = kappa_t + max_s kappa_s + gamma_T(r) + division_rel + r_t.
+    Each product o_t w_t rounds in t (r_t) and T terms are summed in t (gamma_T(r_t)):
+    |err| <= Σ_t w_t |o_t| (eps_t + r_t + gamma_T(r_t)) to second order, plus a flushed subnormal
+    of t per product and sum (2T + 2) and of f32 for each step of L (2T)."""
+    r, r_t = rounding_rel("f32"), rounding_rel(dtype)
+    o, m, lsum = (np.asarray(a, np.float64) for a in (o, m, lsum))
+    tiles = m.shape[-1]
+    top = m.max(-1, keepdims=True)
+    x = m - top
+    w = lsum * np.exp(x)
+    w = w / w.sum(-1, keepdims=True)
+    kappa = exp2_rel(x * LOG2E) + r * np.abs(x) + r
+    eps = kappa + kappa.max(-1, keepdims=True) + gamma(tiles, r) + division_rel("f32") + r_t
+    rel = _second_order(eps + r_t + gamma(tiles, r_t))
+    spread = (w[..., None] * np.abs(o) * rel[..., None]).sum(-2)
+    return spread + (2 * tiles + 2) * smallest_normal(dtype) + 2 * tiles * smallest_normal("f32")
+
+
 def cache_budget(e_k, dtype: str) -> np.ndarray:
     """Budget of a new key row in the cache: the rotation's error (rotation_error), or 0 for a
     plain copy (pass e_k = 0): ORT copies keys and values bit for bit."""
     return np.asarray(e_k, np.float64)
 
 
-__all__ = ["PATHS", "cache_budget", "output_budget", "rotation_error", "score_errors"]
+__all__ = ["PATHS", "cache_budget", "output_budget", "reduce_budget", "rotation_error", "score_errors",
+           "tile_state_budget"]

@@ -80,6 +80,14 @@ FLASH_LOOP_VAR = (
     "::test_dawn_zeroes_a_loop_bodys_var_at_every_iteration (strict xfails), "
     "::test_zeroing_orts_prefill_accumulators_explicitly_makes_it_match_the_reference (the control); "
     "docs/findings.md §18.2.")
+PAGED_PREFILL_F16_SCORES = (
+    "FlashAttentionPagedPrefill sums q.k in f16: a partial sum past 65504 is Inf and the sequence's outputs NaN.\n"
+    "PagedAttention's prefill program for 32 new tokens or more in 32-token blocks accumulates the scores in the "
+    "model's type; with queries of 130 and a key of +130 on half its channels and -130 on the other (q.k = 0, a "
+    "running sum of 67600), 2560 of 2560 outputs are NaN where the attention is finite (max |output| 3.6) and the "
+    "split path computes it to 1e-3. Evidence: tests/sources/test_ort_attention.py::"
+    "test_paged_attention_prefill_keeps_large_partial_scores_finite (strict xfail), "
+    "::test_paged_attention_split_path_keeps_large_partial_scores_finite (the control); docs/findings.md §18.4.")
 
 
 # -- what ORT runs -------------------------------------------------------------------------------------
@@ -156,12 +164,13 @@ def _min_total(config) -> int:
 
 
 @st.composite
-def gqa_cases(draw, config: dict) -> Case:
+def gqa_cases(draw, config: dict, new_tokens=None) -> Case:
     """GroupQueryAttention cases: a batch of 1-3 sequences of unequal cached lengths for decode
     (ORT takes a batch > 1 only without a past for more than one new token), new tokens by phase,
-    flat to sharp queries, a static cache with spare rows past each sequence poisoned with NaN."""
+    flat to sharp queries, a static cache with spare rows past each sequence poisoned with NaN.
+    `new_tokens` (a strategy) replaces the phase's new-token counts."""
     t = numpy_dtype(config["dtype"])
-    new = draw(_new_tokens(config["phase"]))
+    new = draw(new_tokens if new_tokens is not None else _new_tokens(config["phase"]))
     batch = draw(st.integers(1, 3)) if new == 1 else 1
     past = [draw(_past_lengths(config["max_past"])) for _ in range(batch)]
     past[0] = max(past[0], _min_total(config) - new)
@@ -229,6 +238,20 @@ def paged_cases(draw, config: dict) -> Case:
         arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(max(totals) + 1, h // 2, t)
     path = paged_path(config["local_window_size"], max(news), bs)
     return Case(arrays, {"batch": batch, "new": news, "past": past, "q_spread": spread, "seed": seed, "path": path})
+
+
+def with_large_scores(case: Case, config: dict) -> Case:
+    """`case` with sequence 0's queries all c and its first new key +c / -c on each half of every
+    KV head's channels (OrtPagedAttention.large_score_cases)."""
+    h = config["head_size"]
+    c = float(np.ceil(np.sqrt(1.1 * 65504 / (h / 2 * h ** -0.5))))
+    end = int(case["cumulative_sequence_length"][1])
+    query, key = case["query"].copy(), case["key"].copy()
+    query[:end] = c
+    first = key[0].reshape(config["kv_num_heads"], h)
+    first[:, : h // 2], first[:, h // 2:] = c, -c
+    key[0] = first.reshape(-1)
+    return case.replace({"query": query, "key": key}, large_score=c)
 
 
 # -- the reference ---------------------------------------------------------------------------------
@@ -325,12 +348,21 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         return configs
 
     def known_finding(self, check, config):
+        """Each finding under every check that compares with the reference (`reference`, and
+        `large_scores` where the kernel has it), the output its signature."""
         findings = []
-        if check == "reference" and config.get("softcap"):
+        if check not in ("reference", "large_scores"):
+            return None
+        if config.get("softcap"):
             findings.append(KnownFinding(SOFTCAP_IGNORED, outputs=("output",)))
-        if check == "reference" and self.takes_flash(config):
+        if self.takes_flash(config):
             findings.append(KnownFinding(FLASH_LOOP_VAR, outputs=("output",)))
+        if check == "large_scores" and self.takes_paged_prefill(config):
+            findings.append(KnownFinding(PAGED_PREFILL_F16_SCORES, outputs=("output",)))
         return findings or None
+
+    def takes_paged_prefill(self, config) -> bool:
+        return False
 
     def upstream(self, config, wgsl):
         return Upstream("ONNX Runtime Web (microsoft/onnxruntime; npm onnxruntime-web), WebGPU execution provider",
@@ -343,24 +375,33 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         """None: ORT compiles its programs in its own session; the check's device compiles nothing."""
         return []
 
+    def captured(self, config) -> dict:
+        """{"provenance": a comment line, "programs": label -> WGSL} of one small case of this
+        config, in dispatch order: cached on disk as ORT's DP4A programs are
+        (verify.sources.ort.programs), captured by a run of ORT's session otherwise."""
+        model = self.model(config)
+        runtime, path = _capture_cache_path(self.name, model, self.capture_key(config))
+        if path.is_file():
+            return json.loads(path.read_text())
+        case = self.capture_case(config)
+        run = runtime.run(model, self.feeds(model, case), aliases=model.shared_cache)
+        data = {"provenance": f"// onnxruntime-web {runtime.version} on {runtime.adapter.get('description') or '?'}"
+                              f": {model.describe()}, {case.summary()}",
+                "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}
+        write_atomic(path, json.dumps(data, indent=1))
+        return data
+
     def wgsl(self, config):
         """Every program ORT dispatches for one small case of this config, in order, after its
-        provenance line (cached on disk as ORT's DP4A programs are, verify.sources.ort.programs).
-        For reading and for the record's hash: ORT compiles them itself."""
-        model = self.model(config)
-        runtime, path = _capture_cache_path(self.name, model, config["phase"])
-        if path.is_file():
-            data = json.loads(path.read_text())
-        else:
-            case = self.capture_case(config)
-            run = runtime.run(model, self.feeds(model, case), aliases=model.shared_cache)
-            data = {"provenance": f"// onnxruntime-web {runtime.version} on {runtime.adapter.get('description') or '?'}"
-                                  f": {model.describe()}, {case.summary()}",
-                    "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}
-            write_atomic(path, json.dumps(data, indent=1))
+        provenance line. For reading and for the record's hash: ORT compiles them itself."""
+        data = self.captured(config)
         parts = [header(self.name, config), data["provenance"]]
         parts += [f"// ---- program {label} ----\n{wgsl}" for label, wgsl in data["programs"].items()]
         return "\n".join(parts)
+
+    def capture_key(self, config) -> str:
+        """What besides the model selects the programs a capture run dispatches."""
+        return config["phase"]
 
     def capture_case(self, config) -> Case:
         """The simplest case of the config (Hypothesis' minimal example): one run that takes its path."""
@@ -475,6 +516,7 @@ class OrtPagedAttention(OrtAttentionKernel):
     config_keys = (PAGED_DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, BLOCK_SIZE, DO_ROTARY, INTERLEAVED,
                    LOCAL_WINDOW, MAX_PAST)
     output_names = ("output", "key_cache_out", "value_cache_out")
+    checks = ("reference", "determinism", "large_scores")
     programs = PAGED_PROGRAMS
     gate_shapes = {
         "quick": (dict(phase="decode"),),
@@ -492,9 +534,15 @@ class OrtPagedAttention(OrtAttentionKernel):
     def derive(self, config):
         return {}
 
-    def takes_flash(self, config) -> bool:
+    def _path(self, config) -> str:
         return paged_path(config["local_window_size"], MAX_FLASH_TOKENS if config["phase"] == "flash" else 1,
-                          config["block_size"]) == "flash"
+                          config["block_size"])
+
+    def takes_flash(self, config) -> bool:
+        return self._path(config) == "flash"
+
+    def takes_paged_prefill(self, config) -> bool:
+        return self._path(config) == "paged_prefill"
 
     def model(self, config) -> PagedAttentionModel:
         return PagedAttentionModel(config["dtype"], config["num_heads"], config["kv_num_heads"], config["head_size"],
@@ -510,6 +558,13 @@ class OrtPagedAttention(OrtAttentionKernel):
 
     def cases(self, config, profile):
         return paged_cases(config)
+
+    def large_score_cases(self, config, profile):
+        """The `large_scores` check's cases: paged_cases with the first sequence's queries all c
+        and its first new key +c on the first half of each head's channels and -c on the other
+        (q.k = 0 exactly before rotation), c the smallest whole number whose half-head partial
+        sum of the alpha-scaled q (H/2 · c · alpha · c) passes 1.1 · 65504."""
+        return paged_cases(config).map(lambda case: with_large_scores(case, config))
 
     def expected(self, config, case):
         """Per sequence, references.group_query over the rows its block table names; the new
