@@ -1,10 +1,15 @@
-"""`ort.gqa` and `ort.paged_attention`: ONNX Runtime Web's attention sessions checked end to end.
+"""`ort.gqa` and `ort.paged_attention` (ONNX Runtime Web's attention sessions, end to end) and
+`ort.attention.decode_qkv` / `ort.attention.decode_reduce` (its split decode, program by program).
 
 What is proven without a GPU: the reference's rotation from cos/sin tables is references.rope's
-NeoX and GPT-J rotation; the local window attends the last W keys; the dispatch rule names the
-paths docs/ort-attention.md §2 gives; bad configs are usage errors; the budgets grow with the
-model type's roundoff. With ORT on Dawn: the split-reduce and unfused configs PASS, and each
-documented finding's config is KNOWN with its finding reproduced (docs/findings.md §18.1, §18.2).
+NeoX and GPT-J rotation; the local window attends the last W keys; the reference's 64-key tile
+states merge (references.softmax.merge_many_outputs) to the whole attention, which is the
+split/merge contract the two programs are held to; the dispatch rule names the paths
+docs/ort-attention.md §2 gives; bad configs are usage errors; the budgets grow with the model
+type's roundoff. With ORT on Dawn: the split-reduce, unfused and paged-prefill configs PASS, each
+program passes under its contract, and each documented finding's config is KNOWN with its finding
+reproduced (docs/findings.md §18.1, §18.2, §18.4, §18.6); an edited program (`--wgsl`) that zeroes
+what §18.6 reads passes sanitize.
 
 Tests that run ORT need what scripts/setup.sh installs and skip, saying why, without it.
 """
@@ -16,18 +21,27 @@ import pytest
 
 from references.group_query import attend, rotate_with_tables, visible_keys
 from references.rope import rotate_gptj, rotate_neox
+from references.softmax import merge_many_outputs
 from verify.budgets.ort_attention import output_budget, score_errors
 from verify.errors import SetupError, UsageError
 from verify.results.record import Verdict
 from verify.sources.ort import programs
 from verify.sources.ort.attention_kernels import (
     FLASH_LOOP_VAR,
+    PAGED_PREFILL_F16_SCORES,
     SOFTCAP_IGNORED,
     OrtGqa,
     OrtPagedAttention,
     gqa_path,
     paged_path,
     rotary_tables,
+)
+from verify.sources.ort.attention_programs import (
+    UNINITIALISED_PARTIALS,
+    OrtDecodeQkv,
+    OrtDecodeReduce,
+    present_cache,
+    tile_states,
 )
 
 
@@ -55,6 +69,32 @@ def test_attention_with_one_visible_key_returns_its_value():
     o, logits2 = attend(q, k, v, visible_keys(5, 1, local_window_size=1), scale=0.3)
     assert np.array_equal(o[0], np.repeat(v[:, 4], 2, axis=0))
     assert np.isinf(logits2[..., :4]).all()
+
+
+def _minimal(strategy, condition=lambda case: True):
+    from hypothesis import find, settings
+
+    return find(strategy, condition, settings=settings(database=None, max_examples=200))
+
+
+@pytest.mark.parametrize("m_tile", [1, 4])
+def test_the_reference_tile_states_merge_to_the_whole_attention(m_tile):
+    """The split/merge contract: the 64-key tiles' (o_t, m_t + ln l_t) merge to the attention."""
+    kernel = OrtDecodeQkv()
+    config = kernel.config(dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, m_tile=m_tile))
+    case = _minimal(kernel.cases(config, "ci"), lambda case: max(case.params["past"]) > 130)
+    o, m, lsum, written, _ = tile_states(case, config)
+    keys, values = present_cache(case, "key", config), present_cache(case, "value", config)
+    for b, past in enumerate(case.params["past"]):
+        total, used = past + case.params["new"], written[b].sum()
+        assert used == -(-total // 64) >= 3
+        with np.errstate(divide="ignore"):
+            lse = np.where(lsum[b, :, :, :used] > 0, m[b, :, :, :used] + np.log(lsum[b, :, :, :used]), -np.inf)
+        merged, _ = merge_many_outputs(o[b, :, :, :used], lse, axis=2, base="e")
+        q = case["query"][b].reshape(case.params["new"], 4, 64)
+        whole, _ = attend(q, keys[b, :, :total], values[b, :, :total], visible_keys(total, case.params["new"]),
+                          scale=0.125)
+        assert np.allclose(merged.transpose(1, 0, 2), whole, rtol=1e-12, atol=1e-12)
 
 
 def test_the_dispatch_rule_names_each_path():
@@ -99,18 +139,23 @@ def ort_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ort():
+    from verify.checks import all_checks, register
     from verify.sources.ort import runtime
+    from verify.sources.ort.checks import LARGE_SCORES
 
+    if "large_scores" not in all_checks():  # an install of verify older than this checkout
+        register(LARGE_SCORES)
     try:
         return runtime.shared_runtime()
     except SetupError as exc:
         pytest.skip(str(exc))
 
 
-def _reference(kernel, config, examples=6):
+def _reference(kernel, config, examples=6, check_name="reference", wgsl=None):
     from verify.api import check
 
-    (result,) = check(kernel, config, checks=["reference"], examples=examples, isolate=False, implementation="dawn")
+    (result,) = check(kernel, config, checks=[check_name], examples=examples, isolate=False, implementation="dawn",
+                      wgsl=wgsl)
     return result
 
 
@@ -122,22 +167,51 @@ def _reference(kernel, config, examples=6):
     (OrtPagedAttention, dict(head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1)),
     (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="prefill", block_size=32, do_rotary=1,
                              rotary_interleaved=1)),
-], ids=["gqa-f16-decode-rotary", "gqa-f32-prefill-gptj", "gqa-window", "paged-decode-rotary", "paged-prefill-gptj"])
+    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="flash", block_size=32)),
+    (OrtDecodeQkv, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
+    (OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=1, m_tile=4)),
+    (OrtDecodeReduce, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
+], ids=["gqa-f16-decode-rotary", "gqa-f32-prefill-gptj", "gqa-window", "paged-decode-rotary", "paged-prefill-gptj",
+        "paged-prefill-program", "qkv-decode", "qkv-m-tile-4", "reduce"])
 def test_orts_attention_passes_where_no_finding_applies(ort, kernel, config):
     result = _reference(kernel, config)
     assert result.verdict == Verdict.PASS, result.reason
-    assert result.finding is None and sum(result.launch_paths.values()) == result.examples
+    assert result.finding is None
+    if kernel in (OrtGqa, OrtPagedAttention):
+        assert sum(result.launch_paths.values()) == result.examples
 
 
 @pytest.mark.webgpu
-@pytest.mark.parametrize("kernel,config,finding", [
-    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=2, softcap=2.0), SOFTCAP_IGNORED),
-    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=2, phase="flash"), FLASH_LOOP_VAR),
-    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=2, local_window_size=32), FLASH_LOOP_VAR),
-], ids=["gqa-softcap", "gqa-flash", "paged-window-flash"])
-def test_each_documented_finding_is_known_and_reproduced(ort, kernel, config, finding):
-    """FlashAttention's first compile on lavapipe takes minutes (Mesa caches it)."""
-    result = _reference(kernel, config, examples=3)
+@pytest.mark.parametrize("kernel,config,check_name,finding", [
+    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=2, softcap=2.0), "reference", SOFTCAP_IGNORED),
+    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=2, phase="flash"), "reference", FLASH_LOOP_VAR),
+    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=2, local_window_size=32), "reference", FLASH_LOOP_VAR),
+    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="flash", block_size=32), "large_scores",
+     PAGED_PREFILL_F16_SCORES),
+    (OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=2), "sanitize", UNINITIALISED_PARTIALS),
+], ids=["gqa-softcap", "gqa-flash", "paged-window-flash", "paged-prefill-f16-scores", "qkv-uninitialised"])
+def test_each_documented_finding_is_known_and_reproduced(ort, kernel, config, check_name, finding):
+    """FlashAttention's and FlashAttentionPagedPrefill's first compiles on lavapipe take minutes,
+    and so does the sanitized QKV program's (Mesa caches them)."""
+    result = _reference(kernel, config, examples=3, check_name=check_name)
     assert result.verdict == Verdict.KNOWN, result.reason
     assert result.finding_reproduced is True and result.finding.splitlines()[0] == finding.splitlines()[0]
-    assert result.failing_outputs == {"output"}
+    if check_name != "sanitize":
+        assert result.failing_outputs == {"output"}
+
+
+@pytest.mark.webgpu
+def test_orts_qkv_program_edited_to_zero_its_workgroup_memory_passes_sanitize(ort):
+    """`--wgsl` checks an edit of ORT's program under the same contract (and never inherits a
+    known finding): zeroing inner_qk_values and tile_output first clears §18.6's reads."""
+    kernel = OrtDecodeQkv()
+    config = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2)
+    wgsl = kernel.wgsl(kernel.config(config))
+    assert wgsl.splitlines()[2].startswith("// onnxruntime-web ") and "out_split_vx" in wgsl  # `verify show`'s text
+    anchor = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
+    zeroing = ("  for (var z = local_idx; z < 64u * 32u; z += workgroup_size_x) { inner_qk_values[0][z / 32u][z % 32u] = 0.0; }\n"
+               "  for (var z = local_idx; z < 16u; z += workgroup_size_x) { tile_output[0][z] = q_value_t(0); }\n"
+               "  workgroupBarrier();\n")
+    assert anchor in wgsl
+    result = _reference(OrtDecodeQkv, config, examples=3, check_name="sanitize", wgsl=wgsl.replace(anchor, anchor + zeroing))
+    assert result.verdict == Verdict.PASS, result.reason
