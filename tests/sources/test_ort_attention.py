@@ -15,10 +15,11 @@ which do not re-zero a loop body's `var` per iteration; on 4-lane subgroups that
 scores keys it never loaded; FlashAttentionPagedPrefill sums q.k in f16 and turns a large partial
 sum into NaN outputs; CopyKVCache reads past key/value for a sequence shorter than the batch's
 longest; and the decode partials rest on zero-initialised workgroup memory (docs/findings.md §18.1-§18.6).
-The first two are also KNOWN in the gate, through the end-to-end kernels `ort.gqa` and
-`ort.paged_attention` (tests/sources/test_ort_attention_kernels.py); the others need a launch of
-their own (SwiftShader, sanitize, wgpu on Mesa 22.3, scores of f16's range) and are tests only
-(docs/ort-attention.md §5).
+The softcap, FlashAttention and paged-prefill findings are also KNOWN in the gate through the
+end-to-end kernels `ort.gqa` and `ort.paged_attention`, and the decode's reliance on zeroed
+workgroup memory under `sanitize` of `ort.attention.decode_qkv`
+(tests/sources/test_ort_attention_kernels.py); the 4-lane subgroups and CopyKVCache findings need
+a launch of their own and are tests only (docs/ort-attention.md §6).
 
 Tests that run ORT or Dawn need what scripts/setup.sh installs and skip, saying why, without it.
 """
