@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 
 import numpy as np
@@ -309,6 +310,17 @@ def _capture_cache_path(kernel: str, model, phase: str):
     return runtime, cache_root() / runtime.version / _vendor_folder(runtime.adapter) / f"attention-{key}.json"
 
 
+def attention_upstream(wgsl: str, origin: str) -> Upstream | None:
+    """ORT's project and version from the provenance line of `wgsl` (None for an edited text
+    without one), the programs' host code in microsoft/onnxruntime."""
+    found = re.search(r"^// onnxruntime-web (\S+) on ", wgsl, re.M)
+    if found is None:
+        return None
+    return Upstream("ONNX Runtime Web (microsoft/onnxruntime; npm onnxruntime-web), WebGPU execution provider",
+                    found[1], f"{origin} (flash_attention.cc, group_query_attention.cc, paged_attention.cc in "
+                    "onnxruntime/contrib_ops/webgpu/bert)", ("onnxruntime/contrib_ops/webgpu/bert/flash_attention.cc",))
+
+
 class OrtAttentionKernel(DerivedConfig, Kernel):
     """What ort.gqa and ort.paged_attention share: ORT's session on a case, judged against the
     float64 reference under verify.budgets.ort_attention."""
@@ -365,11 +377,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         return False
 
     def upstream(self, config, wgsl):
-        return Upstream("ONNX Runtime Web (microsoft/onnxruntime; npm onnxruntime-web), WebGPU execution provider",
-                        shared_runtime().version if wgsl else "", f"the {self.model(config).op} contrib op's WebGPU "
-                        "programs (flash_attention.cc, group_query_attention.cc, paged_attention.cc in "
-                        "onnxruntime/contrib_ops/webgpu/bert)",
-                        ("onnxruntime/contrib_ops/webgpu/bert/flash_attention.cc",))
+        return attention_upstream(wgsl, f"the {self.model(config).op} contrib op's WebGPU programs")
 
     def modules(self, wgsl):
         """None: ORT compiles its programs in its own session; the check's device compiles nothing."""

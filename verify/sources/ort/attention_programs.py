@@ -45,6 +45,7 @@ from verify.sources.ort.attention_kernels import (
     NUM_HEADS,
     Q_SPREADS,
     OrtGqa,
+    attention_upstream,
     gqa_cases,
 )
 from verify.sources.ort.attention_launch import KEY_TILE, DecodeSplit
@@ -128,6 +129,9 @@ class OrtDecodeProgram(DerivedConfig, Kernel):
         for config in configs:
             self.wgsl(config)
         return configs
+
+    def upstream(self, config, wgsl):
+        return attention_upstream(wgsl, f"program `{self.program}` as a GroupQueryAttention session dispatches it")
 
     def wgsl(self, config):
         data = _QkvCapture(config["m_tile"]).captured(gqa_config(config))
