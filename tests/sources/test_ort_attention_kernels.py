@@ -201,6 +201,26 @@ def test_each_documented_finding_is_known_and_reproduced(ort, kernel, config, ch
 
 
 @pytest.mark.webgpu
+def test_naga_and_tint_agree_on_orts_reduce_program(ort):
+    result = _reference(OrtDecodeReduce, dict(dtype="f32", num_heads=4, kv_num_heads=2), check_name="implementations")
+    if result.verdict == Verdict.SKIP:
+        pytest.skip(result.reason)
+    assert result.verdict == Verdict.PASS, result.reason
+
+
+@pytest.mark.webgpu
+def test_where_workgroup_memory_is_not_zeroed_the_qkv_programs_known_finding_shows(ort, webgpu_device):
+    """§18.6 under `implementations`: wgpu on Mesa 22.3's lavapipe leaves workgroup memory as the
+    last workgroup left it, and ORT's QKV sums onto it."""
+    if webgpu_device.zeroes_workgroup_memory:
+        pytest.skip(f"{webgpu_device.info.label} zero-initialises workgroup memory")
+    result = _reference(OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=2), examples=3,
+                        check_name="implementations")
+    assert result.verdict == Verdict.KNOWN and result.finding_reproduced is True, result.reason
+    assert result.finding.splitlines()[0] == UNINITIALISED_PARTIALS.splitlines()[0]
+
+
+@pytest.mark.webgpu
 def test_orts_qkv_program_edited_to_zero_its_workgroup_memory_passes_sanitize(ort):
     """`--wgsl` checks an edit of ORT's program under the same contract (and never inherits a
     known finding): zeroing inner_qk_values and tile_output first clears §18.6's reads."""
