@@ -10,7 +10,8 @@ query head h reading KV head h // (N / Nkv):
     o   = Σ_c exp(s_c - m) v_c / Σ_c exp(s_c - m)
 
 (onnxruntime/contrib_ops/cpu/bert/gqa_attention_base.h, ComputeAttentionProbs /
-ComputeVxAttentionScore; the op schemas in core/graph/contrib_ops/bert_defs.cc.) With
+ComputeVxAttentionScore; the op schemas in core/graph/contrib_ops/bert_defs.cc.) An attention
+sink (`head_sink`, or 0 with `smooth_softmax`) is one more logit per head in the denominator. With
 `do_rotary`, q and the new keys are rotated before attending, with the cos/sin tables the
 model is given ([max_len, rotary_dim / 2], row = position): non-interleaved pairs channel d with
 d + rotary_dim/2 (NeoX), interleaved pairs 2i with 2i + 1 (GPT-J); channels past rotary_dim are
@@ -67,10 +68,14 @@ def visible_keys(total: int, new: int, local_window_size: int = -1) -> np.ndarra
     return visible
 
 
-def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0):
+def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0, sink=None):
     """(o [S, N, H], logits2 [S, N, L]) of new tokens q [S, N, H] over one sequence's keys and
     values k, v [Nkv, L, H] (already rotated) under visible [S, L]; logits2 are base-2 (-inf where
-    masked), o as references.softmax.state_to_output gives it."""
+    masked), o as references.softmax.state_to_output gives it.
+
+    `sink` [N] (natural base) is each head's attention sink (GroupQueryAttention's head_sink; 0
+    for smooth_softmax): one more logit in the softmax's denominator with a zero value, o =
+    Σ_c exp(s_c) v_c / (Σ_c exp(s_c) + exp(sink)). logits2 then has it as a last column, L + 1."""
     if not math.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale!r}")
     q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
@@ -81,5 +86,10 @@ def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0):
     if softcap > 0:
         scores = softcap * np.tanh(scores / softcap)
     logits2 = np.where(visible[:, None, None, :], scores * LOG2E, -np.inf)
+    if sink is not None:
+        sink2 = np.broadcast_to(np.asarray(sink, np.float64).reshape(kv_heads, group, 1) * LOG2E,
+                                (new, kv_heads, group, 1))
+        logits2 = np.concatenate([logits2, sink2], axis=-1)
+        v = np.concatenate([v, np.zeros((kv_heads, 1, v.shape[-1]))], axis=1)
     o, _ = state_to_output(*softmax_state(logits2, v[None, :, None], base=2), base=2)
     return o.reshape(new, heads, -1), logits2.reshape(new, heads, -1)

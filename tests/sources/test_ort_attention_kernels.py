@@ -97,9 +97,22 @@ def test_the_reference_tile_states_merge_to_the_whole_attention(m_tile):
         assert np.allclose(merged.transpose(1, 0, 2), whole, rtol=1e-12, atol=1e-12)
 
 
+def test_a_sink_adds_to_the_denominator_and_nothing_to_the_numerator():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.standard_normal((2, 4, 8)), rng.standard_normal((2, 6, 8)), rng.standard_normal((2, 6, 8))
+    visible = visible_keys(6, 2)
+    plain, _ = attend(q, k, v, visible, scale=0.5)
+    sunk, logits2 = attend(q, k, v, visible, scale=0.5, sink=np.array([0.0, 1.0, -1.0, 2.0]))
+    scores = 0.5 * np.einsum("shd,hld->shl", q, np.repeat(k, 2, axis=0))
+    denominator = np.where(visible[:, None, :], np.exp(scores), 0.0).sum(-1)
+    share = denominator / (denominator + np.exp([0.0, 1.0, -1.0, 2.0]))
+    assert np.allclose(sunk, plain * share[..., None], rtol=1e-13, atol=0) and logits2.shape == (2, 4, 7)
+
+
 def test_the_dispatch_rule_names_each_path():
     assert [gqa_path(-1, 1, 100), gqa_path(-1, 31, 100), gqa_path(-1, 32, 100)] == ["split", "split", "flash"]
     assert [gqa_path(16, 1, 100), gqa_path(100, 1, 100), gqa_path(16, 40, 100)] == ["probs", "split", "probs"]
+    assert gqa_path(-1, 1, 100, smooth_softmax=True) == "probs"
     assert [paged_path(-1, 31, 16), paged_path(-1, 32, 16), paged_path(-1, 32, 32), paged_path(8, 1, 32)] == \
         ["split", "flash", "paged_prefill", "flash"]
 
@@ -161,9 +174,9 @@ def _reference(kernel, config, examples=6, check_name="reference", wgsl=None):
 
 @pytest.mark.webgpu
 @pytest.mark.parametrize("kernel,config", [
-    (OrtGqa, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1)),
+    (OrtGqa, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1, head_sink=1)),
     (OrtGqa, dict(dtype="f32", num_heads=8, kv_num_heads=1, phase="prefill", do_rotary=1, rotary_interleaved=1)),
-    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=4, local_window_size=32)),
+    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=4, local_window_size=32, smooth_softmax=1)),
     (OrtPagedAttention, dict(head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1)),
     (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="prefill", block_size=32, do_rotary=1,
                              rotary_interleaved=1)),
@@ -171,7 +184,7 @@ def _reference(kernel, config, examples=6, check_name="reference", wgsl=None):
     (OrtDecodeQkv, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
     (OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=1, m_tile=4)),
     (OrtDecodeReduce, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
-], ids=["gqa-f16-decode-rotary", "gqa-f32-prefill-gptj", "gqa-window", "paged-decode-rotary", "paged-prefill-gptj",
+], ids=["gqa-f16-decode-rotary-sink", "gqa-f32-prefill-gptj", "gqa-window-smooth", "paged-decode-rotary", "paged-prefill-gptj",
         "paged-prefill-program", "qkv-decode", "qkv-m-tile-4", "reduce"])
 def test_orts_attention_passes_where_no_finding_applies(ort, kernel, config):
     result = _reference(kernel, config)

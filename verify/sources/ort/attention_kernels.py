@@ -53,6 +53,8 @@ DO_ROTARY = ConfigKey("do_rotary", 0, (0, 1), "rotate q and the new keys with th
 INTERLEAVED = ConfigKey("rotary_interleaved", 0, (0, 1), "GPT-J pairs (2i, 2i+1) instead of NeoX (d, d + H/2)")
 LOCAL_WINDOW = ConfigKey("local_window_size", -1, doc="attend only the last W keys (-1: all)", bounds=(-1, 8192))
 SOFTCAP = ConfigKey("softcap", 0.0, doc="softcap c: scores c·tanh(s/c) (0: none)", bounds=(0.0, 1000.0))
+HEAD_SINK = ConfigKey("head_sink", 0, (0, 1), "an attention sink logit per head (input head_sink), drawn N(0, 2²)")
+SMOOTH_SOFTMAX = ConfigKey("smooth_softmax", 0, (0, 1), "a sink of 0 for every head (attribute smooth_softmax)")
 MAX_PAST = ConfigKey("max_past", 160, doc="largest cached length a case draws", bounds=(0, 8192))
 BLOCK_SIZE = ConfigKey("block_size", 16, (16, 32), "tokens per block of the paged cache")
 PAGED_DTYPE = ConfigKey("dtype", "f16", ("f16",), "PagedAttention's type constraint allows f16 (and bf16) only")
@@ -105,12 +107,13 @@ PAGED_PROGRAMS = {
 ATTENTION_PROGRAMS = frozenset(p for programs in (*GQA_PROGRAMS.values(), *PAGED_PROGRAMS.values()) for p in programs)
 
 
-def gqa_path(local_window_size: int, new: int, total: int) -> str:
+def gqa_path(local_window_size: int, new: int, total: int, smooth_softmax: bool = False) -> str:
     """ORT 1.30's choice for GroupQueryAttention (flash_attention.cc CanApplyFlashAttention and
-    ApplyFlashAttention): a local window shorter than the batch's total length takes the
-    unfused programs (AttentionProbs, InPlaceSoftmax, VxAttentionScore); otherwise fewer than 32
-    new tokens take the split-reduce pair, 32 or more the FlashAttention program."""
-    if 0 <= local_window_size < total:
+    ApplyFlashAttention): smooth_softmax, or a local window shorter than the batch's total
+    length, takes the unfused programs (AttentionProbs, InPlaceSoftmax, VxAttentionScore);
+    otherwise fewer than 32 new tokens take the split-reduce pair, 32 or more the FlashAttention
+    program (head_sink goes with every path)."""
+    if smooth_softmax or 0 <= local_window_size < total:
         return "probs"
     return "split" if new < SPLIT_REDUCE_BELOW else "flash"
 
@@ -193,7 +196,9 @@ def gqa_cases(draw, config: dict, new_tokens=None) -> Case:
               "total_sequence_length": np.asarray(max(past) + new, np.int32)}
     if config["do_rotary"]:
         arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(capacity, h // 2, t)
-    path = gqa_path(config["local_window_size"], new, max(past) + new)
+    if config.get("head_sink"):
+        arrays["head_sink"] = _values(rng, (n,), 2.0, t)
+    path = gqa_path(config["local_window_size"], new, max(past) + new, bool(config.get("smooth_softmax")))
     return Case(arrays, {"batch": batch, "new": new, "past": past, "capacity": capacity, "q_spread": spread,
                          "seed": seed, "path": path})
 
@@ -295,11 +300,19 @@ def sequence_expected(q, k_new, v_new, k_past, v_past, past: int, case, config, 
     values = np.concatenate([np.asarray(v_past, np.float64), np.asarray(v_new, np.float64).transpose(1, 0, 2)], axis=1)
     scale = config["head_size"] ** -0.5
     visible = visible_keys(past + new, new, config["local_window_size"])
-    o, logits2 = attend(q_rot, keys, values, visible, scale=scale, softcap=config.get("softcap", 0.0))
+    sink = None
+    if config.get("smooth_softmax"):
+        sink = np.zeros(q.shape[1])
+    elif config.get("head_sink"):
+        sink = np.asarray(case["head_sink"], np.float64)
+    o, logits2 = attend(q_rot, keys, values, visible, scale=scale, softcap=config.get("softcap", 0.0), sink=sink)
     e_keys = None
     if e_k is not None:
         e_keys = np.concatenate([np.zeros(k_past.shape), e_k.transpose(1, 0, 2)], axis=1)
     delta = score_errors(q_rot, keys, scale=scale, dtype=config["dtype"], path=BUDGET_PATH[path], e_q=e_q, e_k=e_keys)
+    if sink is not None:  # the sink's logit is an input, exact; its value column is 0
+        delta = np.concatenate([delta, np.zeros((*delta.shape[:-1], 1))], axis=-1)
+        values = np.concatenate([values, np.zeros((values.shape[0], 1, values.shape[-1]))], axis=1)
     budget = output_budget(values, logits2, delta, dtype=config["dtype"], path=BUDGET_PATH[path])
     return o, budget, k_rot, (np.zeros(k_rot.shape) if e_k is None else e_k)
 
@@ -451,20 +464,24 @@ class OrtGqa(OrtAttentionKernel):
     summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.GroupQueryAttention node "
                "with a static KV cache: output and present_key/present_value")
     config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, DO_ROTARY, INTERLEAVED, LOCAL_WINDOW, SOFTCAP,
-                   MAX_PAST)
+                   HEAD_SINK, SMOOTH_SOFTMAX, MAX_PAST)
     output_names = ("output", "present_key", "present_value")
     programs = GQA_PROGRAMS
     gate_shapes = {
         "quick": (dict(dtype="f32", phase="decode", softcap=2.0),),
-        "ci": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="decode", do_rotary=1),
+        "ci": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="decode", do_rotary=1, head_sink=1),
                dict(dtype="f32", head_size=64, num_heads=8, kv_num_heads=1, phase="prefill", do_rotary=1,
                     rotary_interleaved=1),
-               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=4, phase="decode", local_window_size=32),
+               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=4, phase="decode", local_window_size=32,
+                    smooth_softmax=1),
                dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="decode", softcap=2.0),
                dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="flash")),
         "nightly": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="decode", do_rotary=1,
                          max_past=8192),
-                    dict(dtype="f32", head_size=128, num_heads=16, kv_num_heads=2, phase="decode", max_past=8192),
+                    dict(dtype="f32", head_size=128, num_heads=16, kv_num_heads=2, phase="decode", head_sink=1,
+                         max_past=8192),
+                    dict(dtype="f16", head_size=64, num_heads=8, kv_num_heads=2, phase="prefill", smooth_softmax=1,
+                         max_past=1024),
                     dict(dtype="f16", head_size=64, num_heads=8, kv_num_heads=1, phase="prefill", do_rotary=1,
                          rotary_interleaved=1, max_past=1024),
                     dict(dtype="f16", head_size=96, num_heads=6, kv_num_heads=2, phase="decode", local_window_size=128,
@@ -477,18 +494,26 @@ class OrtGqa(OrtAttentionKernel):
         return {}
 
     def takes_flash(self, config) -> bool:
-        return config["phase"] == "flash" and config["local_window_size"] < 0
+        return config["phase"] == "flash" and config["local_window_size"] < 0 and not config["smooth_softmax"]
 
     def model(self, config) -> GroupQueryAttentionModel:
         return GroupQueryAttentionModel(config["dtype"], config["num_heads"], config["kv_num_heads"],
                                         config["head_size"], do_rotary=bool(config["do_rotary"]),
                                         rotary_interleaved=bool(config["rotary_interleaved"]),
-                                        local_window_size=config["local_window_size"], softcap=config["softcap"])
+                                        local_window_size=config["local_window_size"], softcap=config["softcap"],
+                                        has_head_sink=bool(config["head_sink"]),
+                                        smooth_softmax=bool(config["smooth_softmax"]))
 
     def feeds(self, model, case):
         a = case.arrays
         return model.feeds(a["query"], a["past_key"], a["past_value"], a["seqlens_k"], a["total_sequence_length"],
-                           key=a["key"], value=a["value"], cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"))
+                           key=a["key"], value=a["value"], cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"),
+                           head_sink=a.get("head_sink"))
+
+    def validate(self, config):
+        super().validate(config)
+        if config["head_sink"] and config["smooth_softmax"]:
+            raise UsageError("head_sink=1 and smooth_softmax=1: choose one sink")
 
     def cases(self, config, profile):
         return gqa_cases(config)
