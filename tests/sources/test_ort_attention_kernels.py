@@ -63,6 +63,20 @@ def test_a_local_window_attends_the_last_w_keys_the_query_included():
     assert visible_keys(10, 2).sum(axis=1).tolist() == [9, 10]
 
 
+@pytest.mark.parametrize("window", [-1, 0, 1, 5, 9, 30])
+def test_the_window_is_orts_in_place_softmax_formula_pair_by_pair(window):
+    """InPlaceSoftmax (onnxruntime-web 1.30's WGSL): seq_causal_length = past + i + 1; with
+    local_window_size >= 0 and seq_causal_length > W, keys start_offset = seq_causal_length - W
+    up to seq_causal_length; else all of 0..seq_causal_length."""
+    total, new = 12, 4
+    visible = visible_keys(total, new, window)
+    for i in range(new):
+        causal_length = total - new + i + 1
+        start = causal_length - window if 0 <= window < causal_length else 0
+        for c in range(total):
+            assert visible[i, c] == (start <= c < causal_length), (i, c)
+
+
 def test_attention_with_one_visible_key_returns_its_value():
     rng = np.random.default_rng(1)
     q, k, v = rng.standard_normal((1, 4, 8)), rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8))
