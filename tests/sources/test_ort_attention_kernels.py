@@ -26,15 +26,13 @@ from verify.budgets.ort_attention import output_budget, score_errors
 from verify.errors import SetupError, UsageError
 from verify.results.record import Verdict
 from verify.sources.ort import programs
+from verify.sources.ort.attention_cases import gqa_path, paged_path, rotary_tables
 from verify.sources.ort.attention_kernels import (
     FLASH_LOOP_VAR,
     PAGED_PREFILL_F16_SCORES,
     SOFTCAP_IGNORED,
     OrtGqa,
     OrtPagedAttention,
-    gqa_path,
-    paged_path,
-    rotary_tables,
 )
 from verify.sources.ort.attention_programs import (
     UNINITIALISED_PARTIALS,

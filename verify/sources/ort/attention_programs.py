@@ -37,16 +37,15 @@ from verify.errors import FailureKind, SetupError, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.results.record import KnownFinding
+from verify.sources.ort.attention_cases import Q_SPREADS, gqa_cases
 from verify.sources.ort.attention_kernels import (
     DTYPE,
     HEAD_SIZE,
     KV_NUM_HEADS,
     MAX_PAST,
     NUM_HEADS,
-    Q_SPREADS,
     OrtGqa,
     attention_upstream,
-    gqa_cases,
 )
 from verify.sources.ort.attention_launch import KEY_TILE, DecodeSplit
 from verify.sources.ort.launch import DerivedConfig, bind, header
