@@ -125,6 +125,7 @@ def test_the_dispatch_rule_names_each_path():
     assert [gqa_path(-1, 1, 100), gqa_path(-1, 31, 100), gqa_path(-1, 32, 100)] == ["split", "split", "flash"]
     assert [gqa_path(16, 1, 100), gqa_path(100, 1, 100), gqa_path(16, 40, 100)] == ["probs", "split", "probs"]
     assert gqa_path(-1, 1, 100, smooth_softmax=True) == "probs"
+    assert [paged_path(-1, 32, 32, head_sink=True), paged_path(-1, 31, 32, head_sink=True)] == ["flash", "split"]
     assert [paged_path(-1, 31, 16), paged_path(-1, 32, 16), paged_path(-1, 32, 32), paged_path(8, 1, 32)] == \
         ["split", "flash", "paged_prefill", "flash"]
 
@@ -189,7 +190,7 @@ def _reference(kernel, config, examples=6, check_name="reference", wgsl=None):
     (OrtGqa, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1, head_sink=1)),
     (OrtGqa, dict(dtype="f32", num_heads=8, kv_num_heads=1, phase="prefill", do_rotary=1, rotary_interleaved=1)),
     (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=4, local_window_size=32, smooth_softmax=1)),
-    (OrtPagedAttention, dict(head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1)),
+    (OrtPagedAttention, dict(head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1, head_sink=1)),
     (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="prefill", block_size=32, do_rotary=1,
                              rotary_interleaved=1)),
     (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="flash", block_size=32)),

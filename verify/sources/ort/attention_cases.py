@@ -46,12 +46,12 @@ def gqa_path(local_window_size: int, new: int, total: int, smooth_softmax: bool 
     return "split" if new < SPLIT_REDUCE_BELOW else "flash"
 
 
-def paged_path(local_window_size: int, max_new: int, block_size: int) -> str:
+def paged_path(local_window_size: int, max_new: int, block_size: int, head_sink: bool = False) -> str:
     """ORT 1.30's choice for PagedAttention, as observed on the programs it dispatches (verify
-    checks every run against it): a local window, or 32 new tokens or more in 16-token blocks,
-    gather the blocks (PagedAttentionGatherKV) for FlashAttention; 32 or more in larger blocks take
-    FlashAttentionPagedPrefill; fewer the paged split-reduce pair."""
-    if local_window_size >= 0 or (max_new >= SPLIT_REDUCE_BELOW and block_size == 16):
+    checks every run against it): a local window, or 32 new tokens or more in 16-token blocks or
+    with head sinks, gather the blocks (PagedAttentionGatherKV) for FlashAttention; 32 or more in
+    larger blocks take FlashAttentionPagedPrefill; fewer the paged split-reduce pair."""
+    if local_window_size >= 0 or (max_new >= SPLIT_REDUCE_BELOW and (block_size == 16 or head_sink)):
         return "flash"
     return "paged_prefill" if max_new >= SPLIT_REDUCE_BELOW else "split"
 
@@ -170,7 +170,9 @@ def paged_cases(draw, config: dict) -> Case:
               "past_seqlens": np.asarray(past, np.int32), "block_table": table}
     if config["do_rotary"]:
         arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(max(totals) + 1, h // 2, t)
-    path = paged_path(config["local_window_size"], max(news), bs)
+    if config.get("head_sink"):
+        arrays["head_sink"] = _values(rng, (n,), 2.0, t)
+    path = paged_path(config["local_window_size"], max(news), bs, bool(config.get("head_sink")))
     return Case(arrays, {"batch": batch, "new": news, "past": past, "q_spread": spread, "seed": seed, "path": path})
 
 

@@ -386,13 +386,14 @@ class OrtPagedAttention(OrtAttentionKernel):
     summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.PagedAttention node: "
                "output and key_cache/value_cache updated in their shuffled blocks")
     config_keys = (PAGED_DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, BLOCK_SIZE, DO_ROTARY, INTERLEAVED,
-                   LOCAL_WINDOW, MAX_PAST)
+                   LOCAL_WINDOW, HEAD_SINK, MAX_PAST)
     output_names = ("output", "key_cache_out", "value_cache_out")
     checks = ("reference", "determinism", "large_scores")
     programs = PAGED_PROGRAMS
     gate_shapes = {
         "quick": (dict(phase="decode"),),
-        "ci": (dict(head_size=128, num_heads=8, kv_num_heads=2, phase="decode", block_size=16, do_rotary=1),
+        "ci": (dict(head_size=128, num_heads=8, kv_num_heads=2, phase="decode", block_size=16, do_rotary=1,
+                    head_sink=1),
                dict(head_size=64, num_heads=4, kv_num_heads=1, phase="prefill", block_size=32, do_rotary=1,
                     rotary_interleaved=1),
                dict(head_size=64, num_heads=4, kv_num_heads=1, phase="flash", block_size=32),
@@ -411,7 +412,7 @@ class OrtPagedAttention(OrtAttentionKernel):
 
     def _path(self, config) -> str:
         return paged_path(config["local_window_size"], MAX_FLASH_TOKENS if config["phase"] == "flash" else 1,
-                          config["block_size"])
+                          config["block_size"], bool(config["head_sink"]))
 
     def takes_flash(self, config) -> bool:
         return self._path(config) == "flash"
@@ -423,13 +424,14 @@ class OrtPagedAttention(OrtAttentionKernel):
         return PagedAttentionModel(config["dtype"], config["num_heads"], config["kv_num_heads"], config["head_size"],
                                    do_rotary=bool(config["do_rotary"]),
                                    rotary_interleaved=bool(config["rotary_interleaved"]),
-                                   local_window_size=config["local_window_size"], block_size=config["block_size"])
+                                   local_window_size=config["local_window_size"], block_size=config["block_size"],
+                                   has_head_sink=bool(config["head_sink"]))
 
     def feeds(self, model, case):
         a = case.arrays
         return model.feeds(a["query"], a["key_cache"], a["value_cache"], a["cumulative_sequence_length"],
                            a["past_seqlens"], a["block_table"], key=a["key"], value=a["value"],
-                           cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"))
+                           cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"), head_sink=a.get("head_sink"))
 
     def cases(self, config, profile):
         return paged_cases(config)
