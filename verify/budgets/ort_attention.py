@@ -63,15 +63,16 @@ def rotation_error(x, partner, cos, sin, dtype: str) -> np.ndarray:
     return gamma(2, r_t) * magnitude + 3 * smallest_normal(dtype)
 
 
-def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=None, scores=None):
+def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=None):
     """Bound on |s_hat - s| (natural units) of every score s = scale q.k [S, N, L], for
     q [S, N, H] and k [Nkv, L, H] as the program reads them (rotated and stored in t).
 
     `split` and `flash`: alpha = fl_t(fl_f32(scale)) errs by r + r_t relative, q_d alpha rounds
     to t (r_t), the products and the sum of H terms run in f32: (gamma_{H+1}(r) + r + 2 r_t)
     scale sum_d |q_d k_d|. `probs`: each product rounds to t (r_t), H terms summed in f32, the
-    sum times alpha (two f32 roundings), stored to t: (gamma_{H+3}(r) + r_t) scale sum_d |q_d k_d|
-    + r_t |s| (|s| <= scale sum |q k|, so that is 2 r_t on the same sum). With rotary, q and k err
+    sum times alpha (alpha rounded to f32 on the host, the product: two more f32 roundings),
+    stored to t: (gamma_{H+3}(r) + r_t) scale sum_d |q_d k_d| + r_t |s|, and |s| <= scale
+    sum_d |q_d k_d|, so (gamma_{H+3}(r) + 2 r_t) scale sum_d |q_d k_d|. With rotary, q and k err
     by e_q, e_k (rotation_error): scale sum_d (e_q |k| + |q| e_k + e_q e_k) more. Subnormal
     products and sums in f32 flush: (2H + 2) f32 smallest normals; in t (`probs` and the q scaling):
     H + 1 N_t times scale max|k| for the scaled q, one N_t for the stored score."""
@@ -88,7 +89,7 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
 
     abs_dot = dot(q, k)
     if path == "probs":
-        rel = gamma(head_size + 3, r) + 3 * r_t
+        rel = gamma(head_size + 3, r) + 2 * r_t
     else:
         rel = gamma(head_size + 1, r) + r + 2 * r_t
     delta = _second_order(rel) * scale * abs_dot
