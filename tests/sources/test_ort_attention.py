@@ -426,7 +426,8 @@ def test_on_4_lane_subgroups_orts_prefill_is_right_when_it_scores_4_keys_a_step(
 def test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory(webgpu_device, ort):
     """Where workgroup memory is not zeroed (Mesa 22.3 lavapipe under wgpu), ORT's
     FlashAttentionDecodeQKV sums score columns it never wrote (inner_qk_values) and adds onto
-    tile_output: the decode output is wrong; zeroing both first makes it right."""
+    tile_output: the decode output is wrong (off by more than 0.1, or NaN where the leftovers are
+    NaN); zeroing both first makes it right."""
     if webgpu_device.zeroes_workgroup_memory:
         pytest.skip(f"{webgpu_device.info.label} zero-initialises workgroup memory")
     from verify.gpu.dialect import for_naga
@@ -454,7 +455,8 @@ def test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory(webgpu_d
         y = webgpu_device.run(pipeline, bind(pipeline, {
             "input": partial["out_split_vx"], "metadata": partial["metadata"], "seqlens_k": feeds["seqlens_k"],
             "output": Output(np.float32, run.outputs["output"].shape)}, split.reduce_uniforms()), split.reduce_grid())
-        errors.append(np.abs(y.outputs["output"] - reference(model, feeds)).max())
+        error = np.abs(y.outputs["output"] - reference(model, feeds))
+        errors.append(np.where(np.isnan(error), np.inf, error).max())  # leftovers may be NaN: wrong too
     assert max(errors[:2]) > 0.1 and errors[2] < 1e-5, errors
 
 
