@@ -14,7 +14,12 @@ FlashAttention prefill's scores carry the previous key step's probabilities on D
 which do not re-zero a loop body's `var` per iteration; on 4-lane subgroups that program also
 scores keys it never loaded; FlashAttentionPagedPrefill sums q.k in f16 and turns a large partial
 sum into NaN outputs; CopyKVCache reads past key/value for a sequence shorter than the batch's
-longest; and the decode partials rest on zero-initialised workgroup memory.
+longest; and the decode partials rest on zero-initialised workgroup memory (docs/findings.md §18.1-§18.6).
+The softcap, FlashAttention and paged-prefill findings are also KNOWN in the gate through the
+end-to-end kernels `ort.gqa` and `ort.paged_attention`, and the decode's reliance on zeroed
+workgroup memory under `sanitize` of `ort.attention.decode_qkv`
+(tests/sources/test_ort_attention_kernels.py); the 4-lane subgroups and CopyKVCache findings need
+a launch of their own and are tests only (docs/ort-attention.md §6).
 
 Tests that run ORT or Dawn need what scripts/setup.sh installs and skip, saying why, without it.
 """
@@ -421,7 +426,8 @@ def test_on_4_lane_subgroups_orts_prefill_is_right_when_it_scores_4_keys_a_step(
 def test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory(webgpu_device, ort):
     """Where workgroup memory is not zeroed (Mesa 22.3 lavapipe under wgpu), ORT's
     FlashAttentionDecodeQKV sums score columns it never wrote (inner_qk_values) and adds onto
-    tile_output: the decode output is wrong; zeroing both first makes it right."""
+    tile_output: the decode output is wrong (off by more than 0.1, or NaN where the leftovers are
+    NaN); zeroing both first makes it right."""
     if webgpu_device.zeroes_workgroup_memory:
         pytest.skip(f"{webgpu_device.info.label} zero-initialises workgroup memory")
     from verify.gpu.dialect import for_naga
@@ -449,7 +455,8 @@ def test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory(webgpu_d
         y = webgpu_device.run(pipeline, bind(pipeline, {
             "input": partial["out_split_vx"], "metadata": partial["metadata"], "seqlens_k": feeds["seqlens_k"],
             "output": Output(np.float32, run.outputs["output"].shape)}, split.reduce_uniforms()), split.reduce_grid())
-        errors.append(np.abs(y.outputs["output"] - reference(model, feeds)).max())
+        error = np.abs(y.outputs["output"] - reference(model, feeds))
+        errors.append(np.where(np.isnan(error), np.inf, error).max())  # leftovers may be NaN: wrong too
     assert max(errors[:2]) > 0.1 and errors[2] < 1e-5, errors
 
 

@@ -7,3 +7,8 @@ from verify.checks.case_family import CaseFamilyCheck
 ZERO_BLOCKS = CaseFamilyCheck(
     "zero_blocks", "A with all-zero 128-value blocks: their codes are 0 and their scale 0 (no 0/0 in the quantizer), "
     "every other block within its legal codes", lambda kernel, config, profile: kernel.zero_blocks_cases(config, profile))
+
+LARGE_SCORES = CaseFamilyCheck(
+    "large_scores", "attention whose q.k partial sums pass f16's range (65504) while every score is small: queries "
+    "of about 130 and one key of +c on half its channels and -c on the other (q.k = 0 exactly), judged by the same "
+    "reference and budget", lambda kernel, config, profile: kernel.large_score_cases(config, profile))

@@ -1,0 +1,263 @@
+"""`ort.gqa` and `ort.paged_attention` (ONNX Runtime Web's attention sessions, end to end) and
+`ort.attention.decode_qkv` / `ort.attention.decode_reduce` (its split decode, program by program).
+
+What is proven without a GPU: the reference's rotation from cos/sin tables is references.rope's
+NeoX and GPT-J rotation; the local window attends the last W keys; the reference's 64-key tile
+states merge (references.softmax.merge_many_outputs) to the whole attention, which is the
+split/merge contract the two programs are held to; the dispatch rule names the paths
+docs/ort-attention.md §2 gives; bad configs are usage errors; the budgets grow with the model
+type's roundoff. With ORT on Dawn: the split-reduce, unfused and paged-prefill configs PASS, each
+program passes under its contract, and each documented finding's config is KNOWN with its finding
+reproduced (docs/findings.md §18.1, §18.2, §18.4, §18.6); an edited program (`--wgsl`) that zeroes
+what §18.6 reads passes sanitize.
+
+Tests that run ORT need what scripts/setup.sh installs and skip, saying why, without it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from references.group_query import attend, rotate_with_tables, visible_keys
+from references.rope import rotate_gptj, rotate_neox
+from references.softmax import merge_many_outputs
+from verify.budgets.ort_attention import output_budget, score_errors
+from verify.errors import SetupError, UsageError
+from verify.results.record import Verdict
+from verify.sources.ort import programs
+from verify.sources.ort.attention_cases import gqa_path, paged_path, rotary_tables
+from verify.sources.ort.attention_kernels import (
+    FLASH_LOOP_VAR,
+    PAGED_PREFILL_F16_SCORES,
+    SOFTCAP_IGNORED,
+    OrtGqa,
+    OrtPagedAttention,
+)
+from verify.sources.ort.attention_programs import (
+    UNINITIALISED_PARTIALS,
+    OrtDecodeQkv,
+    OrtDecodeReduce,
+    present_cache,
+    tile_states,
+)
+
+
+# -- no GPU -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("interleaved,rotate", [(False, rotate_neox), (True, rotate_gptj)])
+def test_rotating_with_theta_tables_is_the_rope_references_rotation(interleaved, rotate):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 3, 64))
+    positions = np.array([0, 1, 17, 63, 200])
+    cos, sin = rotary_tables(256, 32, np.float64)
+    ours = rotate_with_tables(x, cos, sin, positions[:, None], interleaved)
+    assert np.allclose(ours, rotate(x, positions[:, None]), rtol=0, atol=1e-12)
+
+
+def test_a_local_window_attends_the_last_w_keys_the_query_included():
+    visible = visible_keys(10, 2, local_window_size=3)
+    assert visible[0].nonzero()[0].tolist() == [6, 7, 8]  # token 0 is at position 8
+    assert visible[1].nonzero()[0].tolist() == [7, 8, 9]
+    assert visible_keys(10, 2).sum(axis=1).tolist() == [9, 10]
+
+
+@pytest.mark.parametrize("window", [-1, 0, 1, 5, 9, 30])
+def test_the_window_is_orts_in_place_softmax_formula_pair_by_pair(window):
+    """InPlaceSoftmax (onnxruntime-web 1.30's WGSL): seq_causal_length = past + i + 1; with
+    local_window_size >= 0 and seq_causal_length > W, keys start_offset = seq_causal_length - W
+    up to seq_causal_length; else all of 0..seq_causal_length."""
+    total, new = 12, 4
+    visible = visible_keys(total, new, window)
+    for i in range(new):
+        causal_length = total - new + i + 1
+        start = causal_length - window if 0 <= window < causal_length else 0
+        for c in range(total):
+            assert visible[i, c] == (start <= c < causal_length), (i, c)
+
+
+def test_attention_with_one_visible_key_returns_its_value():
+    rng = np.random.default_rng(1)
+    q, k, v = rng.standard_normal((1, 4, 8)), rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8))
+    o, logits2 = attend(q, k, v, visible_keys(5, 1, local_window_size=1), scale=0.3)
+    assert np.array_equal(o[0], np.repeat(v[:, 4], 2, axis=0))
+    assert np.isinf(logits2[..., :4]).all()
+
+
+def _minimal(strategy, condition=lambda case: True):
+    from hypothesis import find, settings
+
+    return find(strategy, condition, settings=settings(database=None, max_examples=200))
+
+
+@pytest.mark.parametrize("m_tile", [1, 4])
+def test_the_reference_tile_states_merge_to_the_whole_attention(m_tile):
+    """The split/merge contract: the 64-key tiles' (o_t, m_t + ln l_t) merge to the attention."""
+    kernel = OrtDecodeQkv()
+    config = kernel.config(dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, m_tile=m_tile))
+    case = _minimal(kernel.cases(config, "ci"), lambda case: max(case.params["past"]) > 130)
+    o, m, lsum, written, _ = tile_states(case, config)
+    keys, values = present_cache(case, "key", config), present_cache(case, "value", config)
+    for b, past in enumerate(case.params["past"]):
+        total, used = past + case.params["new"], written[b].sum()
+        assert used == -(-total // 64) >= 3
+        with np.errstate(divide="ignore"):
+            lse = np.where(lsum[b, :, :, :used] > 0, m[b, :, :, :used] + np.log(lsum[b, :, :, :used]), -np.inf)
+        merged, _ = merge_many_outputs(o[b, :, :, :used], lse, axis=2, base="e")
+        q = case["query"][b].reshape(case.params["new"], 4, 64)
+        whole, _ = attend(q, keys[b, :, :total], values[b, :, :total], visible_keys(total, case.params["new"]),
+                          scale=0.125)
+        assert np.allclose(merged.transpose(1, 0, 2), whole, rtol=1e-12, atol=1e-12)
+
+
+def test_a_sink_adds_to_the_denominator_and_nothing_to_the_numerator():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.standard_normal((2, 4, 8)), rng.standard_normal((2, 6, 8)), rng.standard_normal((2, 6, 8))
+    visible = visible_keys(6, 2)
+    plain, _ = attend(q, k, v, visible, scale=0.5)
+    sunk, logits2 = attend(q, k, v, visible, scale=0.5, sink=np.array([0.0, 1.0, -1.0, 2.0]))
+    scores = 0.5 * np.einsum("shd,hld->shl", q, np.repeat(k, 2, axis=0))
+    denominator = np.where(visible[:, None, :], np.exp(scores), 0.0).sum(-1)
+    share = denominator / (denominator + np.exp([0.0, 1.0, -1.0, 2.0]))
+    assert np.allclose(sunk, plain * share[..., None], rtol=1e-13, atol=0) and logits2.shape == (2, 4, 7)
+
+
+def test_the_dispatch_rule_names_each_path():
+    assert [gqa_path(-1, 1, 100), gqa_path(-1, 31, 100), gqa_path(-1, 32, 100)] == ["split", "split", "flash"]
+    assert [gqa_path(16, 1, 100), gqa_path(100, 1, 100), gqa_path(16, 40, 100)] == ["probs", "split", "probs"]
+    assert gqa_path(-1, 1, 100, smooth_softmax=True) == "probs"
+    assert [paged_path(-1, 32, 32, head_sink=True), paged_path(-1, 31, 32, head_sink=True)] == ["flash", "split"]
+    assert [paged_path(-1, 31, 16), paged_path(-1, 32, 16), paged_path(-1, 32, 32), paged_path(8, 1, 32)] == \
+        ["split", "flash", "paged_prefill", "flash"]
+
+
+def test_configs_that_cannot_be_built_are_usage_errors():
+    with pytest.raises(UsageError, match="multiple of kv_num_heads"):
+        OrtGqa().config({"num_heads": 6, "kv_num_heads": 4})
+    with pytest.raises(UsageError, match="needs do_rotary"):
+        OrtGqa().config({"rotary_interleaved": 1})
+    with pytest.raises(UsageError, match="expected one of f16"):
+        OrtPagedAttention().config({"dtype": "f32"})
+    with pytest.raises(UsageError, match="no config key 'softcap'"):
+        OrtPagedAttention().config({"softcap": 2.0})
+
+
+@pytest.mark.parametrize("path", ["split", "probs", "flash"])
+def test_an_f16_budget_exceeds_the_f32_one_and_both_are_finite(path):
+    rng = np.random.default_rng(2)
+    q, k, v = rng.standard_normal((3, 4, 64)), rng.standard_normal((2, 90, 64)), rng.standard_normal((2, 90, 64))
+    _, logits2 = attend(q, k, v, visible_keys(90, 3), scale=0.125)
+    budgets = {}
+    for dtype in ("f16", "f32"):
+        delta = score_errors(q, k, scale=0.125, dtype=dtype, path=path)
+        budgets[dtype] = output_budget(v, logits2, delta, dtype=dtype, path=path)
+    assert np.isfinite(budgets["f16"]).all() and (budgets["f16"] > budgets["f32"]).all()
+    assert (budgets["f32"] > 0).all()
+
+
+# -- ORT on Dawn ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module", autouse=True)
+def ort_cache(tmp_path_factory):
+    """One WGSL cache for this module's tests, away from the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-attention-wgsl")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def ort():
+    from verify.checks import all_checks, register
+    from verify.sources.ort import runtime
+    from verify.sources.ort.checks import LARGE_SCORES
+
+    if "large_scores" not in all_checks():  # an install of verify older than this checkout
+        register(LARGE_SCORES)
+    try:
+        return runtime.shared_runtime()
+    except SetupError as exc:
+        pytest.skip(str(exc))
+
+
+def _reference(kernel, config, examples=6, check_name="reference", wgsl=None):
+    from verify.api import check
+
+    (result,) = check(kernel, config, checks=[check_name], examples=examples, isolate=False, implementation="dawn",
+                      wgsl=wgsl)
+    return result
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("kernel,config", [
+    (OrtGqa, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1, head_sink=1)),
+    (OrtGqa, dict(dtype="f32", num_heads=8, kv_num_heads=1, phase="prefill", do_rotary=1, rotary_interleaved=1)),
+    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=4, local_window_size=32, smooth_softmax=1)),
+    (OrtPagedAttention, dict(head_size=128, num_heads=8, kv_num_heads=2, do_rotary=1, head_sink=1)),
+    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="prefill", block_size=32, do_rotary=1,
+                             rotary_interleaved=1)),
+    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="flash", block_size=32)),
+    (OrtDecodeQkv, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
+    (OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=1, m_tile=4)),
+    (OrtDecodeReduce, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
+], ids=["gqa-f16-decode-rotary-sink", "gqa-f32-prefill-gptj", "gqa-window-smooth", "paged-decode-rotary", "paged-prefill-gptj",
+        "paged-prefill-program", "qkv-decode", "qkv-m-tile-4", "reduce"])
+def test_orts_attention_passes_where_no_finding_applies(ort, kernel, config):
+    result = _reference(kernel, config)
+    assert result.verdict == Verdict.PASS, result.reason
+    assert result.finding is None
+    if kernel in (OrtGqa, OrtPagedAttention):
+        assert sum(result.launch_paths.values()) == result.examples
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("kernel,config,check_name,finding", [
+    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=2, softcap=2.0), "reference", SOFTCAP_IGNORED),
+    (OrtGqa, dict(dtype="f32", num_heads=4, kv_num_heads=2, phase="flash"), "reference", FLASH_LOOP_VAR),
+    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=2, local_window_size=32), "reference", FLASH_LOOP_VAR),
+    (OrtPagedAttention, dict(num_heads=4, kv_num_heads=1, phase="flash", block_size=32), "large_scores",
+     PAGED_PREFILL_F16_SCORES),
+    (OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=2), "sanitize", UNINITIALISED_PARTIALS),
+], ids=["gqa-softcap", "gqa-flash", "paged-window-flash", "paged-prefill-f16-scores", "qkv-uninitialised"])
+def test_each_documented_finding_is_known_and_reproduced(ort, kernel, config, check_name, finding):
+    """FlashAttention's and FlashAttentionPagedPrefill's first compiles on lavapipe take minutes,
+    and so does the sanitized QKV program's (Mesa caches them)."""
+    result = _reference(kernel, config, examples=3, check_name=check_name)
+    assert result.verdict == Verdict.KNOWN, result.reason
+    assert result.finding_reproduced is True and result.finding.splitlines()[0] == finding.splitlines()[0]
+    if check_name != "sanitize":
+        assert result.failing_outputs == {"output"}
+
+
+@pytest.mark.webgpu
+def test_naga_and_tint_agree_on_orts_reduce_program(ort):
+    result = _reference(OrtDecodeReduce, dict(dtype="f32", num_heads=4, kv_num_heads=2), check_name="implementations")
+    if result.verdict == Verdict.SKIP:
+        pytest.skip(result.reason)
+    assert result.verdict == Verdict.PASS, result.reason
+
+
+@pytest.mark.webgpu
+def test_where_workgroup_memory_is_not_zeroed_the_qkv_programs_known_finding_shows(ort, webgpu_device):
+    """§18.6 under `implementations`: wgpu on Mesa 22.3's lavapipe leaves workgroup memory as the
+    last workgroup left it, and ORT's QKV sums onto it."""
+    if webgpu_device.zeroes_workgroup_memory:
+        pytest.skip(f"{webgpu_device.info.label} zero-initialises workgroup memory")
+    result = _reference(OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=2), examples=3,
+                        check_name="implementations")
+    assert result.verdict == Verdict.KNOWN and result.finding_reproduced is True, result.reason
+    assert result.finding.splitlines()[0] == UNINITIALISED_PARTIALS.splitlines()[0]
+
+
+@pytest.mark.webgpu
+def test_orts_qkv_program_edited_to_zero_its_workgroup_memory_passes_sanitize(ort):
+    """`--wgsl` checks an edit of ORT's program under the same contract (and never inherits a
+    known finding): zeroing inner_qk_values and tile_output first clears §18.6's reads."""
+    kernel = OrtDecodeQkv()
+    config = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2)
+    wgsl = kernel.wgsl(kernel.config(config))
+    assert wgsl.splitlines()[2].startswith("// onnxruntime-web ") and "out_split_vx" in wgsl  # `verify show`'s text
+    anchor = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
+    zeroing = ("  for (var z = local_idx; z < 64u * 32u; z += workgroup_size_x) { inner_qk_values[0][z / 32u][z % 32u] = 0.0; }\n"
+               "  for (var z = local_idx; z < 16u; z += workgroup_size_x) { tile_output[0][z] = q_value_t(0); }\n"
+               "  workgroupBarrier();\n")
+    assert anchor in wgsl
+    result = _reference(OrtDecodeQkv, config, examples=3, check_name="sanitize", wgsl=wgsl.replace(anchor, anchor + zeroing))
+    assert result.verdict == Verdict.PASS, result.reason

@@ -1,0 +1,236 @@
+"""Error budgets of ONNX Runtime Web's attention (GroupQueryAttention, PagedAttention), end to end.
+
+ORT's programs do part of their arithmetic in the model's type t (f16 or f32), not in f32 as
+the toolkit's own kernels do (verify.budgets.attention), so the budgets here take t's unit
+roundoff u_t where ORT rounds to t. What each path rounds where, read from the WGSL
+onnxruntime-web 1.30 generates (docs/ort-attention.md §2 names the programs):
+
+- `split` (FlashAttentionDecodeQKV / VxReduce and their paged variants, fewer than 32 new
+  tokens): q is scaled by alpha in t (`q * q_element_t(alpha)`: alpha rounded to f32 on the
+  host, then to t, and the product rounded to t), q.k is summed in f32 over the head, the tile
+  softmax (max, exp, sum, division) in f32; the normalised probabilities are rounded to t and
+  multiplied with v and summed in t over a 64-key tile, the tile's output is stored in t; the
+  reduce weights l_t exp(m_t - M) / L are computed in f32, rounded to t, and the tiles summed
+  in t.
+- `probs` (AttentionProbs / InPlaceSoftmax / VxAttentionScore, which GroupQueryAttention takes
+  with a local window): each q_d k_d product is rounded to t and summed in f32, the score
+  `sum * alpha` is stored in t; the softmax runs in f32 and stores probabilities in t; P.V is
+  multiplied and summed in t over every key.
+- `flash` (FlashAttention, FlashAttentionPagedPrefill, 32 new tokens or more): q scaled in t
+  as for `split`, q.k and the online softmax in f32 (`qk_precision`), P.V over steps of 16
+  keys summed in t onto an output rescaled by each step's correction in t.
+
+Conventions as in verify.budgets.attention: worst-case bounds valid for any summation order,
+"r" an f32 operation rounded to either neighbour (2u), built-ins at the WGSL spec's accuracy,
+second-order terms by inflating T to T(1+T), and any result below the smallest normal of its
+type may be flushed to zero (for t = f16 that is 6.1e-5, so flushes are a visible term).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from verify.budgets.attention import weight_errors
+from verify.budgets.roundoff import gamma, smallest_normal
+from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, rounding_rel
+
+LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
+#: The programs' paths (module docstring); "split_tile" is one tile of `split` before the reduce.
+PATHS = ("split", "split_tile", "probs", "flash")
+#: Keys per tile of the split path, and per step of the flash path.
+SPLIT_KEY_TILE = 64
+FLASH_KEY_STEP = 16
+
+
+def _second_order(total):
+    return total * (1.0 + total)
+
+
+def rotation_error(x, partner, cos, sin, dtype: str) -> np.ndarray:
+    """Bound on |rotated - exact| of ORT's rotary in type `dtype` (FusedQKRotaryEmbedding,
+    PagedAttentionRotary): out = x cos -/+ x_pair sin, two products and a sum, each rounded
+    to `dtype`, from the stored x, x_pair and table values (the reference uses the same stored
+    values). Higham (3.5): fl(a b + c d) errs by gamma_2(r_t)(|a b| + |c d|), which includes the
+    final rounding to the stored type; a fused multiply-add only removes one of them. Each of
+    the three operations may also flush a result below t's smallest normal: 3 N_t. Channels
+    past rotary_dim are copied (pass cos = 1, sin = 0 there: the bound is then gamma_2|x|, a
+    harmless over-estimate of the exact copy)."""
+    r_t = rounding_rel(dtype)
+    magnitude = np.abs(x) * np.abs(cos) + np.abs(partner) * np.abs(sin)
+    return gamma(2, r_t) * magnitude + 3 * smallest_normal(dtype)
+
+
+def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=None):
+    """Bound on |s_hat - s| (natural units) of every score s = scale q.k [S, N, L], for
+    q [S, N, H] and k [Nkv, L, H] as the program reads them (rotated and stored in t).
+
+    `split` and `flash`: alpha = fl_t(fl_f32(scale)) errs by r + r_t relative, q_d alpha rounds
+    to t (r_t), the products and the sum of H terms run in f32: (gamma_{H+1}(r) + r + 2 r_t)
+    scale sum_d |q_d k_d|. `probs`: each product rounds to t (r_t), H terms summed in f32, the
+    sum times alpha (alpha rounded to f32 on the host, the product: two more f32 roundings),
+    stored to t: (gamma_{H+3}(r) + r_t) scale sum_d |q_d k_d| + r_t |s|, and |s| <= scale
+    sum_d |q_d k_d|, so (gamma_{H+3}(r) + 2 r_t) scale sum_d |q_d k_d|. With rotary, q and k err
+    by e_q, e_k (rotation_error): scale sum_d (e_q |k| + |q| e_k + e_q e_k) more. Subnormal
+    products and sums in f32 flush: (2H + 2) f32 smallest normals; in t (`probs` and the q scaling):
+    H + 1 N_t times scale max|k| for the scaled q, one N_t for the stored score."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    r, r_t = rounding_rel("f32"), rounding_rel(dtype)
+    q, k = np.abs(np.asarray(q, np.float64)), np.abs(np.asarray(k, np.float64))
+    new, heads, head_size = q.shape
+    kv_heads = k.shape[0]
+    group = heads // kv_heads
+
+    def dot(a, b):  # [S, N, H] x [Nkv, L, H] -> [S, N, L] by GQA's head mapping
+        return (a.reshape(new, kv_heads, group, head_size) @ b.transpose(0, 2, 1)).reshape(new, heads, -1)
+
+    abs_dot = dot(q, k)
+    if path == "probs":
+        rel = gamma(head_size + 3, r) + 2 * r_t
+    else:
+        rel = gamma(head_size + 1, r) + r + 2 * r_t
+    delta = _second_order(rel) * scale * abs_dot
+    if e_q is not None:
+        delta = delta + scale * (dot(e_q, k) + dot(q, e_k) + dot(e_q, e_k))
+    k_max = k.max(axis=(1, 2), initial=0.0)  # per KV head
+    k_max = np.repeat(k_max, group)[None, :, None]
+    delta = delta + (2 * head_size + 2) * smallest_normal("f32") + (head_size + 1) * smallest_normal(dtype) * scale * k_max
+    if path == "probs":
+        delta = delta + smallest_normal(dtype)
+    return delta
+
+
+def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
+    """Budget [S, N, H] of ORT's attention output from values v [Nkv, L, H], the exact base-2
+    logits2 [S, N, L] (-inf where masked) and the score errors delta [S, N, L] (natural units,
+    score_errors).
+
+    The softmax weights err as verify.budgets.attention.weight_errors derives (pi_j: exp of
+    x_j = s_j - m, the online rescale chain, the sum, to second order), with delta in base-2
+    units (delta log2 e). ORT calls exp, not exp2: WGSL gives both (3 + 2|x|) ULP, and
+    |x_e| = ln2 |x_2| <= |x_2|, so the exp2 bound covers it. Then with A_d = sum_j p_j |v_jd|:
+
+    - `split_tile` (one tile's normalised partial output, FlashAttentionDecodeQKV alone): one
+      division, p rounded (r_t), p v (r_t), 64 products summed (gamma_63(r_t)), the store (r_t):
+      e_pv = 3 r_t + gamma_63(r_t) + division_rel, 2·64 + 4 flushes in t.
+    - `split`: two f32 divisions (by the tile sum l_t, by the total L) and the reduce weight
+      l_t exp(m_t - M) (one more exp and product over the logit range R, covered by pi's chain
+      term) cost 2 division_rel; in t, p rounds (r_t), p v rounds (r_t), a tile's 64 products
+      are summed (gamma_63(r_t)), the tile output stored (r_t), its weight rounded (r_t), the
+      product (r_t), and T tiles summed (gamma_T(r_t)): e_pv = 5 r_t + gamma_63(r_t) + gamma_T(r_t).
+    - `probs`: one division; p stored in t (r_t), products (r_t), n terms summed in t
+      (gamma_n(r_t)): e_pv = 2 r_t + gamma_n(r_t).
+    - `flash`: one division; in t per step of 16 keys the products (r_t) and their sum
+      (gamma_16(r_t)), and per step the running output's rescale and add (2 r_t each) over
+      ceil(n/16) steps: e_pv = r_t + gamma_16(r_t) + 2 r_t ceil(n/16).
+
+    o_d errs by sum_j p_j |v_jd| pi_j + (e_pv + divisions) A_d, to second order, plus
+    flushed subnormals: every product and sum in t of the P.V chain may lose up to N_t
+    (2·64 + 2T for split, 2n for probs, 2n + 2 steps for flash, + 4), and (2n + 4) in f32."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    r_t = rounding_rel(dtype)
+    v = np.abs(np.asarray(v, np.float64))
+    new, heads, length = logits2.shape
+    kv_heads = v.shape[0]
+    group = heads // kv_heads
+    valid = np.isfinite(logits2)
+    n = valid.sum(-1).astype(np.float64)  # [S, N]
+    w = weight_errors(logits2, np.where(valid, delta * LOG2E, 0.0), n[..., :1])
+    p, pi = w.p, w.pi
+    pg = p.reshape(new, kv_heads, group, length)
+    spread = ((pg * pi.reshape(pg.shape)) @ v).reshape(new, heads, -1)
+    a_d = (pg @ v).reshape(new, heads, -1)
+    n_max = n.max(initial=1.0)
+    if path == "split_tile":
+        e_pv = 3 * r_t + gamma(SPLIT_KEY_TILE - 1, r_t) + division_rel("f32")
+        flushes = 2 * SPLIT_KEY_TILE + 4
+    elif path == "split":
+        tiles = math.ceil(length / SPLIT_KEY_TILE)
+        e_pv = 5 * r_t + gamma(SPLIT_KEY_TILE - 1, r_t) + gamma(tiles, r_t) + 2 * division_rel("f32")
+        flushes = 2 * SPLIT_KEY_TILE + 2 * tiles + 4
+    elif path == "probs":
+        e_pv = 2 * r_t + gamma(n_max, r_t) + division_rel("f32")
+        flushes = 2 * n_max + 4
+    else:
+        steps = math.ceil(n_max / FLASH_KEY_STEP)
+        e_pv = r_t + gamma(FLASH_KEY_STEP, r_t) + 2 * r_t * steps + division_rel("f32")
+        flushes = 2 * n_max + 2 * steps + 4
+    budget = spread + _second_order(e_pv) * a_d
+    return budget + flushes * smallest_normal(dtype) + (2 * n_max + 4) * smallest_normal("f32")
+
+
+def tile_state_budget(tiles, shape, dtype: str, *, scale: float):
+    """Budgets (o [B, N, S, P, H], m [B, N, S, P], l [B, N, S, P]) of FlashAttentionDecodeQKV's
+    tile states. `tiles` lists (b, t, q [S, N, H], k [Nkv, L_t, H], v [Nkv, L_t, H], s [S, N, L_t])
+    per written tile, s the exact natural scores (-inf where masked).
+
+    With delta_j the score errors of the split path (score_errors) and delta = max_j delta_j over
+    the tile's visible keys: the maximum m_t is a max of computed scores, so it errs by delta. Each
+    term of l_t = Σ exp(s_j - m_t) has its exponent off by at most 2 delta (both s_j and m_t err),
+    the subtraction rounds (r|x_j|), exp errs by exp_rel(x_j); the sum of L_t terms in f32 adds
+    gamma_{L_t}(r): l_t errs by l_t (expm1(2 delta) + max_j (exp_rel(x_j) + r|x_j|) + gamma_{L_t}(r))
+    to second order, plus (2 L_t + 1) flushed f32 subnormals. o_t is output_budget's `split_tile`
+    over the tile's keys alone. Tiles without a visible key, and tiles never written, are held
+    bit for bit by the contract (budget 0 here)."""
+    r = rounding_rel("f32")
+    o_budget, m_budget, l_budget = np.zeros(shape), np.zeros(shape[:-1]), np.zeros(shape[:-1])
+    for b, t, q, k, v, s in tiles:
+        visible = np.isfinite(s)
+        if not visible.any():
+            continue
+        delta = score_errors(q, k, scale=scale, dtype=dtype, path="split")
+        delta = np.where(visible, delta, 0.0)
+        has = visible.any(-1)  # [S, N]
+        d_max = delta.max(-1)
+        top = np.where(has, s.max(-1, initial=-np.inf), 0.0)
+        x = np.where(visible, s - top[..., None], 0.0)
+        kappa = np.where(visible, exp2_rel(x * LOG2E) + r * np.abs(x), 0.0).max(-1)
+        n_keys = visible.sum(-1)
+        lsum = np.where(visible, np.exp(x), 0.0).sum(-1)
+        rel = _second_order(np.expm1(2 * d_max) + kappa + gamma(n_keys, r))
+        l_b = lsum * rel + (2 * n_keys + 1) * smallest_normal("f32")
+        logits2 = np.where(visible, s * LOG2E, -np.inf)
+        o_b = output_budget(v, logits2, delta, dtype=dtype, path="split_tile")
+        o_budget[b, :, :, t] = np.where(has[..., None], o_b, 0.0).transpose(1, 0, 2)
+        m_budget[b, :, :, t] = np.where(has, d_max, 0.0).T
+        l_budget[b, :, :, t] = np.where(has, l_b, 0.0).T
+    return o_budget, m_budget, l_budget
+
+
+def reduce_budget(o, m, lsum, dtype: str) -> np.ndarray:
+    """Budget [N, S, H] of FlashAttentionDecodeVxReduce merging T tile states of one sequence:
+    o [N, S, T, H] (stored in t), m and lsum [N, S, T] (f32), all exact inputs.
+
+    With M = max m_t, x_t = m_t - M <= 0 and w_t = l_t exp(x_t) / L, L = Σ_s l_s exp(x_s): the
+    subtraction rounds (r|x_t|), exp errs by exp_rel(x_t), the product by l_t r; L's terms err by
+    kappa_t = exp_rel(x_t) + r|x_t| + r and its sum adds gamma_T(r); the division division_rel;
+    the weight is rounded to t (r_t): eps_t = kappa_t + max_s kappa_s + gamma_T(r) + division_rel + r_t.
+    Each product o_t w_t rounds in t (r_t) and T terms are summed in t (gamma_T(r_t)):
+    |err| <= Σ_t w_t |o_t| (eps_t + r_t + gamma_T(r_t)) to second order, plus a flushed subnormal
+    of t per product and sum (2T + 2) and of f32 for each step of L (2T)."""
+    r, r_t = rounding_rel("f32"), rounding_rel(dtype)
+    o, m, lsum = (np.asarray(a, np.float64) for a in (o, m, lsum))
+    tiles = m.shape[-1]
+    top = m.max(-1, keepdims=True)
+    x = m - top
+    w = lsum * np.exp(x)
+    w = w / w.sum(-1, keepdims=True)
+    kappa = exp2_rel(x * LOG2E) + r * np.abs(x) + r
+    eps = kappa + kappa.max(-1, keepdims=True) + gamma(tiles, r) + division_rel("f32") + r_t
+    rel = _second_order(eps + r_t + gamma(tiles, r_t))
+    spread = (w[..., None] * np.abs(o) * rel[..., None]).sum(-2)
+    return spread + (2 * tiles + 2) * smallest_normal(dtype) + 2 * tiles * smallest_normal("f32")
+
+
+def cache_budget(e_k, dtype: str) -> np.ndarray:
+    """Budget of a new key row in the cache: the rotation's error (rotation_error), or 0 for a
+    plain copy (pass e_k = 0): ORT copies keys and values bit for bit."""
+    return np.asarray(e_k, np.float64)
+
+
+__all__ = ["PATHS", "cache_budget", "output_budget", "reduce_budget", "rotation_error", "score_errors",
+           "tile_state_budget"]

@@ -1,0 +1,337 @@
+"""`ort.attention.decode_qkv` and `ort.attention.decode_reduce`: ORT's split decode, program by program.
+
+GroupQueryAttention's split-reduce pair (docs/ort-attention.md §2), launched by verify from the
+WGSL onnxruntime-web generated (captured from an `ort.gqa` session, verify.sources.ort
+.attention_kernels), with the uniforms, bindings and workgroup counts of
+verify.sources.ort.attention_launch (tests/sources/test_ort_attention.py holds those launches to
+ORT's own bit for bit). Because verify launches them, `verify show` prints the program, `--wgsl`
+checks an edit under the same contract, and `sanitize` instruments it.
+
+The split/merge contract, one program each:
+
+- FlashAttentionDecodeQKV writes, per (sequence, query head, new token, 64-key tile t), the
+  tile's softmax state: metadata (m_t, l_t) = (max_j s_j, Σ_j exp(s_j - m_t)) over the tile's
+  visible keys, natural base, and the tile's normalised partial output o_t = Σ_j exp(s_j - m_t)
+  v_j / l_t. A tile with no visible key has (-FLT_MAX, 0) and o_t = 0; a tile at or past the
+  sequence's total is not written (its output rows stay poison).
+- FlashAttentionDecodeVxReduce merges them: the output is Σ_t o_t l_t exp(m_t - M) / L with
+  M = max m_t, L = Σ l_t exp(m_t - M), which is references.softmax.merge_many_outputs of the
+  states (o_t, lse_t = m_t + ln l_t); tests/sources/test_ort_attention_kernels.py proves the tile
+  states of the reference merge to references.group_query.attend of the whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from hypothesis import strategies as st
+
+from references.group_query import visible_keys
+from references.softmax import merge_many_outputs
+from verify.budgets.expected import Expected
+from verify.budgets.ort_attention import reduce_budget, tile_state_budget
+from verify.budgets.roundoff import numpy_dtype
+from verify.cases import Case
+from verify.errors import FailureKind, SetupError, UsageError
+from verify.gpu import Output
+from verify.kernels.contract import ConfigKey, Kernel, Launched
+from verify.results.record import KnownFinding
+from verify.sources.ort.attention_cases import Q_SPREADS, gqa_cases
+from verify.sources.ort.attention_kernels import (
+    DTYPE,
+    HEAD_SIZE,
+    KV_NUM_HEADS,
+    MAX_PAST,
+    NUM_HEADS,
+    OrtGqa,
+    attention_upstream,
+)
+from verify.sources.ort.attention_launch import KEY_TILE, DecodeSplit
+from verify.sources.ort.launch import DerivedConfig, bind, header
+
+QKV, REDUCE = "FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce"
+#: WGSL's -FLT_MAX, ORT's "no key" tile maximum.
+NO_KEY_MAX = -3.4028234663852886e38
+M_TILE = ConfigKey("m_tile", 1, (1, 2, 4), "new tokens per QKV workgroup, fixed in the WGSL: 1 for decode (one new "
+                   "token), 2 for 2-3 new tokens, 4 for 4-31 (ORT's SelectDecodeMTile)")
+#: New tokens a case draws for each m_tile.
+TOKENS = {1: (1, 1), 2: (2, 3), 4: (4, 31)}
+
+UNINITIALISED_PARTIALS = (
+    "ORT's FlashAttentionDecodeQKV sums workgroup memory it never wrote: score columns past the head (inner_qk_values) "
+    "and the tile output it adds onto (tile_output).\n"
+    "Neither is zeroed by the program; it relies on WGSL's zero-initialisation of workgroup memory. sanitize reports "
+    "the uninitialised reads; where an implementation does not zero workgroup memory (Mesa 22.3 lavapipe under wgpu) "
+    "the decode output is wrong by more than 0.1, and zeroing both first makes it right. Evidence: "
+    "tests/sources/test_ort_attention.py::test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory; "
+    "docs/findings.md §18.6.")
+
+
+class _QkvCapture(OrtGqa):
+    """ort.gqa's capture of one small case whose new tokens select the wanted m_tile."""
+
+    def __init__(self, m_tile: int):
+        self.m_tile = m_tile
+
+    name = "ort.attention.decode_qkv"
+
+    def capture_key(self, config):
+        return f"{config['phase']} m_tile={self.m_tile}"
+
+    def capture_case(self, config):
+        from hypothesis import find, settings
+
+        return find(gqa_cases(config, new_tokens=st.just(TOKENS[self.m_tile][0])), lambda case: True,
+                    settings=settings(database=None, max_examples=10))
+
+
+def gqa_config(config: dict) -> dict:
+    """The ort.gqa config whose session dispatches the pair for this config."""
+    phase = "decode" if config["m_tile"] == 1 else "prefill"
+    return OrtGqa().config({k: config[k] for k in ("dtype", "head_size", "num_heads", "kv_num_heads", "max_past")}
+                           | {"phase": phase})
+
+
+def wgsl_m_tile(wgsl: str) -> int | None:
+    """The m_tile the QKV program was generated for (its `num_q_tiles` divisor)."""
+    match = re.search(r"num_q_tiles = \(uniforms\.new_sequence_length \+ (\d+) - 1\) / (\d+);", wgsl)
+    return int(match[2]) if match else None
+
+
+class OrtDecodeProgram(DerivedConfig, Kernel):
+    """What both programs share: ORT's GQA config keys, the capture, and the split's sizes."""
+
+    family = "attention"
+    source = "ort"
+    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, M_TILE, MAX_PAST)
+    program = ""
+    gate_shapes = {
+        "quick": (dict(dtype="f32"),),
+        "ci": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2),
+               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=1, m_tile=4)),
+        "nightly": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, max_past=4096),
+                    dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=1, m_tile=4, max_past=1024),
+                    dict(dtype="f16", head_size=96, num_heads=6, kv_num_heads=2, m_tile=2)),
+    }
+
+    def validate(self, config):
+        if config["num_heads"] % config["kv_num_heads"]:
+            raise UsageError(f"num_heads={config['num_heads']} must be a multiple of kv_num_heads={config['kv_num_heads']}")
+
+    def requirements(self, config):
+        return frozenset({"subgroup", "shader-f16"} if config["dtype"] == "f16" else {"subgroup"})
+
+    def gate_configs(self, profile):
+        name = getattr(profile, "name", profile)
+        configs = [self.config(c) for c in self.gate_shapes.get(name, self.gate_shapes["ci"])]
+        for config in configs:
+            self.wgsl(config)
+        return configs
+
+    def upstream(self, config, wgsl):
+        return attention_upstream(wgsl, f"program `{self.program}` as a GroupQueryAttention session dispatches it")
+
+    def wgsl(self, config):
+        data = _QkvCapture(config["m_tile"]).captured(gqa_config(config))
+        if self.program not in data["programs"]:
+            raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
+        wgsl = data["programs"][self.program]
+        if self.program == QKV and wgsl_m_tile(wgsl) != config["m_tile"]:
+            raise UsageError(f"m_tile={config['m_tile']}: ORT generated its QKV program with m_tile "
+                             f"{wgsl_m_tile(wgsl)} for this head size and type (workgroup memory)")
+        return f"{header(self.name, config)}{data['provenance']}\n{wgsl}"
+
+    def cases(self, config, profile):
+        low, high = TOKENS[config["m_tile"]]
+        gqa = gqa_config(config)
+        return st.integers(low, high).flatmap(lambda new: gqa_cases(gqa, new_tokens=st.just(new)))
+
+    def split(self, config, case) -> DecodeSplit:
+        return DecodeSplit(case.params["batch"], config["num_heads"], config["kv_num_heads"], config["head_size"],
+                           case.params["new"], int(case["total_sequence_length"]), case.params["capacity"],
+                           element_size=np.dtype(numpy_dtype(config["dtype"])).itemsize, max_workgroup_storage=1 << 30)
+
+
+def present_cache(case: Case, name: str, config: dict) -> np.ndarray:
+    """past_key/past_value with each sequence's new rows written, as CopyKVCache leaves them."""
+    cache = case[f"past_{name}"].copy()
+    nkv, h = config["kv_num_heads"], config["head_size"]
+    new = case.params["new"]
+    for b, past in enumerate(case.params["past"]):
+        cache[b, :, past:past + new] = case[name][b].reshape(new, nkv, h).transpose(1, 0, 2)
+    return cache
+
+
+def tile_states(case: Case, config: dict):
+    """The reference tile states (o [B, N, S, P, H], m [B, N, S, P], l [B, N, S, P], and per tile
+    whether it is written, whether it sees a key), and each tile's score logits for the budget."""
+    n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
+    batch, new, capacity = case.params["batch"], case.params["new"], case.params["capacity"]
+    tiles = -(-capacity // KEY_TILE)
+    keys, values = present_cache(case, "key", config), present_cache(case, "value", config)
+    o = np.zeros((batch, n, new, tiles, h))
+    m = np.full((batch, n, new, tiles), NO_KEY_MAX)
+    lsum = np.zeros((batch, n, new, tiles))
+    written = np.zeros((batch, tiles), bool)
+    per_tile = []
+    scale = h ** -0.5
+    for b, past in enumerate(case.params["past"]):
+        total = past + new
+        q = case["query"][b].reshape(new, n, h).astype(np.float64)
+        visible = visible_keys(total, new)
+        k = keys[b, :, :total].astype(np.float64)
+        v = values[b, :, :total].astype(np.float64)
+        scores = scale * (q.reshape(new, nkv, n // nkv, h) @ k.transpose(0, 2, 1)).reshape(new, n, total)
+        for t in range(-(-total // KEY_TILE)):
+            written[b, t] = True
+            cols = slice(t * KEY_TILE, min((t + 1) * KEY_TILE, total))
+            seen = visible[:, cols]  # [S, keys]
+            s = np.where(seen[:, None, :], scores[:, :, cols], -np.inf)
+            top = s.max(axis=-1, initial=-np.inf)  # [S, N]
+            has = np.isfinite(top)
+            w = np.where(seen[:, None, :], np.exp(s - np.where(has, top, 0.0)[..., None]), 0.0)
+            total_w = w.sum(-1)
+            part = (w.reshape(new, nkv, n // nkv, -1) @ v[:, cols]).reshape(new, n, h)
+            o[b, :, :, t] = np.where(has[..., None], part / np.where(has, total_w, 1.0)[..., None], 0.0).transpose(1, 0, 2)
+            m[b, :, :, t] = np.where(has, top, NO_KEY_MAX).T
+            lsum[b, :, :, t] = total_w.T
+            per_tile.append((b, t, q, k[:, cols], v[:, cols], s))
+    return o, m, lsum, written, per_tile
+
+
+class OrtDecodeQkv(OrtDecodeProgram):
+    """ORT's FlashAttentionDecodeQKV: each 64-key tile's softmax state and normalised partial output."""
+
+    name = "ort.attention.decode_qkv"
+    summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeQKV (GroupQueryAttention, < 32 new tokens): per 64-key "
+               "tile, the scores' max and exp-sum and the tile's normalised partial output")
+    reference = "references.group_query (per 64-key tile), merging to references.group_query.attend"
+    checks = ("reference", "determinism", "sanitize", "implementations")
+    program = QKV
+    output_axes = {"out_split_vx": ("tile", "channel"), "metadata": ("tile", "state")}
+    budget_function = staticmethod(tile_state_budget)
+
+    def known_finding(self, check, config):
+        """§18.6 as sanitize names it (the uninitialised reads), and as wrong tile states where
+        workgroup memory is not zeroed: on wgpu (Mesa 22.3's lavapipe), under `implementations`
+        and under `reference` run there."""
+        if check == "sanitize":
+            return KnownFinding(UNINITIALISED_PARTIALS, kinds=(FailureKind.SANITIZER,),
+                                reasons=("uninitialised read of workgroup array",))
+        if check == "implementations":
+            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"))
+        if check == "reference":
+            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"), implementations=("wgpu",))
+        return None
+
+    def launch(self, device, wgsl, config, case):
+        split = self.split(config, case)
+        t = numpy_dtype(config["dtype"])
+        pipeline = device.pipeline(wgsl)
+        resources = bind(pipeline, {
+            "q": case["query"], "present_key": present_cache(case, "key", config),
+            "present_value": present_cache(case, "value", config), "seqlens_k": case["seqlens_k"],
+            "out_split_vx": Output(t, split.out_split_shape), "metadata": Output(np.float32, split.metadata_shape)},
+            split.qkv_uniforms())
+        run = device.run(pipeline, resources, split.qkv_grid())
+        return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
+
+    def expected(self, config, case):
+        """Per tile, the reference state under verify.budgets.ort_attention.tile_state_budget;
+        tiles a sequence never reaches must stay poison (NaN, bit for bit), and a tile without a
+        visible key must be exactly (-FLT_MAX, 0) with a zero output."""
+        o, m, lsum, written, per_tile = tile_states(case, config)
+        o_budget, m_budget, l_budget = tile_state_budget(per_tile, o.shape, config["dtype"],
+                                                         scale=config["head_size"] ** -0.5)
+        # Tiles up to the batch's longest total are dispatched: those at or past a sequence's own
+        # total write (-FLT_MAX, 0) and no output; tiles past the batch's longest stay poison.
+        dispatched = np.arange(o.shape[3]) < -(-int(case["total_sequence_length"]) // KEY_TILE)
+        unwritten = np.broadcast_to(~written[:, None, None, :], m.shape)
+        untouched = np.broadcast_to(~dispatched, m.shape)
+        empty = (m == NO_KEY_MAX) & ~untouched  # no visible key, or past the sequence: (-FLT_MAX, 0)
+        o_ref = np.where(unwritten[..., None], np.nan, o)
+        o_exact = np.broadcast_to((unwritten | empty)[..., None], o.shape)
+        metadata = np.stack([np.where(untouched, np.nan, m), np.where(untouched, np.nan, lsum)], axis=-1)
+        meta_budget = np.stack([m_budget, l_budget], axis=-1)
+        meta_exact = np.broadcast_to((empty | untouched)[..., None], metadata.shape)
+        return [Expected.around("out_split_vx", o_ref, np.where(o_exact, 0.0, o_budget), config["dtype"], exact=o_exact),
+                Expected.around("metadata", metadata, np.where(meta_exact, 0.0, meta_budget), "f32", exact=meta_exact)]
+
+    def features(self, case):
+        return {"context": max(case.params["past"]) + case.params["new"], "new_tokens": case.params["new"]}
+
+
+@st.composite
+def reduce_cases(draw, config: dict) -> Case:
+    """Tile states for the reduce: a batch of 1-3 sequences of unequal totals (so unequal tile
+    counts), tiles' maxima spread flat to sharp, sums 1-64, normalised outputs of unit scale;
+    tiles past a sequence's total poisoned (metadata and outputs NaN)."""
+    t = numpy_dtype(config["dtype"])
+    low, high = TOKENS[config["m_tile"]]
+    new = draw(st.integers(low, high))
+    batch = draw(st.integers(1, 3)) if new == 1 else 1
+    totals = [draw(st.integers(new, config["max_past"] + new)) for _ in range(batch)]
+    spare = draw(st.integers(0, 2))
+    tiles = -(-max(totals) // KEY_TILE) + spare
+    spread = draw(st.sampled_from(Q_SPREADS))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    n, h = config["num_heads"], config["head_size"]
+    shape = (batch, n, new, tiles)
+    m = (rng.standard_normal(shape) * 4 * spread).astype(np.float32)
+    lsum = rng.uniform(1.0, 64.0, shape).astype(np.float32)
+    o = rng.standard_normal((*shape, h)).astype(t)
+    for b, total in enumerate(totals):
+        used = -(-total // KEY_TILE)
+        m[b, :, :, used:], lsum[b, :, :, used:], o[b, :, :, used:] = np.nan, np.nan, np.nan
+    return Case({"out_split_vx": o, "metadata": np.stack([m, lsum], axis=-1),
+                 "seqlens_k": np.asarray(totals, np.int32) - 1},
+                {"batch": batch, "new": new, "totals": totals, "tiles": tiles, "spread": spread, "seed": seed})
+
+
+class OrtDecodeReduce(OrtDecodeProgram):
+    """ORT's FlashAttentionDecodeVxReduce: the tiles' states merged into the attention output."""
+
+    name = "ort.attention.decode_reduce"
+    summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeVxReduce (GroupQueryAttention, < 32 new tokens): the "
+               "64-key tiles' softmax states merged into the output")
+    reference = "references.softmax.merge_many_outputs (base e)"
+    checks = ("reference", "determinism", "sanitize", "implementations")
+    program = REDUCE
+    output_axes = {"output": ("token", "channel")}
+    budget_function = staticmethod(reduce_budget)
+
+    def cases(self, config, profile):
+        return reduce_cases(config)
+
+    def launch(self, device, wgsl, config, case):
+        batch, n, new, tiles, h = case["out_split_vx"].shape
+        split = DecodeSplit(batch, n, config["kv_num_heads"], h, new, max(case.params["totals"]), tiles * KEY_TILE,
+                            element_size=np.dtype(numpy_dtype(config["dtype"])).itemsize, max_workgroup_storage=1 << 30)
+        t = numpy_dtype(config["dtype"])
+        pipeline = device.pipeline(wgsl)
+        resources = bind(pipeline, {"input": case["out_split_vx"], "metadata": case["metadata"],
+                                    "seqlens_k": case["seqlens_k"], "output": Output(t, (batch, new, n * h))},
+                         split.reduce_uniforms())
+        run = device.run(pipeline, resources, split.reduce_grid())
+        return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
+
+    def expected(self, config, case):
+        """merge_many_outputs of each sequence's tiles (lse_t = m_t + ln l_t, base e) under
+        verify.budgets.ort_attention.reduce_budget."""
+        o_all, meta = case["out_split_vx"], case["metadata"]
+        batch, n, new, tiles, h = o_all.shape
+        out, budget = np.zeros((batch, new, n, h)), np.zeros((batch, new, n, h))
+        for b, total in enumerate(case.params["totals"]):
+            used = -(-total // KEY_TILE)
+            o = o_all[b, :, :, :used].astype(np.float64)
+            m, lsum = meta[b, :, :, :used, 0].astype(np.float64), meta[b, :, :, :used, 1].astype(np.float64)
+            merged, _ = merge_many_outputs(o, m + np.log(lsum), axis=2, base="e")
+            out[b] = merged.transpose(1, 0, 2)
+            budget[b] = reduce_budget(o, m, lsum, config["dtype"]).transpose(1, 0, 2)
+        return [Expected.around("output", out.reshape(batch, new, n * h), budget.reshape(batch, new, n * h),
+                                config["dtype"])]
+
+    def features(self, case):
+        return {"context": max(case.params["totals"]), "tiles": case.params["tiles"]}
