@@ -4,7 +4,8 @@ WebGPU, here on SwiftShader), with wgpu (Mesa 22.3 lavapipe) and with Dawn in No
 lavapipe). FAIL where verify says KNOWN (or FAIL); where a finding cannot show on one of them,
 the registry says which verdict comes instead and why, the page says so, and this test holds it
 to that; the `fixed/` variants (TVM's merge with one storageBarrier(), TVM's tree kernel with its extra
-warp's stores guarded, ORT's small-M program with its sums cleared) PASS.
+warp's stores guarded, ORT's small-M program with its sums cleared, ORT's decode QKV program with
+its partials cleared) PASS.
 """
 
 from __future__ import annotations

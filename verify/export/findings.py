@@ -12,8 +12,11 @@ Findings of a WebGPU implementation rather than of a kernel (lavapipe's workgrou
 its loop cap, §9; Naga and Tint disagreeing, §12) ship no folder of their own: §8 and §12 show
 through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses), and §9 needs a
 kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
-(§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run
-(docs/findings.md "Reproductions").
+(§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run.
+Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
+folder (§18.6, through `ort.attention.decode_qkv`): `ort.gqa` and `ort.paged_attention` run an ORT
+session in Node, whose WebGPU calls the recording device never sees, so §18.1-§18.5 are reproduced
+by their `verify check` commands and strict-xfail tests instead (docs/findings.md "Reproductions").
 """
 
 from __future__ import annotations
@@ -194,6 +197,55 @@ def with_cleared_sums(wgsl: str) -> str:
         raise UsageError("ORT's small-M WGSL has no single line computing global_idx to clear the sums after")
     return wgsl.replace(_SMALL_M_ANCHOR, _SMALL_M_ANCHOR + "  inter_results[local_idx / 32][local_idx % 32] = 0;\n"
                         "  workgroupBarrier();\n")
+
+
+def decode_qkv_case(past: list[int], seed: int = 4):
+    """One new token for each sequence of `past` cached tokens (a static cache as long as the
+    longest total, the rows past a shorter sequence's total NaN), N(0, 1) values: the case
+    ort.attention.decode_qkv draws (verify.sources.ort.attention_cases.gqa_cases), fixed."""
+    def make(kernel, config) -> Case:
+        from verify.budgets.roundoff import numpy_dtype
+
+        t = numpy_dtype(config["dtype"])
+        rng = np.random.default_rng(seed)
+        n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
+        batch, capacity = len(past), max(past) + 1
+        past_key, past_value = (rng.standard_normal((batch, nkv, capacity, h)).astype(t) for _ in range(2))
+        for b, length in enumerate(past):
+            past_key[b, :, length:], past_value[b, :, length:] = np.nan, np.nan
+        arrays = {"query": rng.standard_normal((batch, 1, n * h)).astype(t),
+                  "key": rng.standard_normal((batch, 1, nkv * h)).astype(t),
+                  "value": rng.standard_normal((batch, 1, nkv * h)).astype(t),
+                  "past_key": past_key, "past_value": past_value, "seqlens_k": np.asarray(past, np.int32),
+                  "total_sequence_length": np.asarray(capacity, np.int32)}
+        return Case(arrays, {"batch": batch, "new": 1, "past": list(past), "capacity": capacity, "q_spread": 1.0,
+                             "seed": seed, "path": "split"})
+    return make
+
+
+#: ORT's decode QKV program's workgroup arrays it adds onto without writing first.
+_DECODE_SUMS = re.compile(r"var<workgroup> (inner_qk_values|tile_output): (array<.*>);")
+
+
+def with_cleared_partials(wgsl: str) -> str:
+    """ORT's FlashAttentionDecodeQKV with `inner_qk_values` and `tile_output` set to 0 by the
+    workgroup's own lanes (and a barrier) before any lane adds to them: the tile's scores and
+    output no longer rest on zero-initialised workgroup memory. The arrays are flattened by
+    their declared sizes, so the clearing follows whatever m_tile and head size ORT generated."""
+    if wgsl.count(_SMALL_M_ANCHOR) != 1:
+        raise UsageError("ORT's decode QKV WGSL has no single line computing global_idx to clear the sums after")
+    declared = dict(_DECODE_SUMS.findall(wgsl))
+    if set(declared) != {"inner_qk_values", "tile_output"}:
+        raise UsageError("ORT's decode QKV WGSL declares not both inner_qk_values and tile_output")
+    clearing = ""
+    for name, kind in declared.items():
+        sizes = [int(size) for size in re.findall(r", (\d+)>", kind)][::-1]  # outermost first
+        total = int(np.prod(sizes))
+        index = "".join(f"[(z / {int(np.prod(sizes[i + 1:]))}u) % {size}u]" for i, size in enumerate(sizes))
+        element = "f32(0)" if name == "inner_qk_values" else "q_value_t(0)"
+        clearing += (f"  for (var z = local_idx; z < {total}u; z += workgroup_size_x) "
+                     f"{{ {name}{index} = {element}; }}\n")
+    return wgsl.replace(_SMALL_M_ANCHOR, _SMALL_M_ANCHOR + clearing + "  workgroupBarrier();\n")
 
 
 # -- the registry ------------------------------------------------------------------------------------------
@@ -452,6 +504,34 @@ FINDINGS = (
                "Firefox) refuses it. Naga reports the literal lane as a signed int (\"Subgroup gather index type "
                "Sint, expected unsigned int\").",),
         implementation="wgpu"),
+    Finding(
+        "ort-decode-partials-zero-init", "§18.6, §8", "ort.attention.decode_qkv", "sanitize",
+        dict(dtype="f32", head_size=64, num_heads=16, kv_num_heads=1),
+        "FlashAttentionDecodeQKV sums workgroup memory it never wrote (inner_qk_values, tile_output), relying on "
+        "zero-initialisation",
+        ("GroupQueryAttention's split decode program (`FlashAttentionDecodeQKV`, flash_attention.cc, fewer than 32 "
+         "new tokens) only ever adds to `inner_qk_values` (`+=` per key row and vec4 of the head) and to "
+         "`tile_output` (`+=` of the value partials), and sums all 32 columns of `inner_qk_values` although a head of "
+         "64 channels (16 vec4) writes only 16 of them. Nothing clears either array, so the tile's scores and "
+         "partial output start from WGSL's zero-initialisation of workgroup memory. That is valid WGSL, but wrong "
+         "wherever workgroup memory is not zeroed: Mesa 22.3's lavapipe under wgpu (a workgroup finds the sums of "
+         "the one that ran before it on the same thread), or Dawn's `disable_workgroup_init` toggle. Clearing both "
+         "arrays first (a loop each and a barrier) makes it right there.",
+         "The case: one new token on a single sequence of 65 cached tokens (2 key tiles, 32 workgroups), 16 query "
+         "heads on 1 KV head, f32, N(0, 1) values; the outputs are the program's own, each tile's normalised partial output "
+         "(`out_split_vx`) and softmax state (`metadata`), which `FlashAttentionDecodeVxReduce` merges into the "
+         "attention."),
+        shows={"chromium": ("PASS", "PASS in browsers: Dawn zero-initialises workgroup memory (unless its "
+                            "disable_workgroup_init toggle is on), so the sums start at 0 as the program assumes"),
+               "wgpu": ("FAIL", None),
+               "dawn": ("PASS", "PASS on Dawn: it zero-initialises workgroup memory")},
+        make_case=decode_qkv_case([65]),
+        notes=("Dawn (browsers, npm webgpu) zero-initialises workgroup memory, so the reproduction passes there, as "
+               "onnxruntime-web's own sessions do; it fails with wgpu on Mesa 22.3's lavapipe, whose workgroup memory "
+               "keeps earlier workgroups' values (the offending lines below read it).",),
+        sanitize=True, implementation="wgpu", fix=with_cleared_partials,
+        fix_text="`inner_qk_values` and `tile_output` set to 0 by the workgroup's own lanes, then a "
+                 "`workgroupBarrier()`, before the sums"),
 )
 
 
