@@ -20,10 +20,24 @@ def main() -> int:
     try:
         from verify.cli import main as run
 
-        return run()
+        code = run()
     except KeyboardInterrupt:
         print("verify: interrupted", file=sys.stderr)
-        return 130
+        code = 130
+    return _done(code)
+
+
+def _done(code: int) -> int:
+    """`code`, with every later SIGINT, SIGTERM and SIGHUP ignored: what the run had to write is
+    written, and a signal while the interpreter shuts down (which restores the default handlers)
+    would otherwise end the process by the signal instead of with its exit code."""
+    while True:
+        try:
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_IGN)
+            return code
+        except KeyboardInterrupt:  # a signal before the last handler was replaced
+            code = code or 130
 
 
 if __name__ == "__main__":
