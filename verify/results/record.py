@@ -277,14 +277,17 @@ class CheckResult:
 class KnownFinding:
     """A documented failure of a kernel's own WGSL (Kernel.known_finding), and the signature a
     failure must have to be it: the outputs it makes fail, the kinds of failure it shows as, text
-    its reason contains (e.g. the racing lines a sanitizer names), and the WebGPU implementations
-    it shows on (empty: any of each). The first line of `text` is its headline."""
+    its reason contains (e.g. the racing lines a sanitizer names), the WebGPU implementations
+    it shows on, and the emulated subgroup widths it shows at (empty: any of each; a width-bound
+    finding, such as a program that assumes subgroups of at least 8 lanes, shows only where the
+    check ran at that width). The first line of `text` is its headline."""
 
     text: str
     outputs: tuple = ()
     kinds: tuple = ()
     reasons: tuple = ()
     implementations: tuple = ()
+    subgroup_widths: tuple = ()
 
     @property
     def headline(self) -> str:
@@ -302,6 +305,8 @@ class KnownFinding:
 
     def shows_on_implementation(self, result: "CheckResult") -> bool:
         implementation = result.adapter.implementation if result.adapter is not None else ""
+        if self.subgroup_widths and result.subgroup_width not in self.subgroup_widths:
+            return False
         return not self.implementations or implementation in self.implementations
 
     def mismatch(self, result: "CheckResult") -> str | None:

@@ -148,3 +148,63 @@ class DecodeSplit:
 
     def reduce_grid(self) -> tuple[int, int, int]:
         return ort_grid(self.batch * self.num_heads * self.token_blocks * self.num_channel_tiles)
+
+
+#: Queries per FlashAttention workgroup (its 64 lanes, one new token each).
+FLASH_QUERY_TILE = 64
+
+
+@dataclass(frozen=True)
+class FlashPrefill:
+    """One FlashAttention launch (ApplyFlashAttention's single-program branch, 32 new tokens or
+    more, no attention bias, no head sink), as GroupQueryAttention passes it.
+
+    One workgroup of 64 lanes per (sequence, query head, 64 new tokens): each lane owns one new
+    token and walks the keys in steps of min(subgroup size, 16), K and V of a step shared through
+    workgroup memory and subgroupShuffle. total_sequence_length is the batch's largest total;
+    each sequence's own total (and so its past, total - new) comes from seqlens_k.
+    tests/sources/test_ort_attention_kernels.py holds these uniforms and the workgroup count to
+    a recorded ORT dispatch, field for field.
+    """
+
+    batch: int
+    num_heads: int
+    kv_num_heads: int
+    head_size: int
+    new_sequence_length: int
+    total_sequence_length: int
+    present_sequence_length: int
+    scale: float = 0.0  # 0: ORT's default 1/sqrt(head_size)
+
+    def __post_init__(self):
+        if self.head_size % 4:
+            raise UsageError(f"head_size={self.head_size}: ORT's flash attention needs a multiple of 4")
+        if self.num_heads % self.kv_num_heads:
+            raise UsageError(f"num_heads={self.num_heads} is not a multiple of kv_num_heads={self.kv_num_heads}")
+        if self.present_sequence_length < self.total_sequence_length:
+            raise UsageError("present_sequence_length must hold the total sequence length")
+
+    @property
+    def alpha(self) -> float:
+        return self.scale if self.scale else 1.0 / math.sqrt(self.head_size)
+
+    @property
+    def num_seq_tile(self) -> int:
+        return -(-self.new_sequence_length // FLASH_QUERY_TILE)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """output: [B, S, N·H] in the model's type."""
+        return (self.batch, self.new_sequence_length, self.num_heads * self.head_size)
+
+    def uniforms(self) -> dict:
+        """FlashAttention's uniforms (FlashAttentionProgram in flash_attention.cc): without an
+        attention bias its dims are (1, 1, 0); without a local window local_window_size is 0
+        (the program is generated without its window test, so the value is never read)."""
+        return {"new_sequence_length": self.new_sequence_length, "total_sequence_length": self.total_sequence_length,
+                "present_sequence_length": self.present_sequence_length, "batch_size": self.batch,
+                "n_reps": self.num_heads // self.kv_num_heads, "alpha": self.alpha, "num_seq_tile": self.num_seq_tile,
+                "attn_bias_dim0": 1, "attn_bias_dim1": 1, "attn_bias_dim3": 0, "local_window_size": 0}
+
+    def grid(self) -> tuple[int, int, int]:
+        return ort_grid(self.batch * self.num_heads * self.num_seq_tile)

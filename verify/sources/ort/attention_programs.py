@@ -1,4 +1,5 @@
-"""`ort.attention.decode_qkv` and `ort.attention.decode_reduce`: ORT's split decode, program by program.
+"""`ort.attention.decode_qkv`, `ort.attention.decode_reduce` and `ort.attention.flash`: ORT's
+GroupQueryAttention programs, one at a time.
 
 GroupQueryAttention's split-reduce pair (docs/ort-attention.md §2), launched by verify from the
 WGSL onnxruntime-web generated (captured from an `ort.gqa` session, verify.sources.ort
@@ -27,10 +28,10 @@ import re
 import numpy as np
 from hypothesis import strategies as st
 
-from references.group_query import visible_keys
+from references.group_query import attend, visible_keys
 from references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
-from verify.budgets.ort_attention import reduce_budget, tile_state_budget
+from verify.budgets.ort_attention import output_budget, reduce_budget, score_errors, tile_state_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
 from verify.errors import FailureKind, SetupError, UsageError
@@ -40,6 +41,7 @@ from verify.results.record import KnownFinding
 from verify.sources.ort.attention_cases import Q_SPREADS, gqa_cases
 from verify.sources.ort.attention_kernels import (
     DTYPE,
+    FLASH_LOOP_VAR,
     HEAD_SIZE,
     KV_NUM_HEADS,
     MAX_PAST,
@@ -47,7 +49,7 @@ from verify.sources.ort.attention_kernels import (
     OrtGqa,
     attention_upstream,
 )
-from verify.sources.ort.attention_launch import KEY_TILE, DecodeSplit
+from verify.sources.ort.attention_launch import KEY_TILE, SPLIT_REDUCE_BELOW, DecodeSplit, FlashPrefill
 from verify.sources.ort.launch import DerivedConfig, bind, header
 
 QKV, REDUCE = "FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce"
@@ -335,3 +337,110 @@ class OrtDecodeReduce(OrtDecodeProgram):
 
     def features(self, case):
         return {"context": max(case.params["totals"]), "tiles": case.params["tiles"]}
+
+
+FLASH = "FlashAttention"
+#: Most new tokens a flash case draws: past 64, a second query tile (workgroup) per head.
+FLASH_MAX_TOKENS = 80
+
+FLASH_SUBGROUP_4 = (
+    "ORT's FlashAttention assumes subgroups of at least 8 lanes: with 4 its `sg_size <= 8` branch scores 8 keys a "
+    "step from 4 loaded ones.\n"
+    "At 4 lanes the key loop advances by 4 keys and loads 4 rows of K and V, but the branch scores keys "
+    "k_start+4..7 through subgroupShuffle from lanes 4..7, which a 4-lane subgroup does not have, and weights "
+    "V rows it never loaded; it shows on top of §18.2, and with the accumulators zeroed the error is still 1.1 "
+    "for every query past key 3 (SwiftShader's 4-lane subgroups under ORT, and verify's 4-lane emulation). "
+    "Evidence: tests/sources/test_ort_attention.py::"
+    "test_orts_prefill_is_right_on_4_lane_subgroups_once_its_accumulators_are_zeroed (strict xfail), "
+    "::test_on_4_lane_subgroups_orts_prefill_is_right_when_it_scores_4_keys_a_step (the control); "
+    "tests/sources/test_ort_attention_kernels.py (the zeroed program at width 4); docs/findings.md §18.3.")
+
+
+class OrtFlashPrefill(OrtDecodeProgram):
+    """ORT's FlashAttention program: GroupQueryAttention's prefill of 32 new tokens or more."""
+
+    name = "ort.attention.flash"
+    summary = ("ONNX Runtime Web 1.30's FlashAttention (GroupQueryAttention, 32 or more new tokens): one lane per "
+               "new token, an online softmax over key steps of min(subgroup size, 16)")
+    reference = "references.group_query.attend"
+    checks = ("reference", "determinism", "sanitize", "implementations")
+    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, MAX_PAST)
+    program = FLASH
+    output_axes = {"output": ("token", "channel")}
+    budget_function = staticmethod(output_budget)
+    # Each program's first compile on lavapipe takes minutes (Mesa caches it): ci runs the config
+    # ort.gqa's flash phase already compiles, nightly adds an f16 one with a longer past.
+    gate_shapes = {
+        "quick": (dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),),
+        "ci": (dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),),
+        "nightly": (dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
+                    dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, max_past=1024)),
+    }
+
+    def budget_doc(self) -> str:
+        import inspect
+
+        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, output_budget))
+
+    def known_finding(self, check, config):
+        """§18.2 wherever the output is compared with the reference (`reference`, at every
+        subgroup width): Tint and Naga zero the loop body's score accumulators once, so every
+        key step after the first carries the previous step's probabilities, and every case (32
+        new tokens or more, so queries past the first 16-key step) shows it. At an emulated width
+        of 4 lanes §18.3 comes on top (the `sg_size <= 8` branch scores keys it never loaded):
+        that finding is stated for width 4 alone, and first, so the record names it there."""
+        if check == "reference":
+            return [KnownFinding(FLASH_SUBGROUP_4, outputs=("output",), subgroup_widths=(4,)),
+                    KnownFinding(FLASH_LOOP_VAR, outputs=("output",))]
+        return None
+
+    def wgsl(self, config):
+        data = OrtGqa().captured(flash_gqa_config(config))
+        if self.program not in data["programs"]:
+            raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
+        return f"{header(self.name, config)}{data['provenance']}\n{data['programs'][self.program]}"
+
+    def cases(self, config, profile):
+        """ort.gqa's flash cases (one sequence, a shared static cache with NaN-poisoned spare
+        rows, flat to sharp queries), 32-80 new tokens: one or two query tiles per head."""
+        return gqa_cases(flash_gqa_config(config), new_tokens=st.integers(SPLIT_REDUCE_BELOW, FLASH_MAX_TOKENS))
+
+    def flash(self, config, case) -> FlashPrefill:
+        return FlashPrefill(case.params["batch"], config["num_heads"], config["kv_num_heads"], config["head_size"],
+                            case.params["new"], int(case["total_sequence_length"]), case.params["capacity"])
+
+    def launch(self, device, wgsl, config, case):
+        flash = self.flash(config, case)
+        pipeline = device.pipeline(wgsl)
+        resources = bind(pipeline, {
+            "q": case["query"], "present_key": present_cache(case, "key", config),
+            "present_value": present_cache(case, "value", config), "seqlens_k": case["seqlens_k"],
+            "output": Output(numpy_dtype(config["dtype"]), flash.output_shape)}, flash.uniforms())
+        run = device.run(pipeline, resources, flash.grid())
+        return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
+
+    def expected(self, config, case):
+        """Per sequence, references.group_query.attend of each new token over keys 0..its
+        position, under verify.budgets.ort_attention's `flash` path (score_errors, output_budget)."""
+        n, h = config["num_heads"], config["head_size"]
+        new, scale = case.params["new"], config["head_size"] ** -0.5
+        keys, values = present_cache(case, "key", config), present_cache(case, "value", config)
+        out, budget = np.zeros((case.params["batch"], new, n * h)), np.zeros((case.params["batch"], new, n * h))
+        for b, past in enumerate(case.params["past"]):
+            total = past + new
+            q = case["query"][b].reshape(new, n, h)
+            k, v = keys[b, :, :total].astype(np.float64), values[b, :, :total].astype(np.float64)
+            o, logits2 = attend(q, k, v, visible_keys(total, new), scale=scale)
+            delta = score_errors(q, k, scale=scale, dtype=config["dtype"], path="flash")
+            out[b] = o.reshape(new, -1)
+            budget[b] = output_budget(v, logits2, delta, dtype=config["dtype"], path="flash").reshape(new, -1)
+        return [Expected.around("output", out, budget, config["dtype"])]
+
+    def features(self, case):
+        return {"context": max(case.params["past"]) + case.params["new"], "new_tokens": case.params["new"]}
+
+
+def flash_gqa_config(config: dict) -> dict:
+    """The ort.gqa config whose session dispatches FlashAttention for this config."""
+    return OrtGqa().config({k: config[k] for k in ("dtype", "head_size", "num_heads", "kv_num_heads", "max_past")}
+                           | {"phase": "flash"})
