@@ -35,9 +35,11 @@ from verify.sources.ort.attention_kernels import (
     OrtPagedAttention,
 )
 from verify.sources.ort.attention_programs import (
+    FLASH_SUBGROUP_4,
     UNINITIALISED_PARTIALS,
     OrtDecodeQkv,
     OrtDecodeReduce,
+    OrtFlashPrefill,
     present_cache,
     tile_states,
 )
@@ -260,4 +262,82 @@ def test_orts_qkv_program_edited_to_zero_its_workgroup_memory_passes_sanitize(or
                "  workgroupBarrier();\n")
     assert anchor in wgsl
     result = _reference(OrtDecodeQkv, config, examples=3, check_name="sanitize", wgsl=wgsl.replace(anchor, anchor + zeroing))
+    assert result.verdict == Verdict.PASS, result.reason
+
+
+# -- FlashAttention (ort.attention.flash) ---------------------------------------------------------------
+FLASH_CONFIG = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2)
+
+
+def _zeroed_accumulators(wgsl: str) -> str:
+    """The program with `= vec4(0)` on its four loop-body score accumulators (§18.2's control)."""
+    for n in range(1, 5):
+        wgsl = wgsl.replace(f"var qk_{n} : vec4<qk_precision>;", f"var qk_{n} = vec4<qk_precision>(0);")
+    assert wgsl.count("= vec4<qk_precision>(0);") == 4
+    return wgsl
+
+
+def test_a_width_bound_finding_shows_only_at_its_width():
+    """§18.3 is stated for emulated 4-lane subgroups alone, so at other widths a failure is
+    judged against §18.2 only (and never hidden behind §18.3)."""
+    from types import SimpleNamespace
+
+    from verify.results.record import KnownFinding
+
+    finding = KnownFinding(FLASH_SUBGROUP_4, outputs=("output",), subgroup_widths=(4,))
+    shows = [finding.shows_on_implementation(SimpleNamespace(subgroup_width=width, adapter=None))
+             for width in (None, 4, 8, 16)]
+    assert shows == [False, True, False, False]
+    assert [f.subgroup_widths for f in OrtFlashPrefill().known_finding("reference", {})] == [(4,), ()]
+
+
+@pytest.mark.webgpu
+def test_launching_orts_flash_program_as_ort_dispatches_it_matches_its_output_bit_for_bit(ort):
+    """verify's launch (FlashPrefill's uniforms and workgroup count) reproduces ORT's own
+    FlashAttention dispatch of the same case: the same uniform values, grid and output bits."""
+    from hypothesis import find, settings
+
+    from verify.gpu.dawn import DawnDevice
+
+    kernel = OrtFlashPrefill()
+    config = kernel.config(FLASH_CONFIG)
+    case = find(kernel.cases(config, "ci"), lambda c: c.params["new"] > 64 and c.params["past"][0] > 0,
+                settings=settings(database=None, max_examples=200))
+    gqa = OrtGqa()
+    gqa_config = gqa.config(FLASH_CONFIG | {"phase": "flash"})
+    model = gqa.model(gqa_config)
+    run = ort.run(model, gqa.feeds(model, case), aliases=model.shared_cache, snapshots=True)
+    dispatch = run.dispatch("FlashAttention")
+    flash = kernel.flash(config, case)
+    assert dispatch.workgroups == flash.grid() == (config["num_heads"] * 2, 1, 1)
+    device = DawnDevice()
+    try:
+        wgsl = kernel.wgsl(config)
+        launched = kernel.launch(device, wgsl, config, case).outputs["output"]
+    finally:
+        device.close()
+    # The uniform struct's fields in declaration order: u32 each but alpha (f32, the sixth).
+    ours = [np.float32(v).view(np.uint32) if k == "alpha" else np.uint32(v) for k, v in flash.uniforms().items()]
+    recorded = np.frombuffer(np.asarray(dispatch.binding(5).data).tobytes(), np.uint32)[:len(ours)]
+    assert recorded.tolist() == [int(v) for v in ours]
+    assert launched.tobytes() == run.outputs["output"].tobytes()
+
+
+@pytest.mark.webgpu
+def test_orts_flash_program_is_known_and_reproduced(ort):
+    """The shipped program under `reference`: §18.2 (the score accumulators carry across key
+    steps on Dawn's Tint), KNOWN with the finding reproduced, the output its signature."""
+    result = _reference(OrtFlashPrefill, FLASH_CONFIG, examples=3)
+    assert result.verdict == Verdict.KNOWN, result.reason
+    assert result.finding_reproduced is True and result.finding.splitlines()[0] == FLASH_LOOP_VAR.splitlines()[0]
+    assert result.failing_outputs == {"output"}
+
+
+@pytest.mark.webgpu
+def test_orts_flash_program_with_zeroed_accumulators_passes(ort):
+    """The control: the same WGSL with `= vec4(0)` on qk_1..qk_4 (an edit under `--wgsl`, which
+    inherits no finding) is within the flash path's budget of the reference."""
+    kernel = OrtFlashPrefill()
+    wgsl = _zeroed_accumulators(kernel.wgsl(kernel.config(FLASH_CONFIG)))
+    result = _reference(OrtFlashPrefill, FLASH_CONFIG, examples=3, wgsl=wgsl)
     assert result.verdict == Verdict.PASS, result.reason
