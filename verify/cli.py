@@ -390,6 +390,10 @@ def cmd_gate(args) -> int:
               f"(--implementation {args.implementation}): "
               + ", ".join(f"{name} ({' or '.join(only)})" for name, only in unplanned), file=sys.stderr)
     skipped += chosen.skips()
+    if names and not jobs and not skipped and not unplanned:
+        raise UsageError(f"nothing to verify: {', '.join(names)} offer{'s' if len(names) == 1 else ''} no configs in "
+                         f"the {profile.name} profile (`verify list` shows each kernel's; "
+                         f"`verify check KERNEL` runs one directly)")
     planned = len(jobs) + len(skipped)
     plan = plan_identity(jobs, skipped, profile, args.seed)
     shard = ""

@@ -154,6 +154,8 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
             skips.append(broken(spec.name, f"{spec.name}: gate_configs() in {spec.provenance} raised "
                                 f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile, seed=seed))
             continue
+        if not configs:  # the kernel leaves this profile to others (its gate_configs say why)
+            continue
         per_config = max(1, math.ceil(profile.examples / len(configs)))
         declared = tuple(instance.implementations or ())
         if unplanned is not None and declared and not set(declared) & set(implementations):

@@ -341,3 +341,24 @@ def test_orts_flash_program_with_zeroed_accumulators_passes(ort):
     wgsl = _zeroed_accumulators(kernel.wgsl(kernel.config(FLASH_CONFIG)))
     result = _reference(OrtFlashPrefill, FLASH_CONFIG, examples=3, wgsl=wgsl)
     assert result.verdict == Verdict.PASS, result.reason
+
+
+def test_the_flash_program_is_left_out_of_the_per_change_gates_with_a_clear_line():
+    """Every emulated width is a new FlashAttention program of minutes' first compile on lavapipe,
+    so quick and ci plan none of ort.attention.flash (ort.gqa's flash phase runs the program end to
+    end there); a gate asked for it alone says so in one line, exit 2, instead of passing 0 checks."""
+    import subprocess
+    import sys
+
+    from verify.plan import gate_jobs
+    from verify.profiles import get_profile
+
+    for profile in ("quick", "ci"):
+        jobs, skipped = gate_jobs(["ort.attention.flash"], profile=get_profile(profile), seed=0, out_dir=None,
+                                  time_limit=None, implementations=["dawn"])
+        assert (jobs, skipped) == ([], [])
+    result = subprocess.run([sys.executable, "-m", "verify", "gate", "--profile", "ci", "--kernels",
+                             "ort.attention.flash", "--out", "unused"], capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert "nothing to verify: ort.attention.flash offers no configs in the ci profile" in result.stderr
