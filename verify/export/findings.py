@@ -52,6 +52,8 @@ class Finding:
     reproduction to it. `sanitize`: the case is also run through the sanitizer, whose messages
     name the offending lines. `implementation`: where the case is run for ISSUE.md (default: the
     kernel's own). `transform(wgsl)`: the WGSL the folder runs, where it is not the kernel's own.
+    `fixed_shows`: where `fixed/` does not PASS, the verdict it gives there and why (as `shows`;
+    elsewhere it passes).
     """
 
     name: str
@@ -70,6 +72,7 @@ class Finding:
     links: tuple = ()
     fix: Callable | None = None
     fix_text: str = ""
+    fixed_shows: dict | None = None
 
 
 # -- the findings' cases ---------------------------------------------------------------------------------
@@ -221,6 +224,43 @@ def decode_qkv_case(past: list[int], seed: int = 4):
         return Case(arrays, {"batch": batch, "new": 1, "past": list(past), "capacity": capacity, "q_spread": 1.0,
                              "seed": seed, "path": "split"})
     return make
+
+
+def flash_case(new: int, past: int = 0, seed: int = 5, spread: float = 1.0):
+    """One sequence of `new` new tokens after `past` cached ones (a static cache as long as the
+    total, no spare rows), N(0, 1) keys and values, queries of `spread`, each rounded to a multiple
+    of 1/4 (so the folder's files compress): the case ort.attention.flash draws
+    (verify.sources.ort.attention_cases.gqa_cases), fixed."""
+    def make(kernel, config) -> Case:
+        from verify.budgets.roundoff import numpy_dtype
+
+        t = numpy_dtype(config["dtype"])
+        rng = np.random.default_rng(seed)
+        n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
+        capacity = past + new
+        past_key, past_value = ((np.round(rng.standard_normal((1, nkv, capacity, h)) * 4) / 4).astype(t) for _ in range(2))
+        past_key[:, :, past:], past_value[:, :, past:] = np.nan, np.nan
+        arrays = {"query": (np.round(rng.standard_normal((1, new, n * h)) * spread * 4) / 4).astype(t),
+                  "key": (np.round(rng.standard_normal((1, new, nkv * h)) * 4) / 4).astype(t),
+                  "value": (np.round(rng.standard_normal((1, new, nkv * h)) * 4) / 4).astype(t),
+                  "past_key": past_key, "past_value": past_value, "seqlens_k": np.asarray([past + new - 1], np.int32),
+                  "total_sequence_length": np.asarray(capacity, np.int32)}
+        return Case(arrays, {"batch": 1, "new": new, "past": [past], "capacity": capacity, "q_spread": spread,
+                             "seed": seed, "path": "flash"})
+    return make
+
+
+#: ORT's FlashAttention program's loop-body score accumulators, declared without initializer.
+_FLASH_SCORES = re.compile(r"var (qk_[1-4]) : (vec4<qk_precision>);")
+
+
+def with_zeroed_scores(wgsl: str) -> str:
+    """ORT's FlashAttention with `= vec4<qk_precision>(0)` on its four loop-body score
+    accumulators qk_1..qk_4: each key step's scores start from 0 whether or not the compiler
+    re-zeroes a loop body's `var` each iteration."""
+    if sorted(_FLASH_SCORES.findall(wgsl)) != [(f"qk_{n}", "vec4<qk_precision>") for n in range(1, 5)]:
+        raise UsageError("ORT's FlashAttention WGSL declares not qk_1..qk_4 once each without initializer")
+    return _FLASH_SCORES.sub(r"var \1 = \2(0);", wgsl)
 
 
 #: ORT's decode QKV program's workgroup arrays it adds onto without writing first.
@@ -532,6 +572,27 @@ FINDINGS = (
         sanitize=True, implementation="wgpu", fix=with_cleared_partials,
         fix_text="`inner_qk_values` and `tile_output` set to 0 by the workgroup's own lanes, then a "
                  "`workgroupBarrier()`, before the sums"),
+    Finding(
+        "ort-flash-carried-scores", "§18.2", "ort.attention.flash", "reference",
+        dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
+        "FlashAttention's score accumulators qk_1..qk_4 are a loop body's `var` without initializer: on Tint and "
+        "Naga each key step's scores carry the previous step's",
+        ("GroupQueryAttention's prefill program (`FlashAttention`, flash_attention.cc, 32 new tokens or more) "
+         "declares its score accumulators `var qk_1 : vec4<qk_precision>;` .. `qk_4` inside the loop over key "
+         "steps and only ever adds to them, relying on the body's `var` starting from its zero value on every "
+         "iteration. Tint (Dawn, browsers) and Naga (wgpu) zero them once, before the loop, so every key step after "
+         "the first adds its scores onto the previous step's: each query past the first step weighs its keys by "
+         "wrong probabilities. Declaring them `= vec4<qk_precision>(0)` makes it right.",
+         "The case: one sequence of 32 new tokens, no past (2 key steps of 16 where subgroups have 16 lanes or "
+         "more), 4 query heads on 2 KV heads, head size 64, f32, N(0, 1) values rounded to multiples of 1/4; the output is the attention of "
+         "each new token over the keys up to its own."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=flash_case(32),
+        fix=with_zeroed_scores,
+        fix_text="`= vec4<qk_precision>(0)` on the declarations of qk_1..qk_4",
+        fixed_shows={"chromium": ("FAIL", "FAIL in browsers on 4-lane subgroups (SwiftShader): §18.3, the "
+                                  "`sg_size <= 8` branch scores keys 4..7 of each step through lanes a 4-lane "
+                                  "subgroup does not have, comes on top and the zeroed accumulators do not fix it")}),
 )
 
 
@@ -641,8 +702,12 @@ def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) ->
     told.title = f"{finding.title}: with {finding.fix_text}, the outputs match the reference"
     told.detail = [f"The same case as the folder above, on the kernel with {finding.fix_text}. "
                    "Every output is within its budget of the reference, where the kernel as shipped fails."]
-    told.notes = []
-    told.expect = {"verdict": "PASS", "text": "PASS everywhere.", "pass": "The fix holds on this adapter.",
+    verdict, why = (finding.fixed_shows or {}).get("chromium", ("PASS", None))
+    told.notes = [why for _, why in (finding.fixed_shows or {}).values() if why]
+    told.expect = {"verdict": verdict,
+                   "text": "PASS everywhere." if not finding.fixed_shows else
+                           f"{verdict} in a browser with WebGPU" + (f" ({why})" if why else "") + "; PASS elsewhere.",
+                   "pass": "The fix holds on this adapter.",
                    "fail": "The fixed kernel fails here: the fix does not cover this adapter.",
                    "error": "The WGSL does not compile or the dispatch is refused here.",
                    "skip": "This adapter cannot run the kernel."}
@@ -685,6 +750,7 @@ def build(finding: Finding, *, run: bool = True):
     headlines = [f.headline for f in KnownFinding.all_of(kernel.known_finding(finding.check, config))]
     entry = {"name": finding.name, "section": finding.section, "title": finding.title, "kernel": kernel.name,
              "check": finding.check, "config": config, "headlines": headlines, "shows": finding.shows,
+             **({"fixed_shows": finding.fixed_shows} if finding.fixed_shows else {}),
              "observed": {k: v for k, v in observed.items() if k != "worst"} if observed else None}
     return files, entry
 
