@@ -52,13 +52,10 @@ def decode_workgroup_storage(m_tile: int, head_size_vec: int, element_size: int)
 
 
 @dataclass(frozen=True)
-class DecodeSplit:
-    """The sizes of one split-reduce attention launch, as ORT's GroupQueryAttention passes them.
-
-    total_sequence_length is the batch's largest total (past + new; GQA's input 6), and
-    present_sequence_length the KV buffer's length (present_key.shape[2]: the capacity of a shared
-    static cache, else max(past buffer, total)). Per-sequence totals travel in seqlens_k.
-    """
+class AttentionShape:
+    """The sizes GroupQueryAttention passes every one of its flash programs, checked as ORT checks
+    them. total_sequence_length is the batch's largest total (past + new); present_sequence_length
+    the KV buffer's length, at least that."""
 
     batch: int
     num_heads: int
@@ -68,8 +65,6 @@ class DecodeSplit:
     total_sequence_length: int
     present_sequence_length: int
     scale: float = 0.0  # 0: ORT's default 1/sqrt(head_size)
-    element_size: int = 4  # bytes of the model's type: 2 for f16, 4 for f32
-    max_workgroup_storage: int = DEFAULT_WORKGROUP_STORAGE
 
     def __post_init__(self):
         if self.head_size % 4:
@@ -83,6 +78,19 @@ class DecodeSplit:
     def alpha(self) -> float:
         """The score scale, as the f32 ORT computes on the host."""
         return self.scale if self.scale else 1.0 / math.sqrt(self.head_size)
+
+
+@dataclass(frozen=True)
+class DecodeSplit(AttentionShape):
+    """The sizes of one split-reduce attention launch, as ORT's GroupQueryAttention passes them.
+
+    total_sequence_length is the batch's largest total (past + new; GQA's input 6), and
+    present_sequence_length the KV buffer's length (present_key.shape[2]: the capacity of a shared
+    static cache, else max(past buffer, total)). Per-sequence totals travel in seqlens_k.
+    """
+
+    element_size: int = 4  # bytes of the model's type: 2 for f16, 4 for f32
+    max_workgroup_storage: int = DEFAULT_WORKGROUP_STORAGE
 
     @property
     def head_size_vec(self) -> int:
@@ -155,7 +163,7 @@ FLASH_QUERY_TILE = 64
 
 
 @dataclass(frozen=True)
-class FlashPrefill:
+class FlashPrefill(AttentionShape):
     """One FlashAttention launch (ApplyFlashAttention's single-program branch, 32 new tokens or
     more, no attention bias, no head sink), as GroupQueryAttention passes it.
 
@@ -167,26 +175,6 @@ class FlashPrefill:
     a recorded ORT dispatch, field for field.
     """
 
-    batch: int
-    num_heads: int
-    kv_num_heads: int
-    head_size: int
-    new_sequence_length: int
-    total_sequence_length: int
-    present_sequence_length: int
-    scale: float = 0.0  # 0: ORT's default 1/sqrt(head_size)
-
-    def __post_init__(self):
-        if self.head_size % 4:
-            raise UsageError(f"head_size={self.head_size}: ORT's flash attention needs a multiple of 4")
-        if self.num_heads % self.kv_num_heads:
-            raise UsageError(f"num_heads={self.num_heads} is not a multiple of kv_num_heads={self.kv_num_heads}")
-        if self.present_sequence_length < self.total_sequence_length:
-            raise UsageError("present_sequence_length must hold the total sequence length")
-
-    @property
-    def alpha(self) -> float:
-        return self.scale if self.scale else 1.0 / math.sqrt(self.head_size)
 
     @property
     def num_seq_tile(self) -> int:

@@ -102,10 +102,13 @@ def wgsl_m_tile(wgsl: str) -> int | None:
 
 
 class OrtDecodeProgram(DerivedConfig, Kernel):
-    """What both programs share: ORT's GQA config keys, the capture, and the split's sizes."""
+    """What ORT's attention programs share: GQA's config keys, the checks, the capture and the launch sizes."""
 
     family = "attention"
     source = "ort"
+    #: Every program of ORT's is held to its reference, run twice, sanitized and compiled by both
+    #: WebGPU implementations (Naga accepts them; a refusal would be a reported divergence).
+    checks = ("reference", "determinism", "sanitize", "implementations")
     config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, M_TILE, MAX_PAST)
     program = ""
     gate_shapes = {
@@ -209,7 +212,6 @@ class OrtDecodeQkv(OrtDecodeProgram):
     summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeQKV (GroupQueryAttention, < 32 new tokens): per 64-key "
                "tile, the scores' max and exp-sum and the tile's normalised partial output")
     reference = "references.group_query (per 64-key tile), merging to references.group_query.attend"
-    checks = ("reference", "determinism", "sanitize", "implementations")
     program = QKV
     output_axes = {"out_split_vx": ("tile", "channel"), "metadata": ("tile", "state")}
     budget_function = staticmethod(tile_state_budget)
@@ -299,7 +301,6 @@ class OrtDecodeReduce(OrtDecodeProgram):
     summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeVxReduce (GroupQueryAttention, < 32 new tokens): the "
                "64-key tiles' softmax states merged into the output")
     reference = "references.softmax.merge_many_outputs (base e)"
-    checks = ("reference", "determinism", "sanitize", "implementations")
     program = REDUCE
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(reduce_budget)
@@ -363,7 +364,6 @@ class OrtFlashPrefill(OrtDecodeProgram):
     summary = ("ONNX Runtime Web 1.30's FlashAttention (GroupQueryAttention, 32 or more new tokens): one lane per "
                "new token, an online softmax over key steps of min(subgroup size, 16)")
     reference = "references.group_query.attend"
-    checks = ("reference", "determinism", "sanitize", "implementations")
     config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, MAX_PAST)
     program = FLASH
     output_axes = {"output": ("token", "channel")}
