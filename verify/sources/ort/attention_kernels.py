@@ -281,11 +281,16 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         if ran != want:
             raise OrtDispatchRuleError(f"ORT dispatched {', '.join(run.labels) or 'nothing'} for {case.summary()}, "
                                        f"where the rule verify judges by gives {', '.join(want)}")
-        outputs = {name: run.outputs[name] for name in self.output_names}
+        outputs = {name: run.outputs[name] for name in self.output_names_of(config)}
         return Launched(outputs, {}, Timing(dispatch=elapsed))
 
     def launch_paths(self, config, case):
         return (case.params["path"],)
+
+    def output_names_of(self, config) -> tuple[str, ...]:
+        """The session outputs judged for `config` (every one of `output_names` unless a config
+        leaves some out of the model)."""
+        return self.output_names
 
 
 class OrtGqa(OrtAttentionKernel):

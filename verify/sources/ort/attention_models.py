@@ -284,6 +284,9 @@ class MultiHeadAttentionModel:
     head_size: int
     unidirectional: bool = False
     has_past: bool = False
+    #: present_key/present_value [B, N, P + L, H] are new tensors, longer than the past: nothing is
+    #: updated in place.
+    shared_cache: ClassVar[dict] = {}
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
