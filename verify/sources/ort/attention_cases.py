@@ -123,7 +123,7 @@ def gqa_cases(draw, config: dict, new_tokens=None) -> Case:
               "seqlens_k": np.asarray(past, np.int32) + new - 1,
               "total_sequence_length": np.asarray(max(past) + new, np.int32)}
     if config["do_rotary"]:
-        arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(capacity, h // 2, t)
+        arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(capacity, (config.get("rotary_dim") or h) // 2, t)
     if config.get("head_sink"):
         arrays["head_sink"] = _values(rng, (n,), 2.0, t)
     path = gqa_path(config["local_window_size"], new, max(past) + new, bool(config.get("smooth_softmax")))

@@ -60,7 +60,11 @@ PHASE = ConfigKey("phase", "decode", ("decode", "prefill", "flash"),
                   "new tokens per sequence: decode 1 (a batch of unequal lengths), prefill 2-31 (ORT's split-reduce "
                   "programs), flash 32 or more (its FlashAttention programs)")
 DO_ROTARY = ConfigKey("do_rotary", 0, (0, 1), "rotate q and the new keys with the model's cos/sin tables")
-INTERLEAVED = ConfigKey("rotary_interleaved", 0, (0, 1), "GPT-J pairs (2i, 2i+1) instead of NeoX (d, d + H/2)")
+INTERLEAVED = ConfigKey("rotary_interleaved", 0, (0, 1), "GPT-J pairs (2i, 2i+1) instead of NeoX (d, d + R/2)")
+ROTARY_DIM = ConfigKey("rotary_dim", 0, doc="channels rotated, R (cos/sin caches are [rows, R/2]; the rest are copied): "
+                       "0 means all of head_size", bounds=(0, 256))
+PACKED_QKV = ConfigKey("packed_qkv", 0, (0, 1), "query carries q, k and v of each token packed ([B, S, (N + 2 Nkv) H]; "
+                       "inputs key and value absent)")
 LOCAL_WINDOW = ConfigKey("local_window_size", -1, doc="attend only the last W keys (-1: all)", bounds=(-1, 8192))
 SOFTCAP = ConfigKey("softcap", 0.0, doc="softcap c: scores c·tanh(s/c) (0: none)", bounds=(0.0, 1000.0))
 HEAD_SINK = ConfigKey("head_sink", 0, (0, 1), "an attention sink logit per head (input head_sink), drawn N(0, 2²)")
@@ -110,13 +114,18 @@ def _rotated(x, case, positions, config):
     rotated = rotate_with_tables(x, cos, sin, pos, interleaved)
     half = cos.shape[-1]
     c, s = np.asarray(cos, np.float64)[pos], np.asarray(sin, np.float64)[pos]
+    head = x[..., :2 * half]  # the rotated channels (rotary_dim); the rest are copied
     if interleaved:
-        partner = np.empty_like(x)
-        partner[..., 0::2], partner[..., 1::2] = x[..., 1::2], x[..., 0::2]
+        partner = np.empty_like(head)
+        partner[..., 0::2], partner[..., 1::2] = head[..., 1::2], head[..., 0::2]
         c, s = np.repeat(c, 2, axis=-1), np.repeat(s, 2, axis=-1)
     else:
-        partner = np.concatenate([x[..., half:], x[..., :half]], axis=-1)
+        partner = np.concatenate([head[..., half:], head[..., :half]], axis=-1)
         c, s = np.concatenate([c, c], axis=-1), np.concatenate([s, s], axis=-1)
+    rest = x.shape[-1] - 2 * half  # copied channels: cos 1, sin 0 (rotation_error's docstring)
+    partner = np.concatenate([partner, np.zeros((*x.shape[:-1], rest))], axis=-1)
+    c = np.concatenate([c, np.ones((*x.shape[:-1], rest))], axis=-1)
+    s = np.concatenate([s, np.zeros((*x.shape[:-1], rest))], axis=-1)
     return rotated, rotation_error(x, partner, c, s, config["dtype"])
 
 
@@ -299,8 +308,8 @@ class OrtGqa(OrtAttentionKernel):
     name = "ort.gqa"
     summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.GroupQueryAttention node "
                "with a static KV cache: output and present_key/present_value")
-    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, DO_ROTARY, INTERLEAVED, LOCAL_WINDOW, SOFTCAP,
-                   HEAD_SINK, SMOOTH_SOFTMAX, MAX_PAST)
+    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, DO_ROTARY, INTERLEAVED, ROTARY_DIM, PACKED_QKV,
+                   LOCAL_WINDOW, SOFTCAP, HEAD_SINK, SMOOTH_SOFTMAX, MAX_PAST)
     output_names = ("output", "present_key", "present_value")
     programs = GQA_PROGRAMS
     gate_shapes = {
@@ -311,9 +320,13 @@ class OrtGqa(OrtAttentionKernel):
                dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=4, phase="decode", local_window_size=32,
                     smooth_softmax=1),
                dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="decode", softcap=2.0),
-               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="flash")),
+               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="flash"),
+               dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="prefill", do_rotary=1,
+                    rotary_dim=64, packed_qkv=1)),
         "nightly": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="decode", do_rotary=1,
                          max_past=8192),
+                    dict(dtype="f16", head_size=128, num_heads=32, kv_num_heads=8, phase="decode", do_rotary=1,
+                         rotary_interleaved=1, rotary_dim=32, packed_qkv=1, max_past=8192),
                     dict(dtype="f32", head_size=128, num_heads=16, kv_num_heads=2, phase="decode", head_sink=1,
                          max_past=8192),
                     dict(dtype="f16", head_size=64, num_heads=8, kv_num_heads=2, phase="prefill", smooth_softmax=1,
@@ -338,18 +351,28 @@ class OrtGqa(OrtAttentionKernel):
                                         rotary_interleaved=bool(config["rotary_interleaved"]),
                                         local_window_size=config["local_window_size"], softcap=config["softcap"],
                                         has_head_sink=bool(config["head_sink"]),
-                                        smooth_softmax=bool(config["smooth_softmax"]))
+                                        smooth_softmax=bool(config["smooth_softmax"]),
+                                        rotary_dim=config["rotary_dim"], packed_qkv=bool(config["packed_qkv"]))
 
     def feeds(self, model, case):
+        """The case's query, key and value as the model takes them: packed, each token's q, k and
+        v side by side in `query` (the layout ORT splits in SplitPackedQKVWithRotaryEmbeddingAndCopyKV)."""
         a = case.arrays
-        return model.feeds(a["query"], a["past_key"], a["past_value"], a["seqlens_k"], a["total_sequence_length"],
-                           key=a["key"], value=a["value"], cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"),
+        query, key, value = a["query"], a["key"], a["value"]
+        if model.packed_qkv:
+            query, key, value = np.concatenate([query, key, value], axis=-1), None, None
+        return model.feeds(query, a["past_key"], a["past_value"], a["seqlens_k"], a["total_sequence_length"],
+                           key=key, value=value, cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"),
                            head_sink=a.get("head_sink"))
 
     def validate(self, config):
         super().validate(config)
         if config["head_sink"] and config["smooth_softmax"]:
             raise UsageError("head_sink=1 and smooth_softmax=1: choose one sink")
+        if config["rotary_dim"] and not config["do_rotary"]:
+            raise UsageError("rotary_dim needs do_rotary=1")
+        if config["rotary_dim"] % 2 or config["rotary_dim"] > config["head_size"]:
+            raise UsageError(f"rotary_dim={config['rotary_dim']} must be even and at most head_size={config['head_size']}")
 
     def cases(self, config, profile):
         return gqa_cases(config)
