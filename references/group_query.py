@@ -7,6 +7,7 @@ apply; onnxruntime's CPU code has attended W + 1 keys, p - W - 1 < c, in some re
 query head h reading KV head h // (N / Nkv):
 
     s_c = scale · q_i · k_c          (softcap t > 0: s_c = t · tanh(s_c / t))
+    s_c = s_c + B[i, h, c]           (with an attention bias B, `attention_bias`)
     o   = Σ_c exp(s_c - m) v_c / Σ_c exp(s_c - m)
 
 (onnxruntime/contrib_ops/cpu/bert/gqa_attention_base.h, ComputeAttentionProbs /
@@ -68,10 +69,13 @@ def visible_keys(total: int, new: int, local_window_size: int = -1) -> np.ndarra
     return visible
 
 
-def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0, sink=None):
+def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0, sink=None, bias=None):
     """(o [S, N, H], logits2 [S, N, L]) of new tokens q [S, N, H] over one sequence's keys and
     values k, v [Nkv, L, H] (already rotated) under visible [S, L]; logits2 are base-2 (-inf where
     masked), o as references.softmax.state_to_output gives it.
+
+    `bias` [S, N, L] (natural base, broadcastable) is added to every score (after the softcap,
+    if any): the ops' `attention_bias`. Masked keys stay masked whatever their bias.
 
     `sink` [N] (natural base) is each head's attention sink (GroupQueryAttention's head_sink; 0
     for smooth_softmax): one more logit in the softmax's denominator with a zero value, o =
@@ -85,6 +89,8 @@ def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0, sink=None):
     scores = scale * (q.reshape(new, kv_heads, group, head_size) @ k.transpose(0, 2, 1))  # [S, Nkv, G, L]
     if softcap > 0:
         scores = softcap * np.tanh(scores / softcap)
+    if bias is not None:
+        scores = scores + np.broadcast_to(np.asarray(bias, np.float64), (new, heads, k.shape[1])).reshape(scores.shape)
     logits2 = np.where(visible[:, None, None, :], scores * LOG2E, -np.inf)
     if sink is not None:
         sink2 = np.broadcast_to(np.asarray(sink, np.float64).reshape(kv_heads, group, 1) * LOG2E,

@@ -29,10 +29,11 @@ def _rotate(x, cos_row, sin_row, interleaved: bool):
 
 
 def attend_sequence(q, k_new, v_new, k_past, v_past, *, scale, cos=None, sin=None, interleaved=False,
-                    local_window_size=-1, softcap=0.0, sink=None) -> np.ndarray:
+                    local_window_size=-1, softcap=0.0, sink=None, bias=None) -> np.ndarray:
     """o [S, N, H] (object array of mpf) of one sequence: q [S, N, H], k_new/v_new [S, Nkv, H] (the
     new tokens, k_new unrotated), k_past/v_past [Nkv, P, H] (the cache, already rotated), tables
-    cos/sin [rows, R/2] or None (no rotary), sink [N] or None."""
+    cos/sin [rows, R/2] or None (no rotary), sink [N] or None, bias [S, N, P + S] or None (added
+    to the (capped) score of token i, head h, key c)."""
     new, heads, head_size = np.shape(q)
     kv_heads, past = np.shape(k_past)[0], np.shape(k_past)[1]
     group = heads // kv_heads
@@ -64,6 +65,8 @@ def attend_sequence(q, k_new, v_new, k_past, v_past, *, scale, cos=None, sin=Non
                     s = to_mpf(scale) * mpmath.fsum(a * b for a, b in zip(query, keys[g][c]))
                     if softcap > 0:
                         s = to_mpf(softcap) * mpmath.tanh(s / to_mpf(softcap))
+                    if bias is not None:
+                        s = s + to_mpf(bias[i][h][c])
                     scores.append((s, c))
                 weights = [(mpmath.exp(s), c) for s, c in scores]
                 denominator = mpmath.fsum(w for w, _ in weights)

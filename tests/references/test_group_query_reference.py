@@ -35,6 +35,10 @@ def sequences(draw):
         arrays["cos"], arrays["sin"] = np.cos(angles), np.sin(angles)
     if draw(st.booleans()):
         arrays["sink"] = rng.standard_normal(heads) * 2
+    if draw(st.booleans()):  # an attention bias: N(0, 2²), or a mask of 0 and -1e4
+        shape = (new, heads, past + new)
+        arrays["bias"] = (rng.standard_normal(shape) * 2 if draw(st.booleans())
+                          else np.where(rng.random(shape) < 0.3, -1e4, 0.0))
     return arrays, options
 
 
@@ -65,7 +69,7 @@ def _float64(arrays, options):
     values = np.concatenate([arrays["v_past"], arrays["v_new"].transpose(1, 0, 2)], axis=1)
     visible = visible_keys(past + new, new, options["local_window_size"])
     o, logits2 = attend(q, keys, values, visible, scale=options["scale"], softcap=options["softcap"],
-                        sink=arrays.get("sink"))
+                        sink=arrays.get("sink"), bias=arrays.get("bias"))
     if "sink" in arrays:
         values = np.concatenate([values, np.zeros((values.shape[0], 1, values.shape[-1]))], axis=1)
     return o, logits2, values, q, e_q, keys, e_keys
@@ -77,15 +81,16 @@ def test_attention_matches_the_literal_mpmath_twin(sequence):
     """Bound as decode's (tests/references/test_decode_reference.py::decode_bounds): a logit errs
     by E = scale (Σ e_q|k| + |q|e_k + e_q e_k + (γ_H + 3u) Σ|q k|) from the rotations (γ₂ of each
     product pair, from the stored tables), the dot product and the scalings; the softcap's
-    division, tanh and product add 5u (|s| + c) (its derivative is at most 1); the sink's base-2
-    logit 2u|sink|. Moving every logit by E moves o by at most 2.01 E A_d; softmax_bounds adds the
+    division, tanh and product add 5u (|s| + c) (its derivative is at most 1); the bias's
+    addition u (|s| + |b|); the sink's base-2 logit 2u|sink|. Moving every logit by E moves o by at most 2.01 E A_d; softmax_bounds adds the
     float64 softmax's own rounding."""
     arrays, options = sequence
     o, logits2, values, q, e_q, keys, e_keys = _float64(arrays, options)
     exact = attend_sequence(arrays["q"], arrays["k_new"], arrays["v_new"], arrays["k_past"], arrays["v_past"],
                             scale=options["scale"], cos=arrays.get("cos"), sin=arrays.get("sin"),
                             interleaved=options["interleaved"], local_window_size=options["local_window_size"],
-                            softcap=options["softcap"], sink=arrays.get("sink")).astype(np.float64)
+                            softcap=options["softcap"], sink=arrays.get("sink"),
+                            bias=arrays.get("bias")).astype(np.float64)
     new, heads, head_size = q.shape
     group = heads // keys.shape[0]
     k, e_k = np.repeat(keys, group, axis=0)[None], np.repeat(e_keys, group, axis=0)[None]  # [1, N, L, H]
@@ -94,6 +99,9 @@ def test_attention_matches_the_literal_mpmath_twin(sequence):
            + np.sum(eq * np.abs(k) + np.abs(qq) * e_k + eq * e_k, -1)) * options["scale"]
     if options["softcap"]:
         dot = dot + 5 * U64 * (options["scale"] * np.sum(np.abs(qq * k), -1) + options["softcap"])
+    if "bias" in arrays:  # one more addition: u (|s| + |b|), |s| below scale Σ|q k| or the cap
+        cap = options["softcap"] or np.inf
+        dot = dot + U64 * (np.minimum(options["scale"] * np.sum(np.abs(qq * k), -1), cap) + np.abs(arrays["bias"]))
     valid = np.isfinite(logits2[..., :keys.shape[1]])
     logit_err = np.max(np.where(valid, dot, 0.0), axis=-1, initial=0.0)
     if "sink" in arrays:

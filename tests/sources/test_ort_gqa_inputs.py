@@ -1,9 +1,12 @@
-"""`ort.gqa`'s packed QKV and partial rotary (`packed_qkv`, `rotary_dim`).
+"""`ort.gqa`'s packed QKV, partial rotary and attention bias (`packed_qkv`, `rotary_dim`,
+`attention_bias`).
 
 Without a GPU: a packed model is fed each token's q, k and v side by side in `query`; the
 reference rotates the first rotary_dim channels only and copies the rest, whose error bound is
-the copy's; bad rotary_dim values are usage errors. With ORT on Dawn: packed QKV (ORT's
-SplitPackedQKVWithRotaryEmbeddingAndCopyKV) and partial rotary pass on the split and prefill paths.
+the copy's; a full bias is NaN past each sequence's total, a shared one is one for the batch and
+heads, and the expected output moves as added scores do; bad values are usage errors. With ORT
+on Dawn: packed QKV (ORT's SplitPackedQKVWithRotaryEmbeddingAndCopyKV), partial rotary and the
+bias on the split, prefill and unfused paths pass.
 """
 
 from __future__ import annotations
@@ -101,3 +104,57 @@ def test_packed_qkv_and_partial_rotary_pass(ort, config):
     (result,) = check(OrtGqa, config, checks=["reference"], examples=6, isolate=False, implementation="dawn")
     assert result.verdict == Verdict.PASS, result.reason
     assert sum(result.launch_paths.values()) == result.examples
+
+
+# -- attention_bias -------------------------------------------------------------------------------------
+def test_a_full_bias_poisons_the_columns_past_each_sequences_total():
+    config = OrtGqa().config(dict(dtype="f32", num_heads=4, kv_num_heads=2, attention_bias="full", max_past=100))
+    case = _minimal(gqa_cases(config).filter(lambda case: case.params["batch"] == 3 and len(set(case.params["past"])) == 3))
+    bias = case["attention_bias"]
+    assert bias.shape == (3, 4, 1, max(case.params["past"]) + 1)
+    for b, past in enumerate(case.params["past"]):
+        assert np.isfinite(bias[b, :, :, :past + 1]).all() and np.isnan(bias[b, :, :, past + 1:]).all()
+
+
+def test_a_shared_bias_is_one_for_the_batch_and_the_heads():
+    config = OrtGqa().config(dict(dtype="f16", num_heads=4, kv_num_heads=2, attention_bias="shared", phase="prefill"))
+    case = _minimal(gqa_cases(config))
+    assert case["attention_bias"].shape == (1, 1, case.params["new"], max(case.params["past"]) + case.params["new"])
+    assert "attention_bias" in OrtGqa().feeds(OrtGqa().model(config), case)
+
+
+def test_the_bias_moves_the_expected_output_as_added_scores_do():
+    """With a bias of 0 except -10000 on every key but the last, each query attends its last
+    visible key alone: the output is that key's value row."""
+    kernel = OrtGqa()
+    config = kernel.config(dict(dtype="f32", num_heads=4, kv_num_heads=2, attention_bias="full", max_past=20))
+    case = _minimal(gqa_cases(config).filter(lambda case: max(case.params["past"]) > 3))
+    bias = np.full(case["attention_bias"].shape, -1e4, np.float32)
+    for b, past in enumerate(case.params["past"]):
+        bias[b, :, :, past] = 0.0  # the new token's own key
+        bias[b, :, :, past + 1:] = np.nan
+    case = case.replace({"attention_bias": bias})
+    (output, _, _) = kernel.expected(config, case)
+    for b in range(case.params["batch"]):
+        own = case["value"][b].reshape(2, 64).astype(np.float64)  # the new token's value, per KV head
+        assert np.allclose(output.reference[b].reshape(4, 64), np.repeat(own, 2, axis=0), rtol=0, atol=1e-12)
+
+
+def test_a_bias_with_softcap_is_a_usage_error():
+    with pytest.raises(UsageError, match="softcap"):
+        OrtGqa().config({"attention_bias": "full", "softcap": 2.0})
+    with pytest.raises(UsageError, match="expected one of none"):
+        OrtGqa().config({"attention_bias": "rows"})
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("config", [
+    dict(dtype="f32", num_heads=4, kv_num_heads=2, attention_bias="full"),
+    dict(dtype="f16", num_heads=8, kv_num_heads=2, phase="prefill", attention_bias="shared"),
+    dict(dtype="f32", num_heads=4, kv_num_heads=4, local_window_size=32, attention_bias="full"),
+], ids=["decode-full", "prefill-shared", "windowed-unfused-full"])
+def test_orts_attention_bias_passes_on_each_path(ort, config):
+    from verify.api import check
+
+    (result,) = check(OrtGqa, config, checks=["reference"], examples=6, isolate=False, implementation="dawn")
+    assert result.verdict == Verdict.PASS, result.reason

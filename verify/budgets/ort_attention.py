@@ -63,7 +63,7 @@ def rotation_error(x, partner, cos, sin, dtype: str) -> np.ndarray:
     return gamma(2, r_t) * magnitude + 3 * smallest_normal(dtype)
 
 
-def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=None):
+def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=None, bias=None):
     """Bound on |s_hat - s| (natural units) of every score s = scale q.k [S, N, L], for
     q [S, N, H] and k [Nkv, L, H] as the program reads them (rotated and stored in t).
 
@@ -75,7 +75,15 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
     sum_d |q_d k_d|, so (gamma_{H+3}(r) + 2 r_t) scale sum_d |q_d k_d|. With rotary, q and k err
     by e_q, e_k (rotation_error): scale sum_d (e_q |k| + |q| e_k + e_q e_k) more. Subnormal
     products and sums in f32 flush: (2H + 2) f32 smallest normals; in t (`probs` and the q scaling):
-    H + 1 N_t times scale max|k| for the scaled q, one N_t for the stored score."""
+    H + 1 N_t times scale max|k| for the scaled q, one N_t for the stored score.
+
+    With an attention bias b (`bias`, [S, N, L] as stored in t: the reference adds the same
+    values), one more addition: `split` and `flash` add f32(b) to the f32 score
+    (FlashAttentionDecodeQKV's `sum += f32(loadAttentionBias(...))`, FlashAttention's
+    `qk + loadAttentionBias(...)` in qk_precision, f32), rounding to f32: r |s_hat + b|; `probs`
+    adds it to the stored score in t (AttentionProbs' `output_value_t(sum * alpha) + bias`):
+    r_t |s_hat + b|. |s_hat + b| <= |s| + delta + |b|, so the sum adds r' (|s| + |b|) + r' delta
+    and one flush (N of that type), r' the adding type's rounding."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     r, r_t = rounding_rel("f32"), rounding_rel(dtype)
@@ -100,6 +108,11 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
     delta = delta + (2 * head_size + 2) * smallest_normal("f32") + (head_size + 1) * smallest_normal(dtype) * scale * k_max
     if path == "probs":
         delta = delta + smallest_normal(dtype)
+    if bias is not None:
+        add = dtype if path == "probs" else "f32"
+        r_add = rounding_rel(add)
+        delta = (1 + r_add) * delta + r_add * (scale * abs_dot + np.abs(np.asarray(bias, np.float64))) \
+            + smallest_normal(add)
     return delta
 
 

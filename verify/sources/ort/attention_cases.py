@@ -86,6 +86,29 @@ def _values(rng, shape, spread, dtype):
     return (rng.standard_normal(shape) * spread).astype(dtype)
 
 
+#: What an attention bias holds: N(0, 2²) values, or a mask (0 where attended, -10000 on about a
+#: third of the keys, as models build padding masks).
+BIAS_KINDS = ("normal", "mask")
+#: The mask's value for a masked key: far below any score, finite in f16.
+BIAS_MASKED = -1e4
+
+
+def _attention_bias(rng, kind: str, config: dict, past: list, new: int, t) -> np.ndarray:
+    """attention_bias [B or 1, N or 1, S, T] (T the batch's largest total); in the full shape the
+    columns past a sequence's own total are no key of it, and are poisoned with NaN."""
+    batch, total = len(past), max(past) + new
+    shape = (batch, config["num_heads"], new, total) if config["attention_bias"] == "full" else (1, 1, new, total)
+    if kind == "normal":
+        bias = rng.standard_normal(shape) * 2.0
+    else:
+        bias = np.where(rng.random(shape) < 1 / 3, BIAS_MASKED, 0.0)
+    bias = bias.astype(t)
+    if config["attention_bias"] == "full":
+        for b, length in enumerate(past):
+            bias[b, :, :, length + new:] = np.nan
+    return bias
+
+
 #: Spreads of q: flat (scores near 0), unit, sharp (a few keys dominate).
 Q_SPREADS = (0.25, 1.0, 4.0)
 
@@ -126,6 +149,8 @@ def gqa_cases(draw, config: dict, new_tokens=None) -> Case:
         arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(capacity, (config.get("rotary_dim") or h) // 2, t)
     if config.get("head_sink"):
         arrays["head_sink"] = _values(rng, (n,), 2.0, t)
+    if config.get("attention_bias", "none") != "none":
+        arrays["attention_bias"] = _attention_bias(rng, draw(st.sampled_from(BIAS_KINDS)), config, past, new, t)
     path = gqa_path(config["local_window_size"], new, max(past) + new, bool(config.get("smooth_softmax")))
     return Case(arrays, {"batch": batch, "new": new, "past": past, "capacity": capacity, "q_spread": spread,
                          "seed": seed, "path": path})

@@ -47,7 +47,7 @@ from verify.sources.ort.attention_cases import (
     with_large_scores,
     with_sharp_queries,
 )
-from verify.sources.ort.attention_models import GroupQueryAttentionModel, PagedAttentionModel
+from verify.sources.ort.attention_models import BIAS_SHAPES, GroupQueryAttentionModel, PagedAttentionModel
 from verify.sources.ort.launch import DerivedConfig, header
 from verify.sources.ort.runtime import shared_runtime
 
@@ -63,6 +63,9 @@ DO_ROTARY = ConfigKey("do_rotary", 0, (0, 1), "rotate q and the new keys with th
 INTERLEAVED = ConfigKey("rotary_interleaved", 0, (0, 1), "GPT-J pairs (2i, 2i+1) instead of NeoX (d, d + R/2)")
 ROTARY_DIM = ConfigKey("rotary_dim", 0, doc="channels rotated, R (cos/sin caches are [rows, R/2]; the rest are copied): "
                        "0 means all of head_size", bounds=(0, 256))
+ATTENTION_BIAS = ConfigKey("attention_bias", "none", BIAS_SHAPES,
+                           "input attention_bias added to the scores: none, full ([B, N, S, total]) or shared "
+                           "([1, 1, S, total]); drawn N(0, 2²) or as a mask of 0 and -10000")
 PACKED_QKV = ConfigKey("packed_qkv", 0, (0, 1), "query carries q, k and v of each token packed ([B, S, (N + 2 Nkv) H]; "
                        "inputs key and value absent)")
 LOCAL_WINDOW = ConfigKey("local_window_size", -1, doc="attend only the last W keys (-1: all)", bounds=(-1, 8192))
@@ -129,9 +132,10 @@ def _rotated(x, case, positions, config):
     return rotated, rotation_error(x, partner, c, s, config["dtype"])
 
 
-def sequence_expected(q, k_new, v_new, k_past, v_past, past: int, case, config, path: str):
+def sequence_expected(q, k_new, v_new, k_past, v_past, past: int, case, config, path: str, bias=None):
     """(o [S, N, H], its budget, rotated new keys [S, Nkv, H], their budget) of one sequence:
-    q, k_new, v_new [S, heads, H] as fed, k_past, v_past [Nkv, past, H]."""
+    q, k_new, v_new [S, heads, H] as fed, k_past, v_past [Nkv, past, H]; bias [S, N or 1, past +
+    S] the sequence's attention_bias, or None."""
     new = q.shape[0]
     positions = past + np.arange(new)
     q_rot, e_q = _rotated(q, case, positions, config)
@@ -145,11 +149,13 @@ def sequence_expected(q, k_new, v_new, k_past, v_past, past: int, case, config, 
         sink = np.zeros(q.shape[1])
     elif config.get("head_sink"):
         sink = np.asarray(case["head_sink"], np.float64)
-    o, logits2 = attend(q_rot, keys, values, visible, scale=scale, softcap=config.get("softcap", 0.0), sink=sink)
+    o, logits2 = attend(q_rot, keys, values, visible, scale=scale, softcap=config.get("softcap", 0.0), sink=sink,
+                        bias=bias)
     e_keys = None
     if e_k is not None:
         e_keys = np.concatenate([np.zeros(k_past.shape), e_k.transpose(1, 0, 2)], axis=1)
-    delta = score_errors(q_rot, keys, scale=scale, dtype=config["dtype"], path=BUDGET_PATH[path], e_q=e_q, e_k=e_keys)
+    delta = score_errors(q_rot, keys, scale=scale, dtype=config["dtype"], path=BUDGET_PATH[path], e_q=e_q, e_k=e_keys,
+                         bias=bias)
     if sink is not None:  # the sink's logit is an input, exact; its value column is 0
         delta = np.concatenate([delta, np.zeros((*delta.shape[:-1], 1))], axis=-1)
         values = np.concatenate([values, np.zeros((values.shape[0], 1, values.shape[-1]))], axis=1)
@@ -309,7 +315,7 @@ class OrtGqa(OrtAttentionKernel):
     summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.GroupQueryAttention node "
                "with a static KV cache: output and present_key/present_value")
     config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PHASE, DO_ROTARY, INTERLEAVED, ROTARY_DIM, PACKED_QKV,
-                   LOCAL_WINDOW, SOFTCAP, HEAD_SINK, SMOOTH_SOFTMAX, MAX_PAST)
+                   ATTENTION_BIAS, LOCAL_WINDOW, SOFTCAP, HEAD_SINK, SMOOTH_SOFTMAX, MAX_PAST)
     output_names = ("output", "present_key", "present_value")
     programs = GQA_PROGRAMS
     gate_shapes = {
@@ -322,11 +328,14 @@ class OrtGqa(OrtAttentionKernel):
                dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="decode", softcap=2.0),
                dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="flash"),
                dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="prefill", do_rotary=1,
-                    rotary_dim=64, packed_qkv=1)),
+                    rotary_dim=64, packed_qkv=1),
+               dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, phase="decode", attention_bias="full")),
         "nightly": (dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, phase="decode", do_rotary=1,
                          max_past=8192),
                     dict(dtype="f16", head_size=128, num_heads=32, kv_num_heads=8, phase="decode", do_rotary=1,
                          rotary_interleaved=1, rotary_dim=32, packed_qkv=1, max_past=8192),
+                    dict(dtype="f16", head_size=64, num_heads=8, kv_num_heads=2, phase="prefill",
+                         attention_bias="shared", max_past=1024),
                     dict(dtype="f32", head_size=128, num_heads=16, kv_num_heads=2, phase="decode", head_sink=1,
                          max_past=8192),
                     dict(dtype="f16", head_size=64, num_heads=8, kv_num_heads=2, phase="prefill", smooth_softmax=1,
@@ -352,7 +361,8 @@ class OrtGqa(OrtAttentionKernel):
                                         local_window_size=config["local_window_size"], softcap=config["softcap"],
                                         has_head_sink=bool(config["head_sink"]),
                                         smooth_softmax=bool(config["smooth_softmax"]),
-                                        rotary_dim=config["rotary_dim"], packed_qkv=bool(config["packed_qkv"]))
+                                        rotary_dim=config["rotary_dim"], packed_qkv=bool(config["packed_qkv"]),
+                                        attention_bias=config["attention_bias"])
 
     def feeds(self, model, case):
         """The case's query, key and value as the model takes them: packed, each token's q, k and
@@ -363,10 +373,13 @@ class OrtGqa(OrtAttentionKernel):
             query, key, value = np.concatenate([query, key, value], axis=-1), None, None
         return model.feeds(query, a["past_key"], a["past_value"], a["seqlens_k"], a["total_sequence_length"],
                            key=key, value=value, cos_cache=a.get("cos_cache"), sin_cache=a.get("sin_cache"),
-                           head_sink=a.get("head_sink"))
+                           head_sink=a.get("head_sink"), attention_bias=a.get("attention_bias"))
 
     def validate(self, config):
         super().validate(config)
+        if config["attention_bias"] != "none" and config["softcap"]:
+            raise UsageError("attention_bias with softcap: the order ORT applies them in is not pinned here "
+                             "(and 1.30 ignores softcap, docs/findings.md §18.1)")
         if config["head_sink"] and config["smooth_softmax"]:
             raise UsageError("head_sink=1 and smooth_softmax=1: choose one sink")
         if config["rotary_dim"] and not config["do_rotary"]:
@@ -390,9 +403,13 @@ class OrtGqa(OrtAttentionKernel):
         for b, past in enumerate(case.params["past"]):
             q = case["query"][b].reshape(new, n, h)
             k_new, v_new = case["key"][b].reshape(new, nkv, h), case["value"][b].reshape(new, nkv, h)
+            bias = None
+            if "attention_bias" in case.arrays:  # [B or 1, N or 1, S, T] -> this sequence's [S, N or 1, total]
+                bias = case["attention_bias"][min(b, len(case["attention_bias"]) - 1)]
+                bias = bias.transpose(1, 0, 2)[:, :, :past + new].astype(np.float64)
             o, budget, k_rot, e_k = sequence_expected(q, k_new, v_new, case["past_key"][b, :, :past],
                                                       case["past_value"][b, :, :past], past, case, config,
-                                                      case.params["path"])
+                                                      case.params["path"], bias=bias)
             out[b], out_budget[b] = o.reshape(new, -1), budget.reshape(new, -1)
             present_key[b, :, past:past + new] = k_rot.transpose(1, 0, 2)
             present_value[b, :, past:past + new] = np.asarray(v_new, np.float64).transpose(1, 0, 2)

@@ -52,6 +52,8 @@ from verify.sources.ort.model import (
     _import_onnx,
 )
 
+#: GroupQueryAttention's attention_bias: none, per sequence and head, or one broadcast over both.
+BIAS_SHAPES = ("none", "full", "shared")
 #: Input positions of GroupQueryAttention v1 (bert_defs.cc).
 GQA_INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
               "cos_cache", "sin_cache", "position_ids", "attention_bias", "head_sink")
@@ -166,6 +168,28 @@ class GroupQueryAttentionModel(AttentionModel):
 
     op = "GroupQueryAttention"
     smooth_softmax: bool = False
+    #: Input attention_bias: "none", "full" ([B, N, S, total]) or "shared" ([1, 1, S, total],
+    #: broadcast over the batch and the heads).
+    attention_bias: str = "none"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.attention_bias not in BIAS_SHAPES:
+            raise UsageError(f"attention_bias must be one of {', '.join(BIAS_SHAPES)}, got {self.attention_bias!r}")
+
+    def describe(self) -> str:
+        """As AttentionModel's, without attention_bias where there is none (so models without
+        one keep the names their captured programs are cached under)."""
+        values = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                           if f.name != "attention_bias" or self.attention_bias != "none")
+        return f"{self.op}({values})"
+
+    def bias_shape(self, batch: int, new: int, total: int) -> tuple[int, int, int, int]:
+        """attention_bias's shape for a batch of `batch` sequences, `new` tokens, `total` the
+        batch's largest total length (the last dimension ORT indexes keys by)."""
+        if self.attention_bias == "full":
+            return (batch, self.num_heads, new, total)
+        return (1, 1, new, total)
 
     def _build(self) -> bytes:
         onnx, helper = _import_onnx()
@@ -182,6 +206,10 @@ class GroupQueryAttentionModel(AttentionModel):
             values["cos_cache"] = values["sin_cache"] = (element, ["max_length", self.half_rotary_dim])
         if self.has_head_sink:
             values["head_sink"] = (element, [self.num_heads])
+        if self.attention_bias != "none":
+            full = self.attention_bias == "full"
+            values["attention_bias"] = (element, ["batch" if full else 1, self.num_heads if full else 1, "sequence",
+                                                  "total"])
         names = _node_inputs(GQA_INPUTS, set(values))
         attrs = self._attributes()
         if self.smooth_softmax:
@@ -195,7 +223,7 @@ class GroupQueryAttentionModel(AttentionModel):
         return _serialize(node, "group_query_attention", inputs, outputs)
 
     def feeds(self, query, past_key, past_value, seqlens_k, total_sequence_length, key=None, value=None,
-              cos_cache=None, sin_cache=None, head_sink=None) -> dict[str, np.ndarray]:
+              cos_cache=None, sin_cache=None, head_sink=None, attention_bias=None) -> dict[str, np.ndarray]:
         """The session's inputs by name, cast to the model's types (see the module docstring for
         the layouts). total_sequence_length is the batch's largest seqlens_k + 1."""
         feeds = {"query": self._cast("query", query)}
@@ -212,6 +240,10 @@ class GroupQueryAttentionModel(AttentionModel):
             feeds["cos_cache"], feeds["sin_cache"] = self._cast("cos_cache", cos_cache), self._cast("sin_cache", sin_cache)
         if self.has_head_sink:
             feeds["head_sink"] = self._cast("head_sink", head_sink)
+        if self.attention_bias != "none":
+            if attention_bias is None:
+                raise UsageError(f"a GroupQueryAttention model with a {self.attention_bias} attention_bias needs one")
+            feeds["attention_bias"] = self._cast("attention_bias", attention_bias)
         return feeds
 
     #: Inputs and outputs an application binds to one buffer for ORT's static KV cache.
