@@ -158,3 +158,27 @@ def test_orts_attention_bias_passes_on_each_path(ort, config):
 
     (result,) = check(OrtGqa, config, checks=["reference"], examples=6, isolate=False, implementation="dawn")
     assert result.verdict == Verdict.PASS, result.reason
+
+
+# -- position_ids ---------------------------------------------------------------------------------------
+@pytest.mark.webgpu
+def test_onnxruntime_web_rotates_at_the_cached_positions_whatever_position_ids_say(ort):
+    """onnxruntime-web 1.30's GroupQueryAttention accepts position_ids and checks their shape but
+    rotates q and the new keys at past + i from seqlens_k (group_query_attention.cc reads the
+    input only for CheckCustomAttentionInputs): ids far from those positions change nothing. So
+    verify draws no position_ids (docs/ort-attention.md §2); should ORT start to honour them,
+    this test fails and says so."""
+    from verify.sources.ort.attention_models import GroupQueryAttentionModel
+
+    kernel = OrtGqa()
+    config = kernel.config(dict(dtype="f32", num_heads=4, kv_num_heads=2, phase="prefill", do_rotary=1, max_past=20))
+    case = _minimal(gqa_cases(config).filter(lambda case: case.params["new"] >= 3))
+    plain = kernel.model(config)
+    with_ids = GroupQueryAttentionModel("f32", 4, 2, 64, do_rotary=True, has_position_ids=True)
+    feeds = kernel.feeds(plain, case)
+    past, new = case.params["past"][0], case.params["new"]
+    baseline = ort.run(plain, feeds, aliases=plain.shared_cache).outputs
+    for ids in (past + np.arange(new), past + 17 + np.arange(new), np.zeros(new)):
+        run = ort.run(with_ids, feeds | {"position_ids": ids[None].astype(np.int64)}, aliases=with_ids.shared_cache)
+        for name in ("output", "present_key"):
+            assert np.array_equal(run.outputs[name], baseline[name]), (ids, name)

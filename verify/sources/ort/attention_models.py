@@ -171,6 +171,9 @@ class GroupQueryAttentionModel(AttentionModel):
     #: Input attention_bias: "none", "full" ([B, N, S, total]) or "shared" ([1, 1, S, total],
     #: broadcast over the batch and the heads).
     attention_bias: str = "none"
+    #: Input position_ids [B, S] int64 (onnxruntime-web 1.30 reads it only to check its shape:
+    #: docs/ort-attention.md §2).
+    has_position_ids: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -178,10 +181,11 @@ class GroupQueryAttentionModel(AttentionModel):
             raise UsageError(f"attention_bias must be one of {', '.join(BIAS_SHAPES)}, got {self.attention_bias!r}")
 
     def describe(self) -> str:
-        """As AttentionModel's, without attention_bias where there is none (so models without
-        one keep the names their captured programs are cached under)."""
+        """As AttentionModel's, without attention_bias and position_ids where there are none (so
+        models without them keep the names their captured programs are cached under)."""
+        omitted = {"attention_bias": "none", "has_position_ids": False}
         values = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
-                           if f.name != "attention_bias" or self.attention_bias != "none")
+                           if f.name not in omitted or getattr(self, f.name) != omitted[f.name])
         return f"{self.op}({values})"
 
     def bias_shape(self, batch: int, new: int, total: int) -> tuple[int, int, int, int]:
@@ -210,6 +214,8 @@ class GroupQueryAttentionModel(AttentionModel):
             full = self.attention_bias == "full"
             values["attention_bias"] = (element, ["batch" if full else 1, self.num_heads if full else 1, "sequence",
                                                   "total"])
+        if self.has_position_ids:
+            values["position_ids"] = (onnx.TensorProto.INT64, ["batch", "sequence"])
         names = _node_inputs(GQA_INPUTS, set(values))
         attrs = self._attributes()
         if self.smooth_softmax:
@@ -223,7 +229,8 @@ class GroupQueryAttentionModel(AttentionModel):
         return _serialize(node, "group_query_attention", inputs, outputs)
 
     def feeds(self, query, past_key, past_value, seqlens_k, total_sequence_length, key=None, value=None,
-              cos_cache=None, sin_cache=None, head_sink=None, attention_bias=None) -> dict[str, np.ndarray]:
+              cos_cache=None, sin_cache=None, head_sink=None, attention_bias=None,
+              position_ids=None) -> dict[str, np.ndarray]:
         """The session's inputs by name, cast to the model's types (see the module docstring for
         the layouts). total_sequence_length is the batch's largest seqlens_k + 1."""
         feeds = {"query": self._cast("query", query)}
@@ -244,6 +251,10 @@ class GroupQueryAttentionModel(AttentionModel):
             if attention_bias is None:
                 raise UsageError(f"a GroupQueryAttention model with a {self.attention_bias} attention_bias needs one")
             feeds["attention_bias"] = self._cast("attention_bias", attention_bias)
+        if self.has_position_ids:
+            if position_ids is None:
+                raise UsageError("a GroupQueryAttention model with position_ids needs them")
+            feeds["position_ids"] = self._cast("position_ids", position_ids, np.int64)
         return feeds
 
     #: Inputs and outputs an application binds to one buffer for ORT's static KV cache.
