@@ -27,7 +27,7 @@ import numpy as np
 
 from references.group_query import attend, rotate_with_tables, visible_keys
 from verify.budgets.expected import Expected
-from verify.budgets.ort_attention import output_budget, rotation_error, score_errors
+from verify.budgets.ort_attention import output_budget, rotation_error, score_errors, softcap_errors
 from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu.device import Timing
@@ -150,6 +150,7 @@ def sequence_expected(q, k_new, v_new, k_past, v_past, past: int, case, config, 
     if e_k is not None:
         e_keys = np.concatenate([np.zeros(k_past.shape), e_k.transpose(1, 0, 2)], axis=1)
     delta = score_errors(q_rot, keys, scale=scale, dtype=config["dtype"], path=BUDGET_PATH[path], e_q=e_q, e_k=e_keys)
+    delta = softcap_errors(q_rot, keys, delta, scale=scale, softcap=config.get("softcap", 0.0))
     if sink is not None:  # the sink's logit is an input, exact; its value column is 0
         delta = np.concatenate([delta, np.zeros((*delta.shape[:-1], 1))], axis=-1)
         values = np.concatenate([values, np.zeros((values.shape[0], 1, values.shape[-1]))], axis=1)
@@ -196,7 +197,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
     def budget_doc(self) -> str:
         import inspect
 
-        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, output_budget, rotation_error))
+        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, softcap_errors, output_budget, rotation_error))
 
     def validate(self, config):
         if config["num_heads"] % config["kv_num_heads"]:
