@@ -253,7 +253,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         if path.is_file():
             return json.loads(path.read_text())
         case = self.capture_case(config)
-        run = runtime.run(model, self.feeds(model, case), aliases=model.shared_cache)
+        run = runtime.run(model, self.feeds(model, case), aliases=self.capture_aliases(model))
         data = {"provenance": f"// onnxruntime-web {runtime.version} on {runtime.adapter.get('description') or '?'}"
                               f": {model.describe()}, {case.summary()}",
                 "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}
@@ -267,6 +267,12 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         parts = [header(self.name, config), data["provenance"]]
         parts += [f"// ---- program {label} ----\n{wgsl}" for label, wgsl in data["programs"].items()]
         return "\n".join(parts)
+
+    def capture_aliases(self, model) -> dict | None:
+        """The inputs a capture run binds to outputs: the model's shared cache, as an application
+        binds its KV cache (None: past and present apart, which makes GroupQueryAttention copy
+        the whole cache, ort.attention.copy_kv_cache)."""
+        return model.shared_cache
 
     def capture_key(self, config) -> str:
         """What besides the model selects the programs a capture run dispatches."""
