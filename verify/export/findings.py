@@ -14,8 +14,10 @@ through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses
 kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
 (§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run.
 Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
-folder (§18.6, through `ort.attention.decode_qkv`): `ort.gqa` and `ort.paged_attention` run an ORT
-session in Node, whose WebGPU calls the recording device never sees, so §18.1-§18.5 are reproduced
+folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.5
+(`ort.attention.copy_kv_cache`) and §18.6 (`ort.attention.decode_qkv`). `ort.gqa` and
+`ort.paged_attention` run an ORT session in Node, whose WebGPU calls the recording device never
+sees, so §18.3 (which also shows in §18.2's folder on 4-lane subgroups) and §18.4 are reproduced
 by their `verify check` commands and strict-xfail tests instead (docs/findings.md "Reproductions").
 """
 
