@@ -211,7 +211,8 @@ class OrtCopyKvCache(OrtDecodeProgram):
             {k: config[k] for k in ("dtype", "head_size", "num_heads", "kv_num_heads", "max_past")} | {"phase": "decode"}))
         if self.program not in data["programs"]:
             raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
-        return f"{header(self.name, config)}{data['provenance']}\n{data['programs'][self.program]}"
+        provenance = f"{data['provenance']} (past_key/past_value not bound to present_key/present_value)"
+        return f"{header(self.name, config)}{provenance}\n{data['programs'][self.program]}"
 
     def cases(self, config, profile):
         return copy_cases(config)
