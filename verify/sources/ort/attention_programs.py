@@ -330,7 +330,9 @@ def reduce_cases(draw, config: dict) -> Case:
 
 
 class OrtDecodeReduce(OrtDecodeProgram):
-    """ORT's FlashAttentionDecodeVxReduce: the tiles' states merged into the attention output."""
+    """ORT's FlashAttentionDecodeVxReduce: the tiles' states merged into the attention output.
+    It takes no softcap: it merges states whatever scores they came from (a softcap changes
+    only the QKV's scores, ort.attention.decode_qkv's `softcap`)."""
 
     name = "ort.attention.decode_reduce"
     summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeVxReduce (GroupQueryAttention, < 32 new tokens): the "
