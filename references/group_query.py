@@ -69,6 +69,12 @@ def visible_keys(total: int, new: int, local_window_size: int = -1) -> np.ndarra
     return visible
 
 
+def softcapped(scores, softcap: float):
+    """The scores as GroupQueryAttention's `softcap` t caps them: t · tanh(s / t), or s for t = 0."""
+    scores = np.asarray(scores, np.float64)
+    return softcap * np.tanh(scores / softcap) if softcap > 0 else scores
+
+
 def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0, sink=None, bias=None):
     """(o [S, N, H], logits2 [S, N, L]) of new tokens q [S, N, H] over one sequence's keys and
     values k, v [Nkv, L, H] (already rotated) under visible [S, L]; logits2 are base-2 (-inf where
@@ -87,8 +93,7 @@ def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0, sink=None, b
     kv_heads = k.shape[0]
     group = heads // kv_heads
     scores = scale * (q.reshape(new, kv_heads, group, head_size) @ k.transpose(0, 2, 1))  # [S, Nkv, G, L]
-    if softcap > 0:
-        scores = softcap * np.tanh(scores / softcap)
+    scores = softcapped(scores, softcap)
     if bias is not None:
         scores = scores + np.broadcast_to(np.asarray(bias, np.float64), (new, heads, k.shape[1])).reshape(scores.shape)
     logits2 = np.where(visible[:, None, None, :], scores * LOG2E, -np.inf)

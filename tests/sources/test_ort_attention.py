@@ -18,8 +18,10 @@ longest; and the decode partials rest on zero-initialised workgroup memory (docs
 The softcap, FlashAttention and paged-prefill findings are also KNOWN in the gate through the
 end-to-end kernels `ort.gqa` and `ort.paged_attention`, and the decode's reliance on zeroed
 workgroup memory under `sanitize` of `ort.attention.decode_qkv`
-(tests/sources/test_ort_attention_kernels.py); the 4-lane subgroups and CopyKVCache findings need
-a launch of their own and are tests only (docs/ort-attention.md §6).
+(tests/sources/test_ort_attention_kernels.py); softcap and CopyKVCache's reads also at program level,
+`ort.attention.decode_qkv` with `softcap` and `ort.attention.copy_kv_cache`
+(tests/sources/test_ort_attention_softcap_copy.py); the 4-lane subgroups finding on a real 4-lane
+adapter is a test only (docs/ort-attention.md §6).
 
 Tests that run ORT or Dawn need what scripts/setup.sh installs and skip, saying why, without it.
 """

@@ -34,7 +34,7 @@ import numpy as np
 
 from verify.budgets.attention import weight_errors
 from verify.budgets.roundoff import gamma, smallest_normal
-from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, rounding_rel
+from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, rounding_rel, tanh_abs
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
@@ -116,6 +116,23 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
     return delta
 
 
+def softcap_errors(q, k, delta, *, scale: float, softcap: float):
+    """Bound on the error of capped scores t·tanh(s/t) [S, N, L] (GroupQueryAttention's `softcap`
+    t > 0), computed in f32 from scores s = scale q.k that err by delta (score_errors, of the same
+    q [S, N, H] and k [Nkv, L, H]). The cap is 1-Lipschitz (|d/ds t tanh(s/t)| = sech^2 <= 1), so the scores'
+    error passes through at most as delta; evaluating it costs the division s/t (division_rel,
+    moving tanh's argument by division_rel |s/t|, so the result by at most division_rel |s|),
+    tanh itself (wgsl_accuracy.tanh_abs at s/t, times t) and the product by t (r t |tanh|):
+    delta + division_rel |s| + t (tanh_abs(s/t) + r |tanh(s/t)|). For t = 0 it is delta."""
+    delta = np.asarray(delta, np.float64)
+    if not softcap > 0:
+        return delta
+    s = np.abs(_scores(q, k, scale))
+    y = s / softcap
+    r = rounding_rel("f32")
+    return delta + division_rel("f32") * s + softcap * (tanh_abs(y) + r * np.tanh(y))
+
+
 def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
     """Budget [S, N, H] of ORT's attention output from values v [Nkv, L, H], the exact base-2
     logits2 [S, N, L] (-inf where masked) and the score errors delta [S, N, L] (natural units,
@@ -176,10 +193,11 @@ def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
     return budget + flushes * smallest_normal(dtype) + (2 * n_max + 4) * smallest_normal("f32")
 
 
-def tile_state_budget(tiles, shape, dtype: str, *, scale: float):
+def tile_state_budget(tiles, shape, dtype: str, *, scale: float, softcap: float = 0.0):
     """Budgets (o [B, N, S, P, H], m [B, N, S, P], l [B, N, S, P]) of FlashAttentionDecodeQKV's
     tile states. `tiles` lists (b, t, q [S, N, H], k [Nkv, L_t, H], v [Nkv, L_t, H], s [S, N, L_t])
-    per written tile, s the exact natural scores (-inf where masked).
+    per written tile, s the exact natural scores (-inf where masked), capped where `softcap` > 0;
+    delta_j then bounds the capped scores' errors, softcap_errors of the split path's.
 
     With delta_j the score errors of the split path (score_errors) and delta = max_j delta_j over
     the tile's visible keys: the maximum m_t is a max of computed scores, so it errs by delta. Each
@@ -196,6 +214,8 @@ def tile_state_budget(tiles, shape, dtype: str, *, scale: float):
         if not visible.any():
             continue
         delta = score_errors(q, k, scale=scale, dtype=dtype, path="split")
+        if softcap > 0:
+            delta = softcap_errors(q, k, delta, scale=scale, softcap=softcap)
         delta = np.where(visible, delta, 0.0)
         has = visible.any(-1)  # [S, N]
         d_max = delta.max(-1)
@@ -212,6 +232,14 @@ def tile_state_budget(tiles, shape, dtype: str, *, scale: float):
         m_budget[b, :, :, t] = np.where(has, d_max, 0.0).T
         l_budget[b, :, :, t] = np.where(has, l_b, 0.0).T
     return o_budget, m_budget, l_budget
+
+
+def _scores(q, k, scale: float) -> np.ndarray:
+    """The exact uncapped scores scale·q.k [S, N, L] of q [S, N, H] and k [Nkv, L, H], by GQA's head mapping."""
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    new, heads, head_size = q.shape
+    kv_heads = k.shape[0]
+    return scale * (q.reshape(new, kv_heads, heads // kv_heads, head_size) @ k.transpose(0, 2, 1)).reshape(new, heads, -1)
 
 
 def reduce_budget(o, m, lsum, dtype: str) -> np.ndarray:
@@ -246,4 +274,4 @@ def cache_budget(e_k, dtype: str) -> np.ndarray:
 
 
 __all__ = ["PATHS", "cache_budget", "output_budget", "reduce_budget", "rotation_error", "score_errors",
-           "tile_state_budget"]
+           "softcap_errors", "tile_state_budget"]

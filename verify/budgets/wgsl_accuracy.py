@@ -63,6 +63,19 @@ def _log_abs(y, dtype, log):
     return np.where(near_one, _LOG2_ABS_NEAR_ONE[name], far)
 
 
+def tanh_abs(x, dtype="f32"):
+    """Absolute error bound of WGSL tanh(x): the spec's accuracy is inherited from
+    sinh(x) / cosh(x), each inherited from (exp(x) -/+ exp(-x)) * 0.5. With rho = exp_rel(|x|)
+    the relative error of each exp, sinh errs by rho·cosh + r|sinh| (the subtraction rounds) and
+    cosh by (rho + r)·cosh; the quotient by division_rel. Dividing by cosh >= 1 and with
+    |tanh| <= 1: |err| <= 2 rho + 2 r + division_rel, inflated to second order. Where exp(|x|)
+    overflows the inherited bound says nothing; the bound at |x| is what the budgets take there."""
+    name = dtype_name(dtype)
+    r = rounding_rel(name)
+    total = 2.0 * exp_rel(np.abs(x), name) + 2.0 * r + division_rel(name)
+    return total * (1.0 + total)
+
+
 def division_rel(dtype="f32") -> float:
     """Relative error bound of WGSL x / y: 2.5 ULP, for |y| in [2^-126, 2^126] (f32) or
     [2^-14, 2^14] (f16)."""

@@ -14,8 +14,10 @@ through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses
 kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
 (§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run.
 Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
-folder (§18.6, through `ort.attention.decode_qkv`): `ort.gqa` and `ort.paged_attention` run an ORT
-session in Node, whose WebGPU calls the recording device never sees, so §18.1-§18.5 are reproduced
+folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.5
+(`ort.attention.copy_kv_cache`) and §18.6 (`ort.attention.decode_qkv`). `ort.gqa` and
+`ort.paged_attention` run an ORT session in Node, whose WebGPU calls the recording device never
+sees, so §18.3 (which also shows in §18.2's folder on 4-lane subgroups) and §18.4 are reproduced
 by their `verify check` commands and strict-xfail tests instead (docs/findings.md "Reproductions").
 """
 
@@ -52,8 +54,8 @@ class Finding:
     reproduction to it. `sanitize`: the case is also run through the sanitizer, whose messages
     name the offending lines. `implementation`: where the case is run for ISSUE.md (default: the
     kernel's own). `transform(wgsl)`: the WGSL the folder runs, where it is not the kernel's own.
-    `fixed_shows`: where `fixed/` does not PASS, the verdict it gives there and why (as `shows`;
-    elsewhere it passes).
+    `fixed_shows`: where `fixed/` does not PASS, the verdict it gives there and why (as `shows`,
+    per place; elsewhere it passes).
     """
 
     name: str
@@ -286,6 +288,42 @@ def with_cleared_partials(wgsl: str) -> str:
         clearing += (f"  for (var z = local_idx; z < {total}u; z += workgroup_size_x) "
                      f"{{ {name}{index} = {element}; }}\n")
     return wgsl.replace(_SMALL_M_ANCHOR, _SMALL_M_ANCHOR + clearing + "  workgroupBarrier();\n")
+
+
+#: The line of ORT's decode QKV program that adds the attention bias to a key's score, after the
+#: head's q.k is summed: the place GroupQueryAttention's softcap belongs (the bias comes after the
+#: cap in ORT's other providers; these sessions have none).
+_DECODE_SCORE_BIAS = "      sum += f32(loadAttentionBias("
+
+
+def with_softcap(softcap: float):
+    """ORT's FlashAttentionDecodeQKV with each score capped, `sum = t * tanh(sum / t)`, before
+    the bias and the causal mask: what GroupQueryAttention's `softcap` t asks and no line of the
+    generated program does (it has no softcap uniform, so t is written in)."""
+    def fix(wgsl: str) -> str:
+        if wgsl.count(_DECODE_SCORE_BIAS) != 1:
+            raise UsageError("ORT's decode QKV WGSL has no single line adding the attention bias to a score")
+        cap = f"{float(softcap)!r}"
+        return wgsl.replace(_DECODE_SCORE_BIAS, f"      sum = {cap} * tanh(sum / {cap});\n{_DECODE_SCORE_BIAS}")
+    return fix
+
+
+#: CopyKVCache's branch that copies a new token (row - past_b of key/value) into present.
+_COPY_NEW_TOKEN = "} else {\n  let offset = i2o_key("
+
+
+def with_copy_below_total(wgsl: str) -> str:
+    """ORT's CopyKVCache with the copy of a new token guarded to rows below the sequence's own
+    total (`sequence_id < total_seq_length`), and zeros written to the rows past it (which the
+    program still writes, as every row below the batch's largest total): no read of key or value
+    past the new tokens a sequence has."""
+    if wgsl.count(_COPY_NEW_TOKEN) != 1 or "let total_seq_length = " not in wgsl:
+        raise UsageError("ORT's CopyKVCache WGSL has no single branch copying a new token after its total")
+    head, tail = wgsl.split(_COPY_NEW_TOKEN)
+    body, rest = tail.split("\n}", 1)
+    zeros = ("} else {\n  present_key[present_offset] = key_value_t();\n"
+             "  present_value[present_offset] = key_value_t();\n}")
+    return f"{head}}} else if (sequence_id < total_seq_length) {{\n  let offset = i2o_key({body}\n{zeros}{rest}"
 
 
 # -- the registry ------------------------------------------------------------------------------------------
@@ -593,7 +631,64 @@ FINDINGS = (
         fixed_shows={"chromium": ("FAIL", "FAIL in browsers on 4-lane subgroups (SwiftShader): §18.3, the "
                                   "`sg_size <= 8` branch scores keys 4..7 of each step through lanes a 4-lane "
                                   "subgroup does not have, comes on top and the zeroed accumulators do not fix it")}),
-)
+    Finding(
+        "ort-gqa-softcap-ignored", "§18.1", "ort.attention.decode_qkv", "reference",
+        dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, softcap=2.0),
+        "GroupQueryAttention ignores softcap on WebGPU: FlashAttentionDecodeQKV of a session with softcap = 2 "
+        "computes the uncapped scores",
+        ("GroupQueryAttention's `softcap` attribute t asks for every score s = scale q.k to be replaced by "
+         "t tanh(s / t) before the softmax. onnxruntime-web 1.30 accepts the attribute, but the programs it "
+         "dispatches for the op take no softcap: the split decode program (`FlashAttentionDecodeQKV`, "
+         "flash_attention.cc, fewer than 32 new tokens) it generates for a session with softcap = 2 is the one it "
+         "generates without, line for line, and has no uniform or line that caps a score. Each 64-key tile's "
+         "softmax state (max, exp-sum) and normalised partial output are those of the uncapped scores, and so is "
+         "the attention `FlashAttentionDecodeVxReduce` merges from them (a session's decode output differs from "
+         "the softcapped one by about 1.8 and equals the uncapped one to 1e-6). Capping the score where the "
+         "program sums it (`sum = t * tanh(sum / t)`) makes it right.",
+         "The case: one new token on a single sequence of 40 cached tokens (one key tile), 4 query heads on 2 KV "
+         "heads, head size 64, f32, N(0, 1) values, softcap 2; the outputs are the program's own, the tile's "
+         "normalised partial output (`out_split_vx`) and softmax state (`metadata`), against those of the "
+         "capped scores."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=decode_qkv_case([40]),
+        notes=("With wgpu on Mesa 22.3's lavapipe the program also meets ort-decode-partials-zero-init (§18.6: its "
+               "sums rest on zero-initialised workgroup memory, which that driver does not zero), on top of this "
+               "finding.",),
+        fix=with_softcap(2.0),
+        fix_text="`sum = 2.0 * tanh(sum / 2.0);` on each score before the bias and the causal mask",
+        fixed_shows={"wgpu": ("FAIL", "FAIL with wgpu on Mesa 22.3's lavapipe, by another finding: the program's "
+                              "sums rest on zero-initialised workgroup memory, which that driver does not zero "
+                              "(ort-decode-partials-zero-init, §18.6)")}),
+    Finding(
+        "ort-copy-kv-cache-reads-past-end", "§18.5", "ort.attention.copy_kv_cache", "sanitize",
+        dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
+        "CopyKVCache (past and present not shared) reads key and value past their end for a sequence shorter "
+        "than the batch's longest",
+        ("When an application does not bind GroupQueryAttention's past_key/past_value to present_key/present_value, "
+         "ORT copies the whole cache first (`CopyKVCache`, flash_attention.cc): one lane per present row below the "
+         "batch's largest total T, per sequence, KV head and vec4 of the head, copying past row r for r < past_b "
+         "and new token r - past_b of `key`/`value` otherwise, past_b = seqlens_k[b] + 1 - S. Nothing bounds the "
+         "second branch by the sequence's own total: for a sequence of total_b < T the rows total_b..T-1 read new "
+         "tokens it does not have, the next sequence's, and for the last sequence past the end of `key` and "
+         "`value`. Guarding the copy to rows below the sequence's total removes the reads.",
+         "The case: two sequences of 7 and 2 cached tokens and one new token each (totals 8 and 3), 2 KV heads of "
+         "64 channels, f32, N(0, 1) values: rows 3..7 of sequence 1 copy its new "
+         "tokens 1..5, past the end of key and value (one new token for each of two sequences): 160 "
+         "out-of-bounds reads of each. The rows are never attended (the attention reads each "
+         "sequence's keys below its own total), and WebGPU's robust buffer access keeps the reads inside the "
+         "buffer, so the copied rows are right; but ORT enables Dawn's `disable_robustness` toggle natively, "
+         "where the reads are unchecked."),
+        shows={"chromium": ("PASS", "PASS everywhere: the rows that read past key and value are never attended, and "
+                            "robust buffer access keeps the reads inside the buffers; the offending lines are what "
+                            "show it"),
+               "wgpu": ("PASS", "PASS: the rows that read past key and value are never attended"),
+               "dawn": ("PASS", "PASS: the rows that read past key and value are never attended")},
+        notes=("No output shows these reads: the rows that make them are never attended, and robust buffer access "
+               "keeps the index inside the buffer. The reproduction passes everywhere; the offending lines below are "
+               "the finding.",),
+        sanitize=True, fix=with_copy_below_total,
+        fix_text="the copy of a new token guarded to rows below the sequence's own total "
+                 "(`sequence_id < total_seq_length`), zeros written past it"))
 
 
 def finding_names() -> list[str]:
@@ -704,9 +799,11 @@ def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) ->
                    "Every output is within its budget of the reference, where the kernel as shipped fails."]
     verdict, why = (finding.fixed_shows or {}).get("chromium", ("PASS", None))
     told.notes = [why for _, why in (finding.fixed_shows or {}).values() if why]
+    places = {"chromium": "in a browser with WebGPU", "wgpu": "with wgpu", "dawn": "with Dawn"}
     told.expect = {"verdict": verdict,
                    "text": "PASS everywhere." if not finding.fixed_shows else
-                           f"{verdict} in a browser with WebGPU" + (f" ({why})" if why else "") + "; PASS elsewhere.",
+                           "; ".join(f"{shown} {places[where]}" + (f" ({reason})" if reason else "")
+                                     for where, (shown, reason) in finding.fixed_shows.items()) + "; PASS elsewhere.",
                    "pass": "The fix holds on this adapter.",
                    "fail": "The fixed kernel fails here: the fix does not cover this adapter.",
                    "error": "The WGSL does not compile or the dispatch is refused here.",

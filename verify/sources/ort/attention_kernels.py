@@ -27,7 +27,7 @@ import numpy as np
 
 from references.group_query import attend, rotate_with_tables, visible_keys
 from verify.budgets.expected import Expected
-from verify.budgets.ort_attention import output_budget, rotation_error, score_errors
+from verify.budgets.ort_attention import output_budget, rotation_error, score_errors, softcap_errors
 from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu.device import Timing
@@ -83,7 +83,8 @@ SOFTCAP_IGNORED = (
     "GroupQueryAttention takes a softcap: with softcap = 2 the decode output differs from the softcapped "
     "reference by about 1.8 and equals the uncapped one to 1e-6. Evidence: tests/sources/test_ort_attention.py::"
     "test_gqa_applies_its_softcap (strict xfail), ::test_with_softcap_gqa_computes_the_uncapped_attention; "
-    "docs/findings.md §18.1.")
+    "tests/sources/test_ort_attention_softcap_copy.py (FlashAttentionDecodeQKV as shipped, a strict xfail; each score "
+    "capped, the control); docs/findings.md §18.1.")
 FLASH_LOOP_VAR = (
     "ORT's FlashAttention program relies on a loop-body `var` being re-zeroed every iteration; Dawn does not: "
     "scores carry the previous key step's.\n"
@@ -156,6 +157,7 @@ def sequence_expected(q, k_new, v_new, k_past, v_past, past: int, case, config, 
         e_keys = np.concatenate([np.zeros(k_past.shape), e_k.transpose(1, 0, 2)], axis=1)
     delta = score_errors(q_rot, keys, scale=scale, dtype=config["dtype"], path=BUDGET_PATH[path], e_q=e_q, e_k=e_keys,
                          bias=bias)
+    delta = softcap_errors(q_rot, keys, delta, scale=scale, softcap=config.get("softcap", 0.0))
     if sink is not None:  # the sink's logit is an input, exact; its value column is 0
         delta = np.concatenate([delta, np.zeros((*delta.shape[:-1], 1))], axis=-1)
         values = np.concatenate([values, np.zeros((values.shape[0], 1, values.shape[-1]))], axis=1)
@@ -202,7 +204,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
     def budget_doc(self) -> str:
         import inspect
 
-        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, output_budget, rotation_error))
+        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, softcap_errors, output_budget, rotation_error))
 
     def validate(self, config):
         if config["num_heads"] % config["kv_num_heads"]:
@@ -258,7 +260,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         if path.is_file():
             return json.loads(path.read_text())
         case = self.capture_case(config)
-        run = runtime.run(model, self.feeds(model, case), aliases=model.shared_cache)
+        run = runtime.run(model, self.feeds(model, case), aliases=self.capture_aliases(model))
         data = {"provenance": f"// onnxruntime-web {runtime.version} on {runtime.adapter.get('description') or '?'}"
                               f": {model.describe()}, {case.summary()}",
                 "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}
@@ -272,6 +274,12 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         parts = [header(self.name, config), data["provenance"]]
         parts += [f"// ---- program {label} ----\n{wgsl}" for label, wgsl in data["programs"].items()]
         return "\n".join(parts)
+
+    def capture_aliases(self, model) -> dict | None:
+        """The inputs a capture run binds to outputs: the model's shared cache, as an application
+        binds its KV cache (None: past and present apart, which makes GroupQueryAttention copy
+        the whole cache, ort.attention.copy_kv_cache)."""
+        return model.shared_cache
 
     def capture_key(self, config) -> str:
         """What besides the model selects the programs a capture run dispatches."""

@@ -28,10 +28,16 @@ import re
 import numpy as np
 from hypothesis import strategies as st
 
-from references.group_query import attend, visible_keys
+from references.group_query import attend, softcapped, visible_keys
 from references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
-from verify.budgets.ort_attention import output_budget, reduce_budget, score_errors, tile_state_budget
+from verify.budgets.ort_attention import (
+    output_budget,
+    reduce_budget,
+    score_errors,
+    softcap_errors,
+    tile_state_budget,
+)
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
 from verify.errors import FailureKind, SetupError, UsageError
@@ -46,6 +52,8 @@ from verify.sources.ort.attention_kernels import (
     KV_NUM_HEADS,
     MAX_PAST,
     NUM_HEADS,
+    SOFTCAP,
+    SOFTCAP_IGNORED,
     OrtGqa,
     attention_upstream,
 )
@@ -89,10 +97,11 @@ class _QkvCapture(OrtGqa):
 
 
 def gqa_config(config: dict) -> dict:
-    """The ort.gqa config whose session dispatches the pair for this config."""
+    """The ort.gqa config whose session dispatches the pair for this config (with its softcap,
+    where the program's config has one: ort.attention.decode_qkv's)."""
     phase = "decode" if config["m_tile"] == 1 else "prefill"
     return OrtGqa().config({k: config[k] for k in ("dtype", "head_size", "num_heads", "kv_num_heads", "max_past")}
-                           | {"phase": phase})
+                           | {"phase": phase, "softcap": config.get("softcap", 0.0)})
 
 
 def wgsl_m_tile(wgsl: str) -> int | None:
@@ -170,7 +179,9 @@ def present_cache(case: Case, name: str, config: dict) -> np.ndarray:
 
 def tile_states(case: Case, config: dict):
     """The reference tile states (o [B, N, S, P, H], m [B, N, S, P], l [B, N, S, P], and per tile
-    whether it is written, whether it sees a key), and each tile's score logits for the budget."""
+    whether it is written, whether it sees a key), and each tile's score logits for the budget.
+    With a softcap t > 0 (ort.attention.decode_qkv's `softcap`) the scores are capped as
+    GroupQueryAttention's attribute asks, references.group_query.softcapped: t·tanh(s/t)."""
     n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
     batch, new, capacity = case.params["batch"], case.params["new"], case.params["capacity"]
     tiles = -(-capacity // KEY_TILE)
@@ -188,6 +199,7 @@ def tile_states(case: Case, config: dict):
         k = keys[b, :, :total].astype(np.float64)
         v = values[b, :, :total].astype(np.float64)
         scores = scale * (q.reshape(new, nkv, n // nkv, h) @ k.transpose(0, 2, 1)).reshape(new, n, total)
+        scores = softcapped(scores, config.get("softcap", 0.0))
         for t in range(-(-total // KEY_TILE)):
             written[b, t] = True
             cols = slice(t * KEY_TILE, min((t + 1) * KEY_TILE, total))
@@ -213,20 +225,41 @@ class OrtDecodeQkv(OrtDecodeProgram):
                "tile, the scores' max and exp-sum and the tile's normalised partial output")
     reference = "references.group_query (per 64-key tile), merging to references.group_query.attend"
     program = QKV
+    config_keys = OrtDecodeProgram.config_keys + (SOFTCAP,)
+    #: The shared configs, and in ci and nightly one with a softcap (§18.1, KNOWN under `reference`).
+    gate_shapes = {**OrtDecodeProgram.gate_shapes,
+                   **{name: OrtDecodeProgram.gate_shapes[name]
+                      + (dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, softcap=2.0),)
+                      for name in ("ci", "nightly")}}
     output_axes = {"out_split_vx": ("tile", "channel"), "metadata": ("tile", "state")}
     budget_function = staticmethod(tile_state_budget)
 
+    def budget_doc(self) -> str:
+        import inspect
+
+        return "\n\n".join(inspect.getdoc(f) for f in (tile_state_budget, softcap_errors))
+
     def known_finding(self, check, config):
         """§18.6 as sanitize names it (the uninitialised reads), and as wrong tile states where
-        workgroup memory is not zeroed: on wgpu (Mesa 22.3's lavapipe), under `implementations`
-        and under `reference` run there."""
+        workgroup memory is not zeroed: on wgpu (Mesa 22.3's lavapipe), under `implementations`,
+        and under `reference` and `determinism` run there (two runs find different leftovers: the
+        tile states differ bit for bit). With a softcap, §18.1 under `reference` everywhere: the
+        program ORT generates for a softcapped session is the one without (no line applies the
+        cap), so every tile's state is the uncapped one; it is stated first, so the record names
+        it, and on wgpu §18.6 comes on top."""
         if check == "sanitize":
             return KnownFinding(UNINITIALISED_PARTIALS, kinds=(FailureKind.SANITIZER,),
                                 reasons=("uninitialised read of workgroup array",))
         if check == "implementations":
             return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"))
-        if check == "reference":
+        if check == "determinism":
             return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"), implementations=("wgpu",))
+        if check == "reference":
+            uninitialised = KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"),
+                                         implementations=("wgpu",))
+            if config.get("softcap"):
+                return [KnownFinding(SOFTCAP_IGNORED, outputs=("out_split_vx", "metadata")), uninitialised]
+            return uninitialised
         return None
 
     def launch(self, device, wgsl, config, case):
@@ -242,12 +275,14 @@ class OrtDecodeQkv(OrtDecodeProgram):
         return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
 
     def expected(self, config, case):
-        """Per tile, the reference state under verify.budgets.ort_attention.tile_state_budget;
+        """Per tile, the reference state (its scores capped where `softcap` > 0) under
+        verify.budgets.ort_attention.tile_state_budget;
         tiles a sequence never reaches must stay poison (NaN, bit for bit), and a tile without a
         visible key must be exactly (-FLT_MAX, 0) with a zero output."""
         o, m, lsum, written, per_tile = tile_states(case, config)
         o_budget, m_budget, l_budget = tile_state_budget(per_tile, o.shape, config["dtype"],
-                                                         scale=config["head_size"] ** -0.5)
+                                                         scale=config["head_size"] ** -0.5,
+                                                         softcap=config["softcap"])
         # Tiles up to the batch's longest total are dispatched: those at or past a sequence's own
         # total write (-FLT_MAX, 0) and no output; tiles past the batch's longest stay poison.
         dispatched = np.arange(o.shape[3]) < -(-int(case["total_sequence_length"]) // KEY_TILE)
@@ -295,7 +330,9 @@ def reduce_cases(draw, config: dict) -> Case:
 
 
 class OrtDecodeReduce(OrtDecodeProgram):
-    """ORT's FlashAttentionDecodeVxReduce: the tiles' states merged into the attention output."""
+    """ORT's FlashAttentionDecodeVxReduce: the tiles' states merged into the attention output.
+    It takes no softcap: it merges states whatever scores they came from (a softcap changes
+    only the QKV's scores, ort.attention.decode_qkv's `softcap`)."""
 
     name = "ort.attention.decode_reduce"
     summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeVxReduce (GroupQueryAttention, < 32 new tokens): the "
