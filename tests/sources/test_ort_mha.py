@@ -4,7 +4,8 @@ Without a GPU: the cases draw what the docstring of verify.sources.ort.attention
 (cross-attention over key counts other than the query count, the 64-key tile edges, causal
 self-attention over the new tokens, one shape per batch); the expected output is plain softmax
 attention written out here independently, causal or not; the present cache is the past then the
-new rows. With ORT on Dawn: self-attention with a past (causal or not) and cross-attention pass;
+new rows; an attention bias adds to the scores. With ORT on Dawn: self-attention with a past
+(causal or not), cross-attention and both with an attention bias pass;
 the flash path is KNOWN with docs/findings.md §18.2 reproduced, as for GroupQueryAttention.
 """
 
@@ -53,9 +54,9 @@ def test_the_path_is_the_split_pair_below_32_queries_and_flash_from_32():
     assert [mha_path(n) for n in (1, 31, 32, 48)] == ["split", "split", "flash", "flash"]
 
 
-def _softmax_attention(q, k, v, causal_offset=None):
-    """q [S, H], k, v [T, H] -> [S, H], written out without the references' helpers."""
-    scores = (q @ k.T) / np.sqrt(q.shape[-1])
+def _softmax_attention(q, k, v, causal_offset=None, bias=None):
+    """q [S, H], k, v [T, H] (bias [S, T]) -> [S, H], written out without the references' helpers."""
+    scores = (q @ k.T) / np.sqrt(q.shape[-1]) + (0.0 if bias is None else bias)
     if causal_offset is not None:
         scores = np.where(np.arange(k.shape[0])[None, :] <= causal_offset + np.arange(q.shape[0])[:, None], scores,
                           -np.inf)
@@ -63,12 +64,13 @@ def _softmax_attention(q, k, v, causal_offset=None):
     return (weights / weights.sum(axis=1, keepdims=True)) @ v
 
 
-@pytest.mark.parametrize("unidirectional,has_past", [(0, 1), (1, 1), (0, 0), (1, 0)])
+@pytest.mark.parametrize("unidirectional,has_past,bias", [(0, 1, "none"), (1, 1, "full"), (0, 0, "shared"),
+                                                         (1, 0, "none")])
 @given(data=st.data())
 @settings(max_examples=8, database=None, deadline=None)
-def test_the_expected_output_is_softmax_attention_over_the_past_and_the_new_keys(unidirectional, has_past, data):
+def test_the_expected_output_is_softmax_attention_over_the_past_and_the_new_keys(unidirectional, has_past, bias, data):
     kernel = OrtMha()
-    config = kernel.config(dict(dtype="f32", num_heads=2, head_size=64, phase="prefill",
+    config = kernel.config(dict(dtype="f32", num_heads=2, head_size=64, phase="prefill", attention_bias=bias,
                                 unidirectional=unidirectional, has_past=has_past, max_past=70))
     case = data.draw(mha_cases(config))
     expected = {item.name: item for item in kernel.expected(config, case)}
@@ -81,8 +83,11 @@ def test_the_expected_output_is_softmax_attention_over_the_past_and_the_new_keys
             if has_past:
                 k = np.concatenate([case["past_key"][b, head], k])
                 v = np.concatenate([case["past_value"][b, head], v])
+            added = None
+            if bias != "none":
+                added = case["attention_bias"][b if bias == "full" else 0, head if bias == "full" else 0]
             o = _softmax_attention(case["query"][b][:, channels].astype(np.float64), k, v,
-                                   past + keys - new if unidirectional else None)
+                                   past + keys - new if unidirectional else None, added)
             assert np.allclose(expected["output"].reference[b][:, channels], o, rtol=1e-12, atol=1e-12)
     if has_past:
         present = expected["present_key"].reference
@@ -126,7 +131,10 @@ def _check(config, examples=6):
     dict(dtype="f16", num_heads=4, phase="prefill", unidirectional=0),
     dict(dtype="f32", num_heads=4, phase="prefill", has_past=0),
     dict(dtype="f16", num_heads=4, phase="decode", has_past=0, max_past=600),
-], ids=["decode-causal-past", "prefill-past", "cross-attention", "cross-attention-one-query"])
+    dict(dtype="f32", num_heads=4, phase="prefill", has_past=0, attention_bias="full"),
+    dict(dtype="f16", num_heads=8, phase="decode", unidirectional=1, attention_bias="shared"),
+], ids=["decode-causal-past", "prefill-past", "cross-attention", "cross-attention-one-query", "cross-attention-bias",
+        "decode-shared-bias"])
 def test_orts_multi_head_attention_passes_on_its_split_path(ort, config):
     result = _check(config)
     assert result.verdict == Verdict.PASS, result.reason

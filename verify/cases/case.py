@@ -19,6 +19,11 @@ class Case:
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]
 
+    def __repr__(self) -> str:
+        """The summary, not the arrays: Hypothesis prints a case it reports, and a case's arrays
+        run to megabytes (the saved case file holds them)."""
+        return f"Case({self.summary()})"
+
     def replace(self, arrays: dict | None = None, **params) -> "Case":
         """A copy with some arrays and parameters replaced (arrays are shared, not copied)."""
         return Case({**self.arrays, **(arrays or {})}, {**self.params, **params})

@@ -19,7 +19,9 @@ What a case draws (`mha_cases`): a batch of 1-3 sequences, and
   L = S (causal self-attention over the new tokens).
 
 `unidirectional=1` masks keys past each query's position P + i (references.group_query
-.visible_keys); `unidirectional=0` attends every key. The output is judged against
+.visible_keys); `unidirectional=0` attends every key. `attention_bias` (full [B, N, S, P + L] or
+shared [1, 1, S, P + L], N(0, 2²) or a mask of 0 and -10000, as encoders pass padding) is added to
+the scores. Its `key_padding_mask` input 1.30 refuses on WebGPU ("not implemented for webgpu"). The output is judged against
 references.group_query.attend under verify.budgets.ort_attention on the path ORT took (the
 same arithmetic as GroupQueryAttention's: `split` or `flash`), and each launch checks that ORT
 dispatched the programs the rule predicts.
@@ -38,6 +40,8 @@ from verify.cases import Case
 from verify.kernels.contract import ConfigKey
 from verify.results.record import KnownFinding
 from verify.sources.ort.attention_cases import (
+    BIAS_KINDS,
+    BIAS_MASKED,
     BUDGET_PATH,
     GQA_PROGRAMS,
     Q_SPREADS,
@@ -46,6 +50,7 @@ from verify.sources.ort.attention_cases import (
     _values,
 )
 from verify.sources.ort.attention_kernels import (
+    ATTENTION_BIAS,
     DTYPE,
     FLASH_LOOP_VAR,
     HEAD_SIZE,
@@ -97,6 +102,13 @@ def mha_cases(draw, config: dict) -> Case:
     if config["has_past"]:
         shape = (batch, config["num_heads"], past, config["head_size"])
         arrays["past_key"], arrays["past_value"] = _values(rng, shape, 1.0, t), _values(rng, shape, 1.0, t)
+    if config["attention_bias"] != "none":
+        full = config["attention_bias"] == "full"
+        shape = (batch if full else 1, config["num_heads"] if full else 1, new, past + keys)
+        kind = draw(st.sampled_from(BIAS_KINDS))
+        bias = rng.standard_normal(shape) * 2.0 if kind == "normal" else np.where(rng.random(shape) < 1 / 3,
+                                                                                   BIAS_MASKED, 0.0)
+        arrays["attention_bias"] = bias.astype(t)
     return Case(arrays, {"batch": batch, "new": new, "keys": keys, "past": past, "q_spread": spread, "seed": seed,
                          "path": mha_path(new)})
 
@@ -107,15 +119,16 @@ class OrtMha(OrtAttentionKernel):
     name = "ort.mha"
     summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.MultiHeadAttention node: "
                "self-attention with a past, causal or not, and cross-attention over keys of another length")
-    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, MHA_PHASE, UNIDIRECTIONAL, HAS_PAST, MAX_PAST)
+    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, MHA_PHASE, UNIDIRECTIONAL, HAS_PAST, ATTENTION_BIAS, MAX_PAST)
     output_names = ("output", "present_key", "present_value")
     programs = GQA_PROGRAMS
     gate_shapes = {
         "quick": (dict(dtype="f32", num_heads=4),),
         "ci": (dict(dtype="f16", head_size=64, num_heads=8, phase="decode", unidirectional=1),
-               dict(dtype="f32", head_size=64, num_heads=4, phase="prefill", has_past=0)),
+               dict(dtype="f32", head_size=64, num_heads=4, phase="prefill", has_past=0, attention_bias="full")),
         "nightly": (dict(dtype="f16", head_size=128, num_heads=16, phase="decode", unidirectional=1, max_past=4096),
-                    dict(dtype="f16", head_size=64, num_heads=8, phase="prefill", has_past=0, max_past=1500),
+                    dict(dtype="f16", head_size=64, num_heads=8, phase="prefill", has_past=0, max_past=1500,
+                         attention_bias="shared"),
                     dict(dtype="f32", head_size=64, num_heads=4, phase="flash", unidirectional=1),
                     dict(dtype="f32", head_size=64, num_heads=4, phase="flash", has_past=0)),
     }
@@ -136,11 +149,12 @@ class OrtMha(OrtAttentionKernel):
     def model(self, config) -> MultiHeadAttentionModel:
         return MultiHeadAttentionModel(config["dtype"], config["num_heads"], config["head_size"],
                                        unidirectional=bool(config["unidirectional"]),
-                                       has_past=bool(config["has_past"]))
+                                       has_past=bool(config["has_past"]), attention_bias=config["attention_bias"])
 
     def feeds(self, model, case):
         a = case.arrays
-        return model.feeds(a["query"], a["key"], a["value"], a.get("past_key"), a.get("past_value"))
+        return model.feeds(a["query"], a["key"], a["value"], a.get("past_key"), a.get("past_value"),
+                           attention_bias=a.get("attention_bias"))
 
     def cases(self, config, profile):
         return mha_cases(config)
@@ -170,8 +184,12 @@ class OrtMha(OrtAttentionKernel):
         for b in range(batch):
             q = case["query"][b].reshape(new, n, h)
             k, v = present["key"][b].astype(np.float64), present["value"][b].astype(np.float64)
-            o, logits2 = attend(q, k, v, visible, scale=scale)
-            delta = score_errors(q, k, scale=scale, dtype=config["dtype"], path=path)
+            bias = None
+            if "attention_bias" in case.arrays:  # [B or 1, N or 1, S, T] -> [S, N or 1, T]
+                bias = case["attention_bias"][min(b, len(case["attention_bias"]) - 1)].transpose(1, 0, 2)
+                bias = bias.astype(np.float64)
+            o, logits2 = attend(q, k, v, visible, scale=scale, bias=bias)
+            delta = score_errors(q, k, scale=scale, dtype=config["dtype"], path=path, bias=bias)
             out[b] = o.reshape(new, -1)
             budget[b] = output_budget(v, logits2, delta, dtype=config["dtype"], path=path).reshape(new, -1)
         t = config["dtype"]

@@ -327,6 +327,8 @@ class MultiHeadAttentionModel:
     head_size: int
     unidirectional: bool = False
     has_past: bool = False
+    #: Input attention_bias: "none", "full" ([B, N, S, total]) or "shared" ([1, 1, S, total]).
+    attention_bias: str = "none"
     #: present_key/present_value [B, N, P + L, H] are new tensors, longer than the past: nothing is
     #: updated in place.
     shared_cache: ClassVar[dict] = {}
@@ -334,13 +336,16 @@ class MultiHeadAttentionModel:
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.attention_bias not in BIAS_SHAPES:
+            raise UsageError(f"attention_bias must be one of {', '.join(BIAS_SHAPES)}, got {self.attention_bias!r}")
 
     @property
     def numpy_dtype(self) -> np.dtype:
         return np.dtype(DTYPES[self.dtype])
 
     def describe(self) -> str:
-        values = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+        values = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                           if f.name != "attention_bias" or self.attention_bias != "none")
         return f"{self.op}({values})"
 
     @cached_property
@@ -351,6 +356,9 @@ class MultiHeadAttentionModel:
         values = {"query": ["batch", "sequence", width], "key": ["batch", "kv_sequence", width],
                   "value": ["batch", "kv_sequence", width]}
         outputs = ["output"]
+        if self.attention_bias != "none":
+            full = self.attention_bias == "full"
+            values["attention_bias"] = ["batch" if full else 1, self.num_heads if full else 1, "sequence", "total"]
         if self.has_past:
             values["past_key"] = values["past_value"] = ["batch", self.num_heads, "past_length", self.head_size]
             outputs += ["present_key", "present_value"]
@@ -361,10 +369,14 @@ class MultiHeadAttentionModel:
         return _serialize(node, "multi_head_attention", inputs,
                           [helper.make_tensor_value_info(name, element, None) for name in outputs])
 
-    def feeds(self, query, key, value, past_key=None, past_value=None) -> dict[str, np.ndarray]:
+    def feeds(self, query, key, value, past_key=None, past_value=None, attention_bias=None) -> dict[str, np.ndarray]:
         t = self.numpy_dtype
         feeds = {"query": np.ascontiguousarray(query, t), "key": np.ascontiguousarray(key, t),
                  "value": np.ascontiguousarray(value, t)}
+        if self.attention_bias != "none":
+            if attention_bias is None:
+                raise UsageError(f"a MultiHeadAttention model with a {self.attention_bias} attention_bias needs one")
+            feeds["attention_bias"] = np.ascontiguousarray(attention_bias, t)
         if self.has_past:
             feeds["past_key"], feeds["past_value"] = np.ascontiguousarray(past_key, t), np.ascontiguousarray(past_value, t)
         return feeds
