@@ -29,7 +29,7 @@ from references.group_query import attend, rotate_with_tables, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, rotation_error, score_errors, softcap_errors
 from verify.cases import Case
-from verify.errors import UsageError
+from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
 from verify.results.atomic import write_atomic
@@ -170,12 +170,27 @@ def _cache_expected(name, reference, budget, exact, dtype) -> Expected:
 
 
 # -- the kernels -----------------------------------------------------------------------------------
-def _capture_cache_path(kernel: str, model, phase: str):
-    from verify.sources.ort.programs import _vendor_folder, cache_root
+def _capture_cache_name(kernel: str, model, phase: str) -> str:
+    """The file a capture is cached in: by kernel, model and what else selects the programs."""
+    return f"attention-{hashlib.sha256(f'{kernel} {model.describe()} {phase}'.encode()).hexdigest()[:16]}.json"
 
-    runtime = shared_runtime()
-    key = hashlib.sha256(f"{kernel} {model.describe()} {phase}".encode()).hexdigest()[:16]
-    return runtime, cache_root() / runtime.version / _vendor_folder(runtime.adapter) / f"attention-{key}.json"
+
+def _capture_cache_path(kernel: str, model, phase: str):
+    """(the runtime, where this capture is cached); on a machine without ORT's runtime (no Node,
+    no Dawn), (None, a capture cached for any adapter), so the programs verify launches itself
+    run there from a VERIFY_ORT_CACHE filled elsewhere, as ORT's DP4A programs do; neither: SetupError."""
+    from verify.sources.ort.programs import _vendor_folder, cache_root
+    from verify.sources.ort.runtime import pinned_version
+
+    name = _capture_cache_name(kernel, model, phase)
+    try:
+        runtime = shared_runtime()
+    except SetupError as missing:
+        cached = sorted((cache_root() / pinned_version()).glob(f"*/{name}"))
+        if not cached:
+            raise SetupError(f"{missing} ({model.describe()} is not in the ORT WGSL cache {cache_root()})") from None
+        return None, cached[0]
+    return runtime, cache_root() / runtime.version / _vendor_folder(runtime.adapter) / name
 
 
 def attention_upstream(wgsl: str, origin: str) -> Upstream | None:

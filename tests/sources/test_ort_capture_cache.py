@@ -1,0 +1,45 @@
+"""ORT's attention programs on a machine without ORT's runtime (no Node, no Dawn: a GPU box).
+
+verify launches ORT's attention programs itself (`ort.attention.*`), so a machine with a GPU
+but no Node can check them from captures made elsewhere: a VERIFY_ORT_CACHE carried over is read
+whatever adapter captured it, and a capture it lacks is one clear SetupError.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from verify.errors import SetupError
+from verify.sources.ort import attention_kernels, programs
+from verify.sources.ort.attention_programs import OrtDecodeQkv, _QkvCapture, gqa_config
+from verify.sources.ort.runtime import pinned_version
+
+
+@pytest.fixture
+def no_runtime(monkeypatch, tmp_path):
+    def missing(*args, **kwargs):
+        raise SetupError("Node.js is not installed")
+
+    monkeypatch.setattr(attention_kernels, "shared_runtime", missing)
+    monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path))
+    return tmp_path
+
+
+def test_without_a_runtime_a_capture_from_another_adapter_is_read(no_runtime):
+    kernel = OrtDecodeQkv()
+    config = kernel.config(dict(dtype="f32", num_heads=4, kv_num_heads=2))
+    capture, model_config = _QkvCapture(config["m_tile"]), gqa_config(config)
+    with pytest.raises(SetupError, match="not in the ORT WGSL cache"):
+        kernel.wgsl(config)
+    # a capture made on another machine's adapter, carried over in VERIFY_ORT_CACHE
+    key_name = attention_kernels._capture_cache_name(capture.name, capture.model(model_config),
+                                                     capture.capture_key(model_config))
+    folder = no_runtime / pinned_version() / "nvidia"
+    folder.mkdir(parents=True)
+    wgsl = "// the QKV program\nlet num_q_tiles = (uniforms.new_sequence_length + 1 - 1) / 1;"
+    (folder / key_name).write_text(json.dumps({"provenance": "// onnxruntime-web elsewhere",
+                                               "programs": {"FlashAttentionDecodeQKV": wgsl}}))
+    text = kernel.wgsl(config)
+    assert "// onnxruntime-web elsewhere" in text and "the QKV program" in text
