@@ -232,7 +232,7 @@ def test_launching_the_paged_pair_as_ort_dispatches_it_matches_bit_for_bit(ort, 
                                 "seqlens_k": seqlens_k}, totals=[p + s for p, s in zip(case.params["past"],
                                                                                        case.params["new"])])
     reduce_wgsl = reduce_kernel.wgsl(reduce_config)
-    assert ("head_sink" in reduce_wgsl) == bool(head_sink)
+    assert ("var<storage, read> head_sink" in reduce_wgsl) == bool(head_sink)
     number, words = _uniform_words(dawn.pipeline(reduce_wgsl), split.reduce_uniforms())
     assert np.asarray(reduce.binding(number).data).tobytes()[:len(words)] == words
     output = reduce_kernel.launch(dawn, reduce_wgsl, reduce_config, reduce_case).outputs["output"]
