@@ -73,7 +73,7 @@ def test_the_reference_tile_states_merge_to_the_whole_attention(m_tile):
     padded = max(case.params["new"])
     for b, (past, new) in enumerate(zip(case.params["past"], case.params["new"])):
         total, used = past + new, written[b].sum()
-        assert used == -(-total // 64) and (used >= 3 or b != int(np.argmax(case.params["past"]))) and not written[b, used:].any()
+        assert used == -(-total // 64) and not written[b, used:].any()
         with np.errstate(divide="ignore"):
             lse = np.where(lsum[b, :, :, :used] > 0, m[b, :, :, :used] + np.log(lsum[b, :, :, :used]), -np.inf)
         merged, _ = merge_many_outputs(o[b, :, :, :used], lse, axis=2, base="e")
@@ -84,6 +84,7 @@ def test_the_reference_tile_states_merge_to_the_whole_attention(m_tile):
         mean = np.repeat(v.mean(axis=1), 4, axis=0)  # [N, H]: a zero query weighs every key alike
         assert np.allclose(merged.transpose(1, 0, 2)[new:], np.broadcast_to(mean, (padded - new, 4, 64)), atol=1e-12)
         assert np.array_equal(query[b, new:], np.zeros_like(query[b, new:]))
+    assert written.sum(axis=1).max() >= 3
 
 
 def test_a_sink_merged_as_a_state_of_output_zero_is_the_sunk_attention():
