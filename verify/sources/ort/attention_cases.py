@@ -157,14 +157,15 @@ def gqa_cases(draw, config: dict, new_tokens=None) -> Case:
 
 
 @st.composite
-def paged_cases(draw, config: dict) -> Case:
+def paged_cases(draw, config: dict, new_tokens=None) -> Case:
     """PagedAttention cases: 1-3 sequences (decode and prefill; flash: one), each with its own
     cached and new lengths, its blocks drawn from a shuffled pool whose spare blocks, and the
-    unused slots of the last block of each sequence, are poisoned with NaN."""
+    unused slots of the last block of each sequence, are poisoned with NaN. `new_tokens` (a
+    strategy, drawn once per sequence) replaces the phase's new-token counts."""
     t = numpy_dtype(config["dtype"])
     bs = config["block_size"]
     batch = draw(st.integers(1, 3)) if config["phase"] != "flash" else 1
-    news = [draw(_new_tokens(config["phase"])) for _ in range(batch)]
+    news = [draw(new_tokens if new_tokens is not None else _new_tokens(config["phase"])) for _ in range(batch)]
     past = [draw(_past_lengths(config["max_past"])) for _ in range(batch)]
     past = [max(p, _min_total(config) - s) for p, s in zip(past, news)]
     totals = [p + s for p, s in zip(past, news)]
