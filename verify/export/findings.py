@@ -263,6 +263,24 @@ def with_zeroed_scores(wgsl: str) -> str:
     return _FLASH_SCORES.sub(r"var \1 = \2(0);", wgsl)
 
 
+#: ORT's paged prefill program's score: declared in the model's type, summed over the head's vec4 dots.
+_PREFILL_SCORE = ("      var score = q_element_t(0);\n"
+                  "      for (var i = 0u; i < head_size_vec; i++) {\n"
+                  "        score += dot(q_tile[i], k_tile[k][i]);\n"
+                  "      }\n"
+                  "      qk_scores[k] = select(min_value, score, ")
+
+
+def with_f32_scores(wgsl: str) -> str:
+    """ORT's FlashAttentionPagedPrefill with its q.k sum kept in f32 (each vec4 dot taken in f32)
+    and rounded to the model's type once, when stored: a partial sum past 65504 stays finite."""
+    if wgsl.count(_PREFILL_SCORE) != 1:
+        raise UsageError("ORT's FlashAttentionPagedPrefill WGSL has no single q.k sum in q_element_t to widen")
+    return wgsl.replace(_PREFILL_SCORE, _PREFILL_SCORE.replace("var score = q_element_t(0);", "var score = f32(0);")
+                        .replace("dot(q_tile[i], k_tile[k][i])", "dot(vec4<f32>(q_tile[i]), vec4<f32>(k_tile[k][i]))")
+                        .replace("select(min_value, score, ", "select(min_value, q_element_t(score), "))
+
+
 #: ORT's decode QKV program's workgroup arrays it adds onto without writing first.
 _DECODE_SUMS = re.compile(r"var<workgroup> (inner_qk_values|tile_output): (array<.*>);")
 
@@ -593,6 +611,26 @@ FINDINGS = (
         fixed_shows={"chromium": ("FAIL", "FAIL in browsers on 4-lane subgroups (SwiftShader): §18.3, the "
                                   "`sg_size <= 8` branch scores keys 4..7 of each step through lanes a 4-lane "
                                   "subgroup does not have, comes on top and the zeroed accumulators do not fix it")}),
+    Finding(
+        "ort-paged-prefill-f16-scores", "§18.4", "ort.attention.paged_prefill", "large_scores",
+        dict(head_size=64, num_heads=4, kv_num_heads=1, block_size=32),
+        "FlashAttentionPagedPrefill sums q.k in f16: a partial sum past 65504 is Inf and the sequence's outputs NaN",
+        ("PagedAttention's prefill program (`FlashAttentionPagedPrefill`, flash_attention.cc; 32 new tokens or more "
+         "in blocks larger than 16, no head sink, no local window) keeps each score in the model's type: "
+         "`var score = q_element_t(0);` and `score += dot(q_tile[i], k_tile[k][i]);` over the head's vec4s, f16 for "
+         "an f16 model (PagedAttention takes f16 only). When the partial sums of q.k pass 65504 the score is Inf "
+         "(or Inf - Inf = NaN) although q.k itself is small, and the online softmax turns it into NaN for every "
+         "output of the sequence. Summing in f32 and rounding the score to f16 once makes it right.",
+         "The case: one sequence of 32 new tokens, no past, in one 32-token block (a second, spare block poisoned "
+         "with NaN), 4 query heads on 1 KV head, head size 64, f16; every query 135 and the first new key +135 on "
+         "its first 32 channels and -135 on the last 32, so q.k_0 = 0 exactly while its first half sums to "
+         "32 · 135 · (135/8) = 72900, past f16's 65504; the other keys and values N(0, 1). The cache holds the "
+         "new keys and values, as ScatterKVToPagedCache leaves it before this program runs."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        fix=with_f32_scores,
+        fix_text="the q.k sum kept in f32 (`var score = f32(0)`, each vec4 dot taken in f32) and rounded to f16 once "
+                 "when stored",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
 )
 
 
