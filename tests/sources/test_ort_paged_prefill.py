@@ -120,6 +120,36 @@ def test_a_constant_converted_through_a_scalar_alias_evaluates():
     assert Declarations(module)._constant("min_value") == -65504.0
 
 
+def test_the_program_reads_no_subgroup_value_and_the_per_change_gates_leave_it_out():
+    """The program enables subgroups but calls no subgroup built-in and never reads subgroup_size
+    or subgroup_invocation_id (each is named once, as an entry-point parameter): its output cannot
+    depend on the width, so the emulated widths only cost first compiles, and quick and ci plan none
+    of it; a gate asked for it alone says so in one line, exit 2."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from verify.instrument.subgroups import BUILTINS
+    from verify.plan import gate_jobs
+    from verify.profiles import get_profile
+
+    # The program as ORT generated it, committed with §18.4's reproduction.
+    wgsl = (Path(__file__).resolve().parents[2] / "reports" / "findings" / "ort-paged-prefill-f16-scores"
+            / "kernel.wgsl").read_text()
+    assert "enable subgroups;" in wgsl and "FlashAttentionPagedPrefill" in wgsl
+    assert not [name for name in BUILTINS if re.search(rf"\b{name}\s*\(", wgsl)]
+    assert [len(re.findall(rf"\b{name}\b", wgsl)) for name in ("sg_size", "sg_id")] == [1, 1]
+    for profile in ("quick", "ci"):
+        jobs, skipped = gate_jobs(["ort.attention.paged_prefill"], profile=get_profile(profile), seed=0, out_dir=None,
+                                  time_limit=None, implementations=["dawn"])
+        assert (jobs, skipped) == ([], [])
+    result = subprocess.run([sys.executable, "-m", "verify", "gate", "--profile", "ci", "--kernels",
+                             "ort.attention.paged_prefill", "--out", "unused"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "nothing to verify: ort.attention.paged_prefill offers no configs in the ci profile" in result.stderr
+
+
 # -- ORT on Dawn ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module", autouse=True)
 def ort_cache(tmp_path_factory):

@@ -14,8 +14,9 @@ through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses
 kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
 (§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run.
 Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
-folder (§18.6, through `ort.attention.decode_qkv`): `ort.gqa` and `ort.paged_attention` run an ORT
-session in Node, whose WebGPU calls the recording device never sees, so §18.1-§18.5 are reproduced
+folder (§18.2 through `ort.attention.flash`, §18.4 through `ort.attention.paged_prefill`, §18.6
+through `ort.attention.decode_qkv`): `ort.gqa` and `ort.paged_attention` run an ORT session in
+Node, whose WebGPU calls the recording device never sees, so §18.1, §18.3 and §18.5 are reproduced
 by their `verify check` commands and strict-xfail tests instead (docs/findings.md "Reproductions").
 """
 
