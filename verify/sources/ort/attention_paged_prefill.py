@@ -126,9 +126,7 @@ def sequence_rows(case: Case, config: dict, b: int) -> tuple[np.ndarray, np.ndar
     total = case.params["past"][b] + case.params["new"][b]
     rows = np.arange(total)
     slots = case["block_table"][b, rows // bs] * bs + rows % bs
-    def gather(cache):
-        return cache.reshape(-1, nkv, h)[slots].transpose(1, 0, 2).astype(np.float64)
-    return gather(keys), gather(values)
+    return tuple(cache.reshape(-1, nkv, h)[slots].transpose(1, 0, 2).astype(np.float64) for cache in (keys, values))
 
 
 class OrtPagedPrefill(OrtDecodeProgram):
