@@ -143,7 +143,7 @@ def test_configs_that_cannot_be_built_are_usage_errors():
         OrtPagedAttention().config({"softcap": 2.0})
 
 
-@pytest.mark.parametrize("path", ["split", "probs", "flash"])
+@pytest.mark.parametrize("path", ["split", "probs", "flash", "paged_prefill"])
 def test_an_f16_budget_exceeds_the_f32_one_and_both_are_finite(path):
     rng = np.random.default_rng(2)
     q, k, v = rng.standard_normal((3, 4, 64)), rng.standard_normal((2, 90, 64)), rng.standard_normal((2, 90, 64))

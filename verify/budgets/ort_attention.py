@@ -16,9 +16,14 @@ onnxruntime-web 1.30 generates (docs/ort-attention.md §2 names the programs):
   with a local window): each q_d k_d product is rounded to t and summed in f32, the score
   `sum * alpha` is stored in t; the softmax runs in f32 and stores probabilities in t; P.V is
   multiplied and summed in t over every key.
-- `flash` (FlashAttention, FlashAttentionPagedPrefill, 32 new tokens or more): q scaled in t
-  as for `split`, q.k and the online softmax in f32 (`qk_precision`), P.V over steps of 16
-  keys summed in t onto an output rescaled by each step's correction in t.
+- `flash` (FlashAttention, 32 new tokens or more): q scaled in t as for `split`, q.k and the
+  online softmax in f32 (`qk_precision`), P.V over steps of 16 keys summed in t onto an output
+  rescaled by each step's correction in t.
+- `paged_prefill` (FlashAttentionPagedPrefill, PagedAttention's prefill of 32 new tokens or
+  more in 32-token blocks): everything in t but the exponentials: q scaled in t, q.k summed in
+  t (`var score = q_element_t(0)`), the running max, the step's sum of exponentials and the
+  running denominator in t, each exp taken in f32 and rounded to t, the weights divided by the
+  denominator in t, P.V over steps of 32 keys summed in t onto an output rescaled in t.
 
 Conventions as in verify.budgets.attention: worst-case bounds valid for any summation order,
 "r" an f32 operation rounded to either neighbour (2u), built-ins at the WGSL spec's accuracy,
@@ -39,10 +44,11 @@ from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, rounding_rel, t
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
 #: The programs' paths (module docstring); "split_tile" is one tile of `split` before the reduce.
-PATHS = ("split", "split_tile", "probs", "flash")
-#: Keys per tile of the split path, and per step of the flash path.
+PATHS = ("split", "split_tile", "probs", "flash", "paged_prefill")
+#: Keys per tile of the split path, and per step of the flash and paged_prefill paths.
 SPLIT_KEY_TILE = 64
 FLASH_KEY_STEP = 16
+PAGED_PREFILL_KEY_STEP = 32
 
 
 def _second_order(total):
@@ -72,7 +78,12 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
     scale sum_d |q_d k_d|. `probs`: each product rounds to t (r_t), H terms summed in f32, the
     sum times alpha (alpha rounded to f32 on the host, the product: two more f32 roundings),
     stored to t: (gamma_{H+3}(r) + r_t) scale sum_d |q_d k_d| + r_t |s|, and |s| <= scale
-    sum_d |q_d k_d|, so (gamma_{H+3}(r) + 2 r_t) scale sum_d |q_d k_d|. With rotary, q and k err
+    sum_d |q_d k_d|, so (gamma_{H+3}(r) + 2 r_t) scale sum_d |q_d k_d|. `paged_prefill`: as `flash`
+    with the H products and their sum in t (H/4 vec4 dots, each of 4 products and 3 sums, added
+    onto the running score: no term passes more than H + 1 roundings): (gamma_{H+1}(r_t) + r +
+    2 r_t) scale sum_d |q_d k_d|, and (2H + 2) N_t for its flushed products and sums; this holds
+    while every partial sum stays below t's largest finite value (65504 in f16), which the
+    program does not guard (docs/findings.md §18.4). With rotary, q and k err
     by e_q, e_k (rotation_error): scale sum_d (e_q |k| + |q| e_k + e_q e_k) more. Subnormal
     products and sums in f32 flush: (2H + 2) f32 smallest normals; in t (`probs` and the q scaling):
     H + 1 N_t times scale max|k| for the scaled q, one N_t for the stored score.
@@ -98,6 +109,8 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
     abs_dot = dot(q, k)
     if path == "probs":
         rel = gamma(head_size + 3, r) + 2 * r_t
+    elif path == "paged_prefill":
+        rel = gamma(head_size + 1, r_t) + r + 2 * r_t
     else:
         rel = gamma(head_size + 1, r) + r + 2 * r_t
     delta = _second_order(rel) * scale * abs_dot
@@ -108,6 +121,8 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
     delta = delta + (2 * head_size + 2) * smallest_normal("f32") + (head_size + 1) * smallest_normal(dtype) * scale * k_max
     if path == "probs":
         delta = delta + smallest_normal(dtype)
+    if path == "paged_prefill":
+        delta = delta + (2 * head_size + 2) * smallest_normal(dtype)
     if bias is not None:
         add = dtype if path == "probs" else "f32"
         r_add = rounding_rel(add)
@@ -157,9 +172,17 @@ def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
       (gamma_16(r_t)), and per step the running output's rescale and add (2 r_t each) over
       ceil(n/16) steps: e_pv = r_t + gamma_16(r_t) + 2 r_t ceil(n/16).
 
+    - `paged_prefill`: the weights are prefill_weight_errors' (their softmax runs in t, and
+      they are divided by the running denominator before P.V); in t per step of 32 keys the
+      products (r_t) and their sum (gamma_32(r_t)), and per step the running output's rescale
+      and add (2 r_t each): e_pv = r_t + gamma_32(r_t) + 2 r_t ceil(n/32). A weight may flush
+      to zero (its exponential, or its quotient, below N_t) only where it is below 2 N_t: those
+      keys add 2 N_t |v_jd| each.
+
     o_d errs by sum_j p_j |v_jd| pi_j + (e_pv + divisions) A_d, to second order, plus
     flushed subnormals: every product and sum in t of the P.V chain may lose up to N_t
-    (2·64 + 2T for split, 2n for probs, 2n + 2 steps for flash, + 4), and (2n + 4) in f32."""
+    (2·64 + 2T for split, 2n for probs, 2n + 2 steps for flash and paged_prefill, + 4), and
+    (2n + 4) in f32."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     r_t = rounding_rel(dtype)
@@ -169,8 +192,11 @@ def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
     group = heads // kv_heads
     valid = np.isfinite(logits2)
     n = valid.sum(-1).astype(np.float64)  # [S, N]
-    w = weight_errors(logits2, np.where(valid, delta * LOG2E, 0.0), n[..., :1])
-    p, pi = w.p, w.pi
+    if path == "paged_prefill":
+        p, pi = prefill_weight_errors(logits2, np.where(valid, delta, 0.0), n, dtype)
+    else:
+        w = weight_errors(logits2, np.where(valid, delta * LOG2E, 0.0), n[..., :1])
+        p, pi = w.p, w.pi
     pg = p.reshape(new, kv_heads, group, length)
     spread = ((pg * pi.reshape(pg.shape)) @ v).reshape(new, heads, -1)
     a_d = (pg @ v).reshape(new, heads, -1)
@@ -185,12 +211,56 @@ def output_budget(v, logits2, delta, *, dtype: str, path: str) -> np.ndarray:
     elif path == "probs":
         e_pv = 2 * r_t + gamma(n_max, r_t) + division_rel("f32")
         flushes = 2 * n_max + 4
+    elif path == "paged_prefill":
+        steps = math.ceil(n_max / PAGED_PREFILL_KEY_STEP)
+        e_pv = r_t + gamma(PAGED_PREFILL_KEY_STEP, r_t) + 2 * r_t * steps
+        flushes = 2 * n_max + 2 * steps + 4
+        tiny = (valid & (p * (1.0 + pi) <= 2 * smallest_normal(dtype))).astype(np.float64)
+        spread = spread + 2 * smallest_normal(dtype) * (tiny.reshape(pg.shape) @ v).reshape(new, heads, -1)
     else:
         steps = math.ceil(n_max / FLASH_KEY_STEP)
         e_pv = r_t + gamma(FLASH_KEY_STEP, r_t) + 2 * r_t * steps + division_rel("f32")
         flushes = 2 * n_max + 2 * steps + 4
     budget = spread + _second_order(e_pv) * a_d
     return budget + flushes * smallest_normal(dtype) + (2 * n_max + 4) * smallest_normal("f32")
+
+
+def prefill_weight_errors(logits2, delta, n, dtype: str):
+    """(p, pi) [S, N, L] of FlashAttentionPagedPrefill: the exact weights p_j and a bound pi_j on
+    the relative error of the weight the program multiplies v_j by, from the exact base-2 logits2
+    (-inf where masked), the score errors delta (natural units, score_errors' `paged_prefill`) and
+    the visible keys per row n [S, N].
+
+    Per step of 32 keys the program takes the step's max in t (exact: a max of stored scores),
+    e_j = fl_t(exp(f32(s_j) - f32(m))) (the subtraction r|x_j|, exp's exp_rel(x_j), the rounding
+    to t: kappa_j = exp_rel(x_j) + r|x_j| + r_t, x_j natural, exp2's bound at the base-2 argument
+    covering exp's as in output_budget), the correction c = fl_t(exp(m_old - m_new)) (over the
+    logit range R: exp_rel(R) + r R + r_t) and dleft = d c (r_t), d = dleft + Σ e_j (33 terms in t:
+    gamma_33(r_t)), p_j = e_j / d and ratio = dleft / d (two divisions in t, division_rel(t) each).
+    A weight of step s reaches the output as (e_j / d_s) Π_{s' > s} ratio_{s'}: the running
+    denominators cancel between one step's quotient and the next's ratio, so each step adds only
+    its own roundings, chain = ceil(n/32) (exp_rel(R) + r R + 2 r_t + gamma_33(r_t) + 2
+    division_rel(t)); the denominator's terms add the weighted means of kappa and delta (as
+    verify.budgets.attention.weight_errors), and the score errors shift the exponents by delta_j:
+    pi_j = kappa_j + Σ p kappa + delta_j + Σ p delta + chain, to second order. Flushes (an e_j
+    or a quotient below N_t) are output_budget's. Valid while the denominators stay inside
+    division's accuracy range (below 2^14 = 16384 keys in f16)."""
+    r, r_t = rounding_rel("f32"), rounding_rel(dtype)
+    valid = np.isfinite(logits2)
+    m = np.max(np.where(valid, logits2, -np.inf), axis=-1, initial=-np.inf)
+    nonempty = np.isfinite(m)
+    m_safe = np.where(nonempty, m, 0.0)
+    x = np.where(valid, logits2 - m_safe[..., None], 0.0)  # base 2, <= 0
+    w = np.where(valid, np.exp2(x), 0.0)
+    p = w / np.where(nonempty, w.sum(-1), 1.0)[..., None]
+    kappa = np.where(valid, exp2_rel(x) + LN2 * r * np.abs(x) + r_t, 0.0)
+    logit_range = np.where(nonempty, m - np.min(np.where(valid, logits2, np.inf), axis=-1, initial=np.inf), 0.0)
+    steps = np.ceil(np.maximum(n, 1.0) / PAGED_PREFILL_KEY_STEP)
+    chain = steps * (exp2_rel(logit_range) + LN2 * r * logit_range + 2 * r_t
+                     + gamma(PAGED_PREFILL_KEY_STEP + 1, r_t) + 2 * division_rel(dtype))
+    delta = np.where(valid, delta, 0.0)
+    pi = kappa + (p * kappa).sum(-1)[..., None] + delta + (p * delta).sum(-1)[..., None] + chain[..., None]
+    return p, np.where(valid, _second_order(pi), 0.0)
 
 
 def tile_state_budget(tiles, shape, dtype: str, *, scale: float, softcap: float = 0.0):
@@ -273,5 +343,5 @@ def cache_budget(e_k, dtype: str) -> np.ndarray:
     return np.asarray(e_k, np.float64)
 
 
-__all__ = ["PATHS", "cache_budget", "output_budget", "reduce_budget", "rotation_error", "score_errors",
-           "softcap_errors", "tile_state_budget"]
+__all__ = ["PATHS", "cache_budget", "output_budget", "prefill_weight_errors", "reduce_budget", "rotation_error",
+           "score_errors", "softcap_errors", "tile_state_budget"]

@@ -14,11 +14,12 @@ through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses
 kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
 (§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run.
 Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
-folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.5
-(`ort.attention.copy_kv_cache`) and §18.6 (`ort.attention.decode_qkv`). `ort.gqa` and
-`ort.paged_attention` run an ORT session in Node, whose WebGPU calls the recording device never
-sees, so §18.3 (which also shows in §18.2's folder on 4-lane subgroups) and §18.4 are reproduced
-by their `verify check` commands and strict-xfail tests instead (docs/findings.md "Reproductions").
+folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.4
+(`ort.attention.paged_prefill`), §18.5 (`ort.attention.copy_kv_cache`) and §18.6
+(`ort.attention.decode_qkv`). `ort.gqa` and `ort.paged_attention` run an ORT session in Node, whose
+WebGPU calls the recording device never sees, so §18.3 (which also shows in §18.2's folder on 4-lane
+subgroups) is reproduced by its `verify check` command at width 4 and a strict-xfail test
+(docs/findings.md "Reproductions").
 """
 
 from __future__ import annotations
@@ -263,6 +264,24 @@ def with_zeroed_scores(wgsl: str) -> str:
     if sorted(_FLASH_SCORES.findall(wgsl)) != [(f"qk_{n}", "vec4<qk_precision>") for n in range(1, 5)]:
         raise UsageError("ORT's FlashAttention WGSL declares not qk_1..qk_4 once each without initializer")
     return _FLASH_SCORES.sub(r"var \1 = \2(0);", wgsl)
+
+
+#: ORT's paged prefill program's score: declared in the model's type, summed over the head's vec4 dots.
+_PREFILL_SCORE = ("      var score = q_element_t(0);\n"
+                  "      for (var i = 0u; i < head_size_vec; i++) {\n"
+                  "        score += dot(q_tile[i], k_tile[k][i]);\n"
+                  "      }\n"
+                  "      qk_scores[k] = select(min_value, score, ")
+
+
+def with_f32_scores(wgsl: str) -> str:
+    """ORT's FlashAttentionPagedPrefill with its q.k sum kept in f32 (each vec4 dot taken in f32)
+    and rounded to the model's type once, when stored: a partial sum past 65504 stays finite."""
+    if wgsl.count(_PREFILL_SCORE) != 1:
+        raise UsageError("ORT's FlashAttentionPagedPrefill WGSL has no single q.k sum in q_element_t to widen")
+    return wgsl.replace(_PREFILL_SCORE, _PREFILL_SCORE.replace("var score = q_element_t(0);", "var score = f32(0);")
+                        .replace("dot(q_tile[i], k_tile[k][i])", "dot(vec4<f32>(q_tile[i]), vec4<f32>(k_tile[k][i]))")
+                        .replace("select(min_value, score, ", "select(min_value, q_element_t(score), "))
 
 
 #: ORT's decode QKV program's workgroup arrays it adds onto without writing first.
@@ -688,7 +707,31 @@ FINDINGS = (
                "the finding.",),
         sanitize=True, fix=with_copy_below_total,
         fix_text="the copy of a new token guarded to rows below the sequence's own total "
-                 "(`sequence_id < total_seq_length`), zeros written past it"))
+                 "(`sequence_id < total_seq_length`), zeros written past it"),
+    Finding(
+        "ort-paged-prefill-f16-scores", "§18.4", "ort.attention.paged_prefill", "large_scores",
+        dict(head_size=64, num_heads=4, kv_num_heads=1, block_size=32),
+        "FlashAttentionPagedPrefill sums q.k in f16: a partial sum past 65504 is Inf and the sequence's outputs NaN",
+        ("PagedAttention's prefill program (`FlashAttentionPagedPrefill`, flash_attention.cc; 32 new tokens or more "
+         "in blocks larger than 16, no head sink, no local window) keeps each score in the model's type: "
+         "`var score = q_element_t(0);` and `score += dot(q_tile[i], k_tile[k][i]);` over the head's vec4s, f16 for "
+         "an f16 model (PagedAttention takes f16 only). When the partial sums of q.k pass 65504 the score is Inf "
+         "(or Inf - Inf = NaN) although q.k itself is small, and the online softmax turns it into NaN for every "
+         "output of the sequence. Summing in f32 and rounding the score to f16 once makes it right.",
+         "The case: one sequence of 32 new tokens, no past, in one 32-token block (a second, spare block poisoned "
+         "with NaN), 4 query heads on 1 KV head, head size 64, f16; every query 135 and the first new key +135 on "
+         "its first 32 channels and -135 on the last 32, so q.k_0 = 0 exactly while its first half sums to "
+         "32 · 135 · (135/8) = 72900, past f16's 65504; the other keys and values N(0, 1). The cache holds the "
+         "new keys and values, as ScatterKVToPagedCache leaves it before this program runs. The budget is that of "
+         "the program's own f16 arithmetic, wide here (key 0's score is a sum of terms of ±2278 in f16, which may "
+         "err by thousands even where it does not overflow): what fails is the NaN, which no budget admits. With "
+         "the sum in f32 every output is finite and within 1.7e-3 of the reference (max |output| 2.9)."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        fix=with_f32_scores,
+        fix_text="the q.k sum kept in f32 (`var score = f32(0)`, each vec4 dot taken in f32) and rounded to f16 once "
+                 "when stored",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+)
 
 
 def finding_names() -> list[str]:

@@ -156,6 +156,9 @@ class Declarations:
         if kind == "call":
             callee = node.children[0].value
             args = [self.evaluate(a) for a in _arguments(node)]
+            if callee in self.aliases:  # a conversion through an alias of a scalar (ORT's q_element_t)
+                target = self.resolve(self.aliases[callee])
+                callee = target.name if isinstance(target, Scalar) else callee
             if callee in ("u32", "i32") and len(args) == 1:
                 return int(args[0]) & 0xFFFFFFFF if callee == "u32" else int(args[0])
             if callee in ("f32", "f16") and len(args) == 1:

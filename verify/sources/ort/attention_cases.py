@@ -56,8 +56,9 @@ def paged_path(local_window_size: int, max_new: int, block_size: int, head_sink:
     return "paged_prefill" if max_new >= SPLIT_REDUCE_BELOW else "split"
 
 
-#: The budget's arithmetic for each path (verify.budgets.ort_attention.PATHS).
-BUDGET_PATH = {"split": "split", "probs": "probs", "flash": "flash", "paged_prefill": "flash"}
+#: The budget's arithmetic for each path (verify.budgets.ort_attention.PATHS): FlashAttentionPagedPrefill
+#: sums q.k and runs its softmax in the model's type, not in f32 as FlashAttention does.
+BUDGET_PATH = {"split": "split", "probs": "probs", "flash": "flash", "paged_prefill": "paged_prefill"}
 
 
 class OrtDispatchRuleError(RuntimeError):
@@ -157,15 +158,24 @@ def gqa_cases(draw, config: dict, new_tokens=None) -> Case:
 
 
 @st.composite
-def paged_cases(draw, config: dict, new_tokens=None) -> Case:
+def paged_cases(draw, config: dict, sequences=None, new_tokens=None, shared_new_tokens=None) -> Case:
     """PagedAttention cases: 1-3 sequences (decode and prefill; flash: one), each with its own
     cached and new lengths, its blocks drawn from a shuffled pool whose spare blocks, and the
-    unused slots of the last block of each sequence, are poisoned with NaN. `new_tokens` (a
-    strategy, drawn once per sequence) replaces the phase's new-token counts."""
+    unused slots of the last block of each sequence, are poisoned with NaN. `sequences` (a
+    strategy) replaces the batch size; `new_tokens` (a strategy, drawn once per sequence)
+    replaces the phase's new-token counts; `shared_new_tokens` (a strategy) draws one count that
+    every sequence shares: the query layout ORT's FlashAttentionPagedPrefill reads without
+    unpacking it first (verify.sources.ort.attention_paged_prefill)."""
     t = numpy_dtype(config["dtype"])
     bs = config["block_size"]
-    batch = draw(st.integers(1, 3)) if config["phase"] != "flash" else 1
-    news = [draw(new_tokens if new_tokens is not None else _new_tokens(config["phase"])) for _ in range(batch)]
+    if sequences is not None:
+        batch = draw(sequences)
+    else:
+        batch = draw(st.integers(1, 3)) if config["phase"] != "flash" else 1
+    if shared_new_tokens is not None:
+        news = [draw(shared_new_tokens)] * batch
+    else:
+        news = [draw(new_tokens if new_tokens is not None else _new_tokens(config["phase"])) for _ in range(batch)]
     past = [draw(_past_lengths(config["max_past"])) for _ in range(batch)]
     past = [max(p, _min_total(config) - s) for p, s in zip(past, news)]
     totals = [p + s for p, s in zip(past, news)]
