@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from verify.cases.case import Case
-from verify.cases.values import make_values, seeds, value_kinds
+from verify.cases.values import _normal_table, make_values, seeds, value_kinds
 from verify.kernels.attention.rope_cases import max_position, rope_bases
 from verify.kernels.attention.sizes import SIZES
 from verify.profiles import Profile
@@ -109,50 +109,118 @@ def context_lengths(limits: DecodeLimits):
     )
 
 
-def _decode_values(rng, kind, q_shape, kv_shape, dtype, sm_scale, lengths=None):
-    """q [B, Hq, D] and per-row K, V [B, Hkv, L, D] (logical rows, before paging).
+VALUE_KINDS_SET = frozenset(("normal", "uniform", "large", "tiny", "spiky"))
 
-    Only the rows a sequence attends (`lengths`, default all) are drawn; rows past them are left
-    unset, since nothing reads them (build_paged_cache scatters rows [0, length) only): a nightly
-    batch of eight sequences of up to 8192 rows then draws what it uses, not eight times the longest.
-    """
-    batch, kv_heads, rows, dim = kv_shape
-    lengths = np.full(batch, rows) if lengths is None else np.asarray(lengths)
-    q = (make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET
-         else rng.standard_normal(q_shape, dtype=np.float32))
-    k, v = np.empty(kv_shape, dtype), np.empty(kv_shape, dtype)
+
+@dataclass(frozen=True)
+class PageLayout:
+    """Where a batch's logical rows live in a shuffled page pool, as TVM's runtime lays it out.
+
+    Sequence b occupies slots 0 .. slots[b]-1 of its logical pages page_indptr[b] ..; with a
+    sliding window, rows below its sink size sit in the first slots and row r >= sink at slot
+    r - sink + offset (the slots between are stale). `row` [P, page_size] is the logical row each
+    physical slot holds, -1 for a stale or unused slot and every slot of a spare page; `sequence`
+    [P] owns each physical page, -1 for a spare."""
+
+    page_indptr: np.ndarray
+    page_values: np.ndarray
+    length_info: np.ndarray
+    row: np.ndarray
+    sequence: np.ndarray
+
+    @property
+    def num_pages(self) -> int:
+        return self.sequence.size
+
+
+def page_layout(rng, lengths, page_size, *, sliding=None, spare_pages=0) -> PageLayout:
+    """The layout build_paged_cache scatters rows into (same slots, pages shuffled by rng, spare
+    pages at random places in the pool), computed without any row data."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    batch = lengths.size
+    offset, sink = sliding if sliding is not None else (np.zeros(batch, np.int64), np.zeros(batch, np.int64))
+    slots = np.where(lengths > 0, offset + lengths - sink, 0)
+    pages_per_seq = -(-slots // page_size)
+    total = int(pages_per_seq.sum())
+    num_pages = total + spare_pages
+    physical = rng.permutation(num_pages)[:total]
+    indptr = np.concatenate([[0], np.cumsum(pages_per_seq)]).astype(np.int64)
+    owner = np.repeat(np.arange(batch), pages_per_seq)  # [total] the sequence of each logical page
+    slot = (np.arange(total) - indptr[owner])[:, None] * page_size + np.arange(page_size)  # [total, page_size]
+    sink_, offset_ = sink[owner][:, None], offset[owner][:, None]
+    held = (slot < slots[owner][:, None]) & ((slot < sink_) | (slot >= offset_))
+    row = np.full((num_pages, page_size), -1, np.int64)
+    row[physical] = np.where(held, np.where(slot < sink_, slot, slot - offset_ + sink_), -1)
+    sequence = np.full(num_pages, -1, np.int64)
+    sequence[physical] = owner
+    last_page_len = np.where(slots > 0, (slots - 1) % page_size + 1, 0).astype(np.int32)
+    length_info = np.stack([last_page_len, offset, sink]).astype(np.int32) if sliding is not None else last_page_len
+    return PageLayout(indptr.astype(np.int32), physical.astype(np.int32), length_info, row, sequence)
+
+
+def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype, sm_scale, *, sliding=None,
+                        spare_pages=0):
+    """q [B, Hq, D] and a paged cache of `kind` (DECODE_VALUE_KINDS): (q, pages, page_indptr,
+    page_values, length_info), as build_paged_cache lays the rows out.
+
+    The values are drawn straight into the page pool, in its shuffled order, and then every slot
+    nothing attends (the tails of last pages, stale window slots, spare pages) is set to POISON:
+    no logical [B, Hkv, Lmax, D] rows to draw, pad and scatter, and only the attended rows are
+    drawn (a nightly batch of eight sequences of up to 8192 rows draws what it uses). The
+    value kinds draw i.i.d. values (make_values), which any order of the pool leaves as they
+    are; the shaped kinds compute each key from its logical row and sequence (PageLayout.row)."""
+    layout = page_layout(rng, lengths, page_size, sliding=sliding, spare_pages=spare_pages)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    batch, _, dim = q_shape
+    shape = (layout.num_pages, 2, kv_heads, page_size, dim)
+    q = make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET else _normal(rng, q_shape, dtype)
+    if kind in VALUE_KINDS_SET:
+        pages = make_values(rng, kind, shape, dtype)
+    else:
+        pages = np.empty(shape, dtype)
+        pages[:, 1] = make_values(rng, "normal", (shape[0],) + shape[2:], dtype)
+        q, keys = _shaped_keys(rng, kind, q, layout, lengths, (shape[0],) + shape[2:], dtype, sm_scale)
+        pages[:, 0] = keys
+    np.moveaxis(pages, 3, 1)[layout.row < 0] = POISON  # [P, page_size, 2, Hkv, D] view
+    return np.asarray(q).astype(dtype), pages, layout.page_indptr, layout.page_values, layout.length_info
+
+
+def _normal(rng, shape, dtype) -> np.ndarray:
+    """N(0,1) in float32 to compute with: f16's table quantiles for f16 storage, else numpy's."""
+    if np.dtype(dtype) == np.float16:
+        return _normal_table()[rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)]
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
+def _shaped_keys(rng, kind, q, layout: PageLayout, lengths, k_shape, dtype, sm_scale):
+    """(q, K [P, Hkv, page_size, D] float32) of a shaped kind, keys at their layout places."""
+    pages, kv_heads, page_size, dim = k_shape
+    batch = lengths.size
     if kind == "far_negative":
         # q = a, k = -a(1 + e), e in [0, 1/2): logits2 = -a^2 (1 + e) D sm_scale log2(e)
         dim_scale = dim * sm_scale / np.log(2.0)
         amplitude = np.sqrt(-FAR_NEGATIVE_LOGIT / dim_scale / 1.25)
-        q = np.full(q_shape, amplitude)
+        return (np.full(q.shape, amplitude),
+                np.float32(-amplitude) * (1 + np.float32(0.5) * rng.random(k_shape, dtype=np.float32)))
     direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
     direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
-    for b, n in enumerate(lengths):
-        shape = (kv_heads, int(n), dim)
-        if kind in VALUE_KINDS_SET:
-            k[b, :, :n], v[b, :, :n] = make_values(rng, kind, shape, dtype), make_values(rng, kind, shape, dtype)
-            continue
-        v[b, :, :n] = rng.standard_normal(shape, dtype=np.float32)
-        noise = rng.standard_normal(shape, dtype=np.float32)
-        if kind == "equal_logits":
-            k[b, :, :n] = rng.standard_normal((kv_heads, 1, dim)) + 1e-3 * noise
-        elif kind == "rising":
-            ramp = np.linspace(-4.0, 4.0, max(int(n), 1))[None, :, None]
-            k[b, :, :n] = direction[b][:, None, :] * ramp * np.sqrt(dim) + 0.1 * noise
-        elif kind == "far_negative":
-            k[b, :, :n] = -amplitude * (1.0 + 0.5 * rng.random(shape, dtype=np.float32))
-        elif kind == "peaked":
-            peaked = 0.3 * noise
+    owner = np.maximum(layout.sequence, 0)  # spare pages borrow sequence 0's shape; they are poisoned
+    noise = _normal(rng, k_shape, dtype)
+    if kind == "equal_logits":
+        base = rng.standard_normal((batch, kv_heads, dim)).astype(np.float32)
+        return q, base[owner][:, :, None, :] + np.float32(1e-3) * noise
+    if kind == "rising":
+        n = lengths[owner][:, None]  # keys rise linearly over each sequence's rows, -4 .. 4
+        ramp = np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0) * np.sqrt(dim)
+        return q, direction[owner][:, :, None, :] * ramp.astype(np.float32)[:, None, :, None] + np.float32(0.1) * noise
+    if kind == "peaked":
+        keys = np.float32(0.3) * noise
+        for b, n in enumerate(lengths):  # one key per sequence dominates
             if n:
-                peaked[:, rng.integers(0, n)] += direction[b] * 3.0 * np.sqrt(dim)
-            k[b, :, :n] = peaked
-        else:
-            raise ValueError(f"unknown decode value kind {kind!r}")
-    return np.asarray(q).astype(dtype), k, v
-
-
-VALUE_KINDS_SET = frozenset(("normal", "uniform", "large", "tiny", "spiky"))
+                page, slot = np.nonzero((layout.sequence[:, None] == b) & (layout.row == rng.integers(0, n)))
+                keys[page[0], :, slot[0]] += direction[b] * np.float32(3.0 * np.sqrt(dim))
+        return q, keys
+    raise ValueError(f"unknown decode value kind {kind!r}")
 
 
 def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, spare_pages=0):
@@ -208,11 +276,9 @@ def decode_cases(draw, config: dict, profile: Profile | str, llama3=None):
     rng = np.random.default_rng(seed)
     dtype = np.float16 if config["dtype"] == "f16" else np.float32
     max_len = int(lengths.max(initial=0))
-    q, k_rows, v_rows = _decode_values(rng, kind, (batch, config["qo_heads"], config["head_dim"]),
-                                       (batch, config["kv_heads"], max_len, config["head_dim"]), dtype, sm_scale,
-                                       lengths)
-    pages, indptr, values, length_info = build_paged_cache(rng, k_rows, v_rows, lengths, config["page_size"],
-                                                           sliding=sliding, spare_pages=spare)
+    q, pages, indptr, values, length_info = paged_decode_values(
+        rng, kind, (batch, config["qo_heads"], config["head_dim"]), config["kv_heads"], lengths,
+        config["page_size"], dtype, sm_scale, sliding=sliding, spare_pages=spare)
     # Keys at k_offset .. k_offset + L - 1 and the query at most one past them, all <= max_position.
     top = max_position(llama3) + 1 - max_len
     k_offset = rng.integers(0, top, size=batch) if rotary_mode else np.zeros(batch, np.int64)

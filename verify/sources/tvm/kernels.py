@@ -30,8 +30,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from references.decode import LOG2E
 from verify.budgets.expected import Expected
-from verify.budgets.roundoff import ulp
+from verify.budgets.roundoff import gamma, ulp, unit_roundoff
 from verify.errors import FailureKind, UsageError
 from verify.gpu import InOut, Output
 from verify.gpu.uniforms import pack_struct
@@ -46,6 +47,7 @@ from verify.kernels.attention.common import (
     STORAGE,
 )
 from verify.kernels.attention.decode_common import DecodeKernel
+from verify.kernels.attention.fastpath import leading_rows
 from verify.kernels.attention.merge_state import MergeState
 from verify.kernels.attention.rope_variant import (
     LLAMA_3_1,
@@ -276,7 +278,13 @@ class TvmDecode(DecodeKernel):
         return ("grid packed into z" if packed else "grid direct", ArgumentLayout.of(case.params).launch_path)
 
     def within_floor(self, config, case) -> bool:
-        """Every non-empty (sequence, head) has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN."""
+        """Every non-empty (sequence, head) has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN.
+
+        The cases filter on this as they are drawn, so it is first asked of each sequence's first
+        page of rows (leading_within_floor), which settles nearly every case; only a case it
+        leaves open costs the whole reference here (remembered: the check reads it again)."""
+        if leading_within_floor(self.decode_inputs(config, case)):
+            return True
         largest = self.evaluation(config, case).logits2.max(axis=-1, initial=-np.inf)
         return bool(np.all(np.isneginf(largest) | (largest > EMPTY_MAX + FLOOR_MARGIN)))
 
@@ -331,6 +339,30 @@ def below_floor(config: dict, case, depth: float):
     pages[:, 0] = np.where(np.isnan(keys), np.nan, -amplitude * stretch).astype(dtype)
     q = np.full(case["q"].shape, amplitude, dtype=dtype)
     return case.replace({"q": q, "pages": pages}, rotary_mode=0, values="below_floor", floor_depth=float(depth))
+
+
+def leading_within_floor(inputs) -> bool:
+    """True when the first page of attended rows of every non-empty sequence already holds, for
+    every head, a base-2 logit above EMPTY_MAX + FLOOR_MARGIN: then so does the whole case (the
+    largest logit is at least that one); False leaves the question to the full reference.
+
+    Those rows' logits come from the reference itself on the rows alone (leading_rows), which
+    may sum the D terms of a logit in another order than the full case's product: each sum is
+    within gamma_D S of the exact one, S = sum_d |q_d k_d| over the rotated, rounded q and k the
+    reference multiplies (Higham, Accuracy and Stability, (3.5)), and the scaling by
+    c = sm_scale log2(e) rounds each once more, so the two logits differ by less than
+    2 gamma_{D+1} c S. A logit counts only when above the bound by twice that (covering the
+    rounding of S as computed here) plus 1 (far above the rounding of this comparison).
+    """
+    rows = leading_rows(inputs, inputs.page_size)
+    result = rows.reference()
+    batch, qo_heads, dim = result.q.shape
+    kv_heads = result.k.shape[1]
+    magnitude = np.abs(result.q).reshape(batch, kv_heads, -1, dim) @ np.abs(result.k).transpose(0, 1, 3, 2)
+    slack = 4 * gamma(dim + 1, unit_roundoff("f64")) * abs(inputs.sm_scale) * LOG2E * magnitude
+    with np.errstate(invalid="ignore"):
+        largest = np.max(result.logits2 - slack.reshape(result.logits2.shape), axis=-1, initial=-np.inf)
+    return bool(np.all((result.length == 0)[:, None] | (largest > EMPTY_MAX + FLOOR_MARGIN + 1.0)))
 
 
 class TvmDecodeSlidingWindow(TvmDecode):
