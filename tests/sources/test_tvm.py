@@ -336,6 +336,42 @@ def test_tvm_merge_state_matches_the_reference(webgpu_device):
     assert record["verdict"] == "pass", record["reason"]
 
 
+@pytest.mark.parametrize("name", ["tvm.decode", "tvm.decode_sliding_window"])
+def test_the_floor_filter_asks_the_first_page_and_keeps_the_full_answer(name):
+    """within_floor settles a drawn case on each sequence's first page of rows
+    (leading_within_floor) only where the whole reference agrees, and that first question settles
+    every in-floor case of the kinds whose logits stay small (so the reference of the whole case
+    is not computed while the case is drawn); far_negative cases (all logits near -7e4) and
+    some large ones (a few keys, all with logits far below) are still kept out."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from verify.kernels.attention.decode_common import DecodeKernel
+    from verify.sources.tvm.kernels import FLOOR_MARGIN, leading_within_floor
+
+    kernel = get_kernel(name)
+    config = kernel.config({"head_dim": 64, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})
+    seen = {}
+
+    @settings(max_examples=150, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @seed(4)
+    @given(DecodeKernel.cases(kernel, config, "ci"))
+    def judge(case):
+        first = leading_within_floor(kernel.decode_inputs(config, case))
+        largest = kernel.evaluation(config, case).logits2.max(axis=-1, initial=-np.inf)
+        whole = bool(np.all(np.isneginf(largest) | (largest > EMPTY_MAX + FLOOR_MARGIN)))
+        assert whole or not first, case.summary()
+        assert kernel.within_floor(config, case) == whole
+        kind = case.params["values"]
+        seen.setdefault(kind, set()).add((first, whole))
+        if kind in ("normal", "uniform", "spiky", "equal_logits", "rising", "peaked"):
+            assert first, case.summary()
+
+    judge()
+    assert seen["far_negative"] == {(False, False)}
+    assert (False, False) in seen["large"] and (True, True) in seen["large"], seen
+
+
 @pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(
