@@ -3,9 +3,13 @@ structure plus numpy building the arrays, with no kernel run and no reference.
 
 For each kernel's first gate config, N cases are drawn the way a check draws them (`@given` with
 the profile's settings, targeting off, no shrinking) and the wall time per case is reported, with
-the mean array bytes of a case (what the GPU upload then moves).
+the mean array bytes of a case (what the GPU upload then moves). One case of each kernel is drawn
+untimed first: what a process does once (value tables, imports) is no case's cost.
 
     python benchmarks/bench_cases.py --profile nightly --cases 40 [--kernels decode.tiled,dp4a.matmul] [--out FILE]
+
+Timings on a shared machine move with its load: compare two versions by alternating their runs
+(PYTHONPATH picks the version) in the same minutes.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def main() -> None:
     for name in args.kernels.split(","):
         kernel = get_kernel(name)
         config = kernel.gate_configs(profile)[0]
+        draw_times(kernel.cases(config, profile), 1)
         times, sizes = draw_times(kernel.cases(config, profile), args.cases)
         row = {"kernel": name, "config": config, "cases": len(times),
                "ms_per_case_median": round(statistics.median(times) * 1e3, 2),

@@ -155,6 +155,23 @@ def test_leading_rows_are_the_first_rows_of_the_full_reference(name, data, count
         assert (np.abs(part.logits2[b, :, :n] - full.logits2[b, :, :n]) <= bound).all()
 
 
+@pytest.mark.parametrize("name", ["mqa-f32", "llama3.2-1b-window"])
+@settings(max_examples=20)
+@given(data=st.data())
+def test_key_ranges_are_the_extremes_of_the_attended_keys(name, data):
+    config = CONFIGS[name]
+    case = draw_case(data, config)
+    hi, lo = fast.key_ranges(KERNEL.decode_inputs(config, case))
+    k, _, length = gather_kv(case["pages"], case["page_indptr"], case["page_values"], case["length_info"],
+                             config["page_size"], bool(config["sliding_window"]))
+    for b, n in enumerate(length):
+        if n:
+            np.testing.assert_array_equal(hi[b], k[b, :, :n].max(axis=1))
+            np.testing.assert_array_equal(lo[b], k[b, :, :n].min(axis=1))
+        else:
+            assert np.isneginf(hi[b]).all() and np.isposinf(lo[b]).all()
+
+
 def test_fast_decode_handles_empty_contexts_and_a_single_row():
     config = CONFIGS["llama3.2-3b"]
     for lengths in ([0], [0, 0, 0], [1], [0, 1, 0, 17], [16, 0, 33]):

@@ -158,6 +158,11 @@ def page_layout(rng, lengths, page_size, *, sliding=None, spare_pages=0) -> Page
     return PageLayout(indptr.astype(np.int32), physical.astype(np.int32), length_info, row, sequence)
 
 
+#: Rows of D values (one kv head's key or value in one slot) a decode case draws fresh; a larger
+#: case picks its rows from this many fresh ones (paged_decode_values).
+FRESH_ROWS = 8192
+
+
 def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype, sm_scale, *, sliding=None,
                         spare_pages=0):
     """q [B, Hq, D] and a paged cache of `kind` (DECODE_VALUE_KINDS): (q, pages, page_indptr,
@@ -165,24 +170,40 @@ def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype,
 
     The values are drawn straight into the page pool, in its shuffled order, and then every slot
     nothing attends (the tails of last pages, stale window slots, spare pages) is set to POISON:
-    no logical [B, Hkv, Lmax, D] rows to draw, pad and scatter, and only the attended rows are
-    drawn (a nightly batch of eight sequences of up to 8192 rows draws what it uses). The
-    value kinds draw i.i.d. values (make_values), which any order of the pool leaves as they
-    are; the shaped kinds compute each key from its logical row and sequence (PageLayout.row)."""
+    no logical [B, Hkv, Lmax, D] rows to draw, pad and scatter. The value kinds and the keys of
+    far_negative and peaked are i.i.d. rows, which any order of the pool leaves as they are;
+    equal_logits and rising compute each key from its sequence and logical row (PageLayout.row).
+
+    A case of up to FRESH_ROWS rows (every ci case) draws every value fresh. A larger one (the
+    nightly's: eight sequences of up to 8192 rows hold up to 2^20 rows of D values) draws
+    FRESH_ROWS fresh rows of each i.i.d. kind and fills every slot with one picked at random
+    (equal_logits: FRESH_ROWS per batch, split among its (sequence, head) pairs; rising: fresh
+    noise rows). Each value keeps its kind's distribution; a kernel that reads another row
+    than the one it should meets the same values with probability 1/FRESH_ROWS, a wrong page
+    (16 rows) with 1/FRESH_ROWS^16; and a slot costs one copy of D values instead of D draws
+    and table reads, which made drawing a nightly case cost several times its reference."""
     layout = page_layout(rng, lengths, page_size, sliding=sliding, spare_pages=spare_pages)
     lengths = np.asarray(lengths, dtype=np.int64)
-    batch, _, dim = q_shape
+    dim = q_shape[2]
     shape = (layout.num_pages, 2, kv_heads, page_size, dim)
     q = make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET else _normal(rng, q_shape, dtype)
     if kind in VALUE_KINDS_SET:
-        pages = make_values(rng, kind, shape, dtype)
+        pages = _rows(rng, lambda n: make_values(rng, kind, (n, dim), dtype), shape)
     else:
-        pages = np.empty(shape, dtype)
-        pages[:, 1] = make_values(rng, "normal", (shape[0],) + shape[2:], dtype)
+        pages = _rows(rng, lambda n: make_values(rng, "normal", (n, dim), dtype), shape)
         q, keys = _shaped_keys(rng, kind, q, layout, lengths, (shape[0],) + shape[2:], dtype, sm_scale)
         pages[:, 0] = keys
     np.moveaxis(pages, 3, 1)[layout.row < 0] = POISON  # [P, page_size, 2, Hkv, D] view
     return np.asarray(q).astype(dtype), pages, layout.page_indptr, layout.page_values, layout.length_info
+
+
+def _rows(rng, make, shape) -> np.ndarray:
+    """An array of `shape` whose rows (last axis) are make(n) [n, D]'s: all fresh up to
+    FRESH_ROWS rows, else each picked at random from FRESH_ROWS fresh ones."""
+    rows = int(np.prod(shape[:-1]))
+    if rows <= FRESH_ROWS:
+        return make(rows).reshape(shape)
+    return make(FRESH_ROWS)[rng.integers(0, FRESH_ROWS, size=rows)].reshape(shape)
 
 
 def _normal(rng, shape, dtype) -> np.ndarray:
@@ -193,33 +214,39 @@ def _normal(rng, shape, dtype) -> np.ndarray:
 
 
 def _shaped_keys(rng, kind, q, layout: PageLayout, lengths, k_shape, dtype, sm_scale):
-    """(q, K [P, Hkv, page_size, D] float32) of a shaped kind, keys at their layout places."""
+    """(q, K [P, Hkv, page_size, D]) of a shaped kind, keys at their layout places."""
     pages, kv_heads, page_size, dim = k_shape
     batch = lengths.size
     if kind == "far_negative":
         # q = a, k = -a(1 + e), e in [0, 1/2): logits2 = -a^2 (1 + e) D sm_scale log2(e)
         dim_scale = dim * sm_scale / np.log(2.0)
         amplitude = np.sqrt(-FAR_NEGATIVE_LOGIT / dim_scale / 1.25)
-        return (np.full(q.shape, amplitude),
-                np.float32(-amplitude) * (1 + np.float32(0.5) * rng.random(k_shape, dtype=np.float32)))
+        far = lambda n: (-amplitude * (1 + 0.5 * rng.random((n, dim), dtype=np.float32))).astype(dtype)
+        return np.full(q.shape, amplitude), _rows(rng, far, k_shape)
     direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
     direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
     owner = np.maximum(layout.sequence, 0)  # spare pages borrow sequence 0's shape; they are poisoned
-    noise = _normal(rng, k_shape, dtype)
-    if kind == "equal_logits":
-        base = rng.standard_normal((batch, kv_heads, dim)).astype(np.float32)
-        return q, base[owner][:, :, None, :] + np.float32(1e-3) * noise
-    if kind == "rising":
-        n = lengths[owner][:, None]  # keys rise linearly over each sequence's rows, -4 .. 4
-        ramp = np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0) * np.sqrt(dim)
-        return q, direction[owner][:, :, None, :] * ramp.astype(np.float32)[:, None, :, None] + np.float32(0.1) * noise
     if kind == "peaked":
-        keys = np.float32(0.3) * noise
+        keys = _rows(rng, lambda n: (np.float32(0.3) * _normal(rng, (n, dim), dtype)).astype(dtype), k_shape)
         for b, n in enumerate(lengths):  # one key per sequence dominates
             if n:
                 page, slot = np.nonzero((layout.sequence[:, None] == b) & (layout.row == rng.integers(0, n)))
-                keys[page[0], :, slot[0]] += direction[b] * np.float32(3.0 * np.sqrt(dim))
+                peak = keys[page[0], :, slot[0]].astype(np.float32) + direction[b] * np.float32(3.0 * np.sqrt(dim))
+                keys[page[0], :, slot[0]] = peak.astype(dtype)
         return q, keys
+    if kind == "equal_logits":
+        base = rng.standard_normal((batch, kv_heads, 1, dim)).astype(np.float32)
+        if pages * kv_heads * page_size <= FRESH_ROWS:
+            return q, base[owner] + np.float32(1e-3) * _normal(rng, k_shape, dtype)
+        each = max(1, FRESH_ROWS // (batch * kv_heads))  # fresh rows per (sequence, head)
+        fresh = (base + np.float32(1e-3) * _normal(rng, (batch, kv_heads, each, dim), dtype)).astype(dtype)
+        pick = (owner[:, None, None] * kv_heads + np.arange(kv_heads)[:, None]) * each
+        return q, fresh.reshape(-1, dim)[pick + rng.integers(0, each, size=(pages, kv_heads, page_size))]
+    if kind == "rising":
+        n = lengths[owner][:, None]  # keys rise linearly over each sequence's rows, -4 .. 4
+        ramp = np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0) * np.sqrt(dim)
+        noise = _rows(rng, lambda n: _normal(rng, (n, dim), dtype), k_shape)
+        return q, direction[owner][:, :, None, :] * ramp.astype(np.float32)[:, None, :, None] + np.float32(0.1) * noise
     raise ValueError(f"unknown decode value kind {kind!r}")
 
 

@@ -162,6 +162,20 @@ def leading_rows(x: DecodeInputs, count: int) -> DecodeInputs:
                                length_info=keep.astype(np.int32), sliding_window=False)
 
 
+def key_ranges(x: DecodeInputs) -> tuple[np.ndarray, np.ndarray]:
+    """(largest, smallest) stored key of each (sequence, kv head, dim) over the attended rows,
+    float64 [B, Hkv, D] (-inf, +inf for an empty sequence): bounds on every logit of a case
+    without rotation, sum_d max(q_d hi_d, q_d lo_d) >= q . k_j, from one pass over the keys."""
+    rows = _rows(x)
+    keys, _ = _gather(x, rows)  # [Hkv, T, D] as stored
+    batch, kv_heads, dim = rows.length.size, keys.shape[0], keys.shape[2]
+    hi, lo = np.full((batch, kv_heads, dim), -np.inf), np.full((batch, kv_heads, dim), np.inf)
+    for b in np.flatnonzero(rows.length):
+        part = keys[:, rows.span(b)]
+        hi[b], lo[b] = part.max(axis=1), part.min(axis=1)
+    return hi, lo
+
+
 # -- the fast path -----------------------------------------------------------------------------------
 def _takes(x: DecodeInputs) -> bool:
     """Shapes and tables the fast path handles; anything else (including every input the plain

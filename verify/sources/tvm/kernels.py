@@ -47,7 +47,7 @@ from verify.kernels.attention.common import (
     STORAGE,
 )
 from verify.kernels.attention.decode_common import DecodeKernel
-from verify.kernels.attention.fastpath import leading_rows
+from verify.kernels.attention.fastpath import key_ranges, leading_rows
 from verify.kernels.attention.merge_state import MergeState
 from verify.kernels.attention.rope_variant import (
     LLAMA_3_1,
@@ -281,10 +281,15 @@ class TvmDecode(DecodeKernel):
         """Every non-empty (sequence, head) has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN.
 
         The cases filter on this as they are drawn, so it is first asked of each sequence's first
-        page of rows (leading_within_floor), which settles nearly every case; only a case it
-        leaves open costs the whole reference here (remembered: the check reads it again)."""
-        if leading_within_floor(self.decode_inputs(config, case)):
+        page of rows (leading_within_floor), which settles nearly every case in the domain, then
+        of a bound on every logit of a case without rotation (below_floor_bound: far_negative
+        cases); only a case both leave open costs the whole reference here (remembered: the
+        check reads it again)."""
+        inputs = self.decode_inputs(config, case)
+        if leading_within_floor(inputs):
             return True
+        if below_floor_bound(inputs):
+            return False
         largest = self.evaluation(config, case).logits2.max(axis=-1, initial=-np.inf)
         return bool(np.all(np.isneginf(largest) | (largest > EMPTY_MAX + FLOOR_MARGIN)))
 
@@ -363,6 +368,27 @@ def leading_within_floor(inputs) -> bool:
     with np.errstate(invalid="ignore"):
         largest = np.max(result.logits2 - slack.reshape(result.logits2.shape), axis=-1, initial=-np.inf)
     return bool(np.all((result.length == 0)[:, None] | (largest > EMPTY_MAX + FLOOR_MARGIN + 1.0)))
+
+
+def below_floor_bound(inputs) -> bool:
+    """True when, without rotation, some non-empty (sequence, head) has every base-2 logit at or
+    below EMPTY_MAX + FLOOR_MARGIN: q . k_j <= sum_d max(q_d hi_d, q_d lo_d) = U over the
+    stored keys' per-dim range (key_ranges), and the reference's logit, a float64 sum of D
+    products scaled by c = sm_scale log2(e), exceeds c q . k_j by at most gamma_{D+1} c S with
+    S = sum_d |q_d| max(|hi_d|, |lo_d|), as does U as computed here: so c U + 2 gamma_{D+1} c S
+    + 1 at or below the bound settles it. False (rotated cases included) decides nothing."""
+    if inputs.rotary_mode or not inputs.sm_scale > 0:
+        return False
+    hi, lo = key_ranges(inputs)
+    batch, qo_heads, dim = np.asarray(inputs.q).shape
+    q = np.asarray(inputs.q, np.float64).reshape(batch, hi.shape[1], -1, dim)  # [B, Hkv, G, D]
+    with np.errstate(invalid="ignore"):
+        top = np.maximum(q * hi[:, :, None], q * lo[:, :, None]).sum(-1)
+        size = (np.abs(q) * np.maximum(np.abs(hi), np.abs(lo))[:, :, None]).sum(-1)
+    c = inputs.sm_scale * LOG2E
+    bound = c * top + 2 * gamma(dim + 1, unit_roundoff("f64")) * c * size + 1.0
+    nonempty = np.isfinite(hi).all(axis=(1, 2))
+    return bool(np.any(nonempty[:, None, None] & (bound <= EMPTY_MAX + FLOOR_MARGIN)))
 
 
 class TvmDecodeSlidingWindow(TvmDecode):
