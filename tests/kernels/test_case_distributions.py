@@ -163,3 +163,21 @@ def test_f16_value_tables_are_the_f32_computation_rounded_once():
 def _f16_values_share_of_spikes() -> float:
     x = make_values(np.random.default_rng(5), "spiky", (400, 256), "f16").astype(np.float64)
     return float(np.mean(np.abs(x) > 0.05 * 4.5))
+
+
+def test_rows_are_fresh_up_to_fresh_rows_and_picked_from_fresh_ones_past_it():
+    """A case of up to FRESH_ROWS rows (K or V of one head in one slot) has no two rows alike; a
+    larger one picks its rows from FRESH_ROWS fresh ones, which keep their kind (spiky's 1%)."""
+    from verify.kernels.attention.cases import FRESH_ROWS, paged_decode_values
+
+    rng = np.random.default_rng(7)
+    for kind in ("normal", "rising", "equal_logits"):
+        pages = paged_decode_values(rng, kind, (1, 2, 64), 2, np.array([FRESH_ROWS // 4 - 16]), 16, np.float16,
+                                    0.125)[1]
+        rows = pages.reshape(-1, 64)
+        rows = rows[np.isfinite(rows).all(axis=1)]
+        assert rows.shape[0] > FRESH_ROWS // 2 and np.unique(rows, axis=0).shape[0] == rows.shape[0], kind
+    pages = paged_decode_values(rng, "spiky", (1, 2, 64), 2, np.array([4 * FRESH_ROWS]), 16, np.float16, 0.125)[1]
+    rows = pages.reshape(-1, 64)
+    assert FRESH_ROWS // 2 < np.unique(rows, axis=0).shape[0] <= FRESH_ROWS
+    assert 0.007 < np.mean(np.abs(rows.astype(np.float64)) > 0.05 * 4.5) < 0.013
