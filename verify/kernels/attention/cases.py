@@ -185,25 +185,26 @@ def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype,
     layout = page_layout(rng, lengths, page_size, sliding=sliding, spare_pages=spare_pages)
     lengths = np.asarray(lengths, dtype=np.int64)
     dim = q_shape[2]
-    shape = (layout.num_pages, 2, kv_heads, page_size, dim)
+    slots = (layout.num_pages, kv_heads, page_size)  # one row of D values per slot and head, K and V each
     q = make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET else _normal(rng, q_shape, dtype)
     if kind in VALUE_KINDS_SET:
-        pages = _rows(rng, lambda n: make_values(rng, kind, (n, dim), dtype), shape)
+        pool, pick = _fresh_or_picked(rng, lambda n: make_values(rng, kind, (n, dim), dtype), slots[:1] + (2,) + slots[1:])
     else:
-        pages = _rows(rng, lambda n: make_values(rng, "normal", (n, dim), dtype), shape)
-        q, keys = _shaped_keys(rng, kind, q, layout, lengths, (shape[0],) + shape[2:], dtype, sm_scale)
-        pages[:, 0] = keys
+        q, (keys, k_pick) = _shaped_keys(rng, kind, q, layout, lengths, slots + (dim,), dtype, sm_scale)
+        values, v_pick = _fresh_or_picked(rng, lambda n: make_values(rng, "normal", (n, dim), dtype), slots)
+        pool, pick = np.concatenate([keys, values]), np.stack([k_pick, v_pick + len(keys)], axis=1)
+    pages = pool[pick]  # [P, 2, Hkv, page_size, D]: one gather of whole rows
     np.moveaxis(pages, 3, 1)[layout.row < 0] = POISON  # [P, page_size, 2, Hkv, D] view
     return np.asarray(q).astype(dtype), pages, layout.page_indptr, layout.page_values, layout.length_info
 
 
-def _rows(rng, make, shape) -> np.ndarray:
-    """An array of `shape` whose rows (last axis) are make(n) [n, D]'s: all fresh up to
-    FRESH_ROWS rows, else each picked at random from FRESH_ROWS fresh ones."""
-    rows = int(np.prod(shape[:-1]))
+def _fresh_or_picked(rng, make, shape) -> tuple[np.ndarray, np.ndarray]:
+    """(rows [R, D], pick `shape`): R = all of them fresh (make(n) [n, D]) up to FRESH_ROWS of
+    them, pick the identity; else FRESH_ROWS fresh rows, each place picking one at random."""
+    rows = int(np.prod(shape))
     if rows <= FRESH_ROWS:
-        return make(rows).reshape(shape)
-    return make(FRESH_ROWS)[rng.integers(0, FRESH_ROWS, size=rows)].reshape(shape)
+        return make(rows), np.arange(rows).reshape(shape)
+    return make(FRESH_ROWS), rng.integers(0, FRESH_ROWS, size=shape)
 
 
 def _normal(rng, shape, dtype) -> np.ndarray:
@@ -214,39 +215,50 @@ def _normal(rng, shape, dtype) -> np.ndarray:
 
 
 def _shaped_keys(rng, kind, q, layout: PageLayout, lengths, k_shape, dtype, sm_scale):
-    """(q, K [P, Hkv, page_size, D]) of a shaped kind, keys at their layout places."""
+    """(q, (rows [R, D], pick [P, Hkv, page_size])) of a shaped kind: the key of each slot and
+    head is rows[pick], placed by its sequence and logical row (layout)."""
     pages, kv_heads, page_size, dim = k_shape
+    slots = k_shape[:3]
     batch = lengths.size
     if kind == "far_negative":
         # q = a, k = -a(1 + e), e in [0, 1/2): logits2 = -a^2 (1 + e) D sm_scale log2(e)
         dim_scale = dim * sm_scale / np.log(2.0)
         amplitude = np.sqrt(-FAR_NEGATIVE_LOGIT / dim_scale / 1.25)
         far = lambda n: (-amplitude * (1 + 0.5 * rng.random((n, dim), dtype=np.float32))).astype(dtype)
-        return np.full(q.shape, amplitude), _rows(rng, far, k_shape)
+        return np.full(q.shape, amplitude), _fresh_or_picked(rng, far, slots)
     direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
     direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
     owner = np.maximum(layout.sequence, 0)  # spare pages borrow sequence 0's shape; they are poisoned
     if kind == "peaked":
-        keys = _rows(rng, lambda n: (np.float32(0.3) * _normal(rng, (n, dim), dtype)).astype(dtype), k_shape)
-        for b, n in enumerate(lengths):  # one key per sequence dominates
+        rows, pick = _fresh_or_picked(rng, lambda n: (np.float32(0.3) * _normal(rng, (n, dim), dtype)).astype(dtype),
+                                      slots)
+        peaks = []
+        for b, n in enumerate(lengths):  # one key per sequence dominates: its own rows, appended
             if n:
                 page, slot = np.nonzero((layout.sequence[:, None] == b) & (layout.row == rng.integers(0, n)))
-                peak = keys[page[0], :, slot[0]].astype(np.float32) + direction[b] * np.float32(3.0 * np.sqrt(dim))
-                keys[page[0], :, slot[0]] = peak.astype(dtype)
-        return q, keys
+                peak = rows[pick[page[0], :, slot[0]]].astype(np.float32) + direction[b] * np.float32(3 * np.sqrt(dim))
+                pick[page[0], :, slot[0]] = len(rows) + kv_heads * len(peaks) + np.arange(kv_heads)
+                peaks.append(peak.astype(dtype))
+        return q, (np.concatenate([rows] + peaks), pick)
     if kind == "equal_logits":
         base = rng.standard_normal((batch, kv_heads, 1, dim)).astype(np.float32)
-        if pages * kv_heads * page_size <= FRESH_ROWS:
-            return q, base[owner] + np.float32(1e-3) * _normal(rng, k_shape, dtype)
+        if int(np.prod(slots)) <= FRESH_ROWS:
+            keys = (base[owner] + np.float32(1e-3) * _normal(rng, k_shape, dtype)).astype(dtype)
+            return q, (keys.reshape(-1, dim), np.arange(keys.shape[0] * kv_heads * page_size).reshape(slots))
         each = max(1, FRESH_ROWS // (batch * kv_heads))  # fresh rows per (sequence, head)
         fresh = (base + np.float32(1e-3) * _normal(rng, (batch, kv_heads, each, dim), dtype)).astype(dtype)
         pick = (owner[:, None, None] * kv_heads + np.arange(kv_heads)[:, None]) * each
-        return q, fresh.reshape(-1, dim)[pick + rng.integers(0, each, size=(pages, kv_heads, page_size))]
+        return q, (fresh.reshape(-1, dim), pick + rng.integers(0, each, size=slots))
     if kind == "rising":
         n = lengths[owner][:, None]  # keys rise linearly over each sequence's rows, -4 .. 4
-        ramp = np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0) * np.sqrt(dim)
-        noise = _rows(rng, lambda n: _normal(rng, (n, dim), dtype), k_shape)
-        return q, direction[owner][:, :, None, :] * ramp.astype(np.float32)[:, None, :, None] + np.float32(0.1) * noise
+        ramp = (np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0) * np.sqrt(dim)).astype(np.float32)
+        noise, pick = _fresh_or_picked(rng, lambda n: _normal(rng, (n, dim), dtype), slots)
+        keys = noise[pick]  # [P, Hkv, page_size, D] float32
+        keys *= np.float32(0.1)
+        towards = direction[owner]  # [P, Hkv, D]
+        for j in range(page_size):
+            keys[:, :, j] += towards * ramp[:, j, None, None]
+        return q, (keys.astype(dtype).reshape(-1, dim), np.arange(keys.size // dim).reshape(slots))
     raise ValueError(f"unknown decode value kind {kind!r}")
 
 
