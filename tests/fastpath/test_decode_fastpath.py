@@ -139,7 +139,7 @@ def test_fast_decode_rotates_and_rounds_every_key_as_the_plain_reference(name, d
 def test_leading_rows_are_the_first_rows_of_the_full_reference(name, data, count):
     """leading_rows keeps each sequence's first attended rows as the full reference has them: the
     same rotated, rounded q and keys bit for bit, and logits within the float64 rounding of
-    their sums over D (2 gamma_{D+1} sm_scale log2(e) sum_d |q_d k_d|, see tvm's leading_within_floor)."""
+    their sums over D (2 gamma_{D+1} sm_scale log2(e) sum_d |q_d k_d|, see tvm's leading_floor)."""
     config = CONFIGS[name]
     x = KERNEL.decode_inputs(config, draw_case(data, config))
     full, part = x.reference(), fast.leading_rows(x, count).reference()

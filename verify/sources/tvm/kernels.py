@@ -31,6 +31,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from references.decode import LOG2E
+from references.paged_kv import attended_length
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import gamma, ulp, unit_roundoff
 from verify.errors import FailureKind, UsageError
@@ -281,13 +282,15 @@ class TvmDecode(DecodeKernel):
         """Every non-empty (sequence, head) has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN.
 
         The cases filter on this as they are drawn, so it is first asked of each sequence's first
-        page of rows (leading_within_floor), which settles nearly every case in the domain, then
+        page of rows (leading_floor), which settles nearly every case (a short sequence's page
+        holds all its rows), then
         of a bound on every logit of a case without rotation (below_floor_bound: far_negative
         cases); only a case both leave open costs the whole reference here (remembered: the
         check reads it again)."""
         inputs = self.decode_inputs(config, case)
-        if leading_within_floor(inputs):
-            return True
+        settled = leading_floor(inputs)
+        if settled is not None:
+            return settled
         if below_floor_bound(inputs):
             return False
         largest = self.evaluation(config, case).logits2.max(axis=-1, initial=-np.inf)
@@ -346,28 +349,41 @@ def below_floor(config: dict, case, depth: float):
     return case.replace({"q": q, "pages": pages}, rotary_mode=0, values="below_floor", floor_depth=float(depth))
 
 
-def leading_within_floor(inputs) -> bool:
-    """True when the first page of attended rows of every non-empty sequence already holds, for
-    every head, a base-2 logit above EMPTY_MAX + FLOOR_MARGIN: then so does the whole case (the
-    largest logit is at least that one); False leaves the question to the full reference.
+def leading_floor(inputs) -> bool | None:
+    """within_floor asked of each non-empty sequence's first page of attended rows: True when
+    every head already has a base-2 logit there above EMPTY_MAX + FLOOR_MARGIN (then so does the
+    whole case: its largest logit is at least that one); False when a sequence that fits in
+    that page (all its rows are there) has a head with every logit at or below it; None
+    leaves the question to the full reference.
 
     Those rows' logits come from the reference itself on the rows alone (leading_rows), which
     may sum the D terms of a logit in another order than the full case's product: each sum is
     within gamma_D S of the exact one, S = sum_d |q_d k_d| over the rotated, rounded q and k the
     reference multiplies (Higham, Accuracy and Stability, (3.5)), and the scaling by
     c = sm_scale log2(e) rounds each once more, so the two logits differ by less than
-    2 gamma_{D+1} c S. A logit counts only when above the bound by twice that (covering the
-    rounding of S as computed here) plus 1 (far above the rounding of this comparison).
+    2 gamma_{D+1} c S. A logit counts only when beyond the bound by twice that (covering the
+    rounding of S as computed here) plus 1 (far beyond the rounding of this comparison).
     """
     rows = leading_rows(inputs, inputs.page_size)
     result = rows.reference()
     batch, qo_heads, dim = result.q.shape
     kv_heads = result.k.shape[1]
     magnitude = np.abs(result.q).reshape(batch, kv_heads, -1, dim) @ np.abs(result.k).transpose(0, 1, 3, 2)
-    slack = 4 * gamma(dim + 1, unit_roundoff("f64")) * abs(inputs.sm_scale) * LOG2E * magnitude
+    slack = (4 * gamma(dim + 1, unit_roundoff("f64")) * abs(inputs.sm_scale) * LOG2E * magnitude
+             ).reshape(result.logits2.shape) + 1.0
+    bound = EMPTY_MAX + FLOOR_MARGIN
     with np.errstate(invalid="ignore"):
-        largest = np.max(result.logits2 - slack.reshape(result.logits2.shape), axis=-1, initial=-np.inf)
-    return bool(np.all((result.length == 0)[:, None] | (largest > EMPTY_MAX + FLOOR_MARGIN + 1.0)))
+        low = np.max(result.logits2 - slack, axis=-1, initial=-np.inf)  # [B, Hq]: below every full-case max
+        high = np.max(np.where(np.isneginf(result.logits2), -np.inf, result.logits2 + slack), axis=-1,
+                      initial=-np.inf)
+    empty = (result.length == 0)[:, None]
+    if np.all(empty | (low > bound)):
+        return True
+    whole = (attended_length(inputs.page_indptr, inputs.length_info, inputs.page_size, inputs.sliding_window)
+             <= inputs.page_size)[:, None]
+    if np.any(~empty & whole & (high <= bound)):
+        return False
+    return None
 
 
 def below_floor_bound(inputs) -> bool:
