@@ -194,6 +194,8 @@ def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype,
         values, v_pick = _fresh_or_picked(rng, lambda n: make_values(rng, "normal", (n, dim), dtype), slots)
         pool, pick = np.concatenate([keys, values]), np.stack([k_pick, v_pick + len(keys)], axis=1)
     pages = pool[pick]  # [P, 2, Hkv, page_size, D]: one gather of whole rows
+    if kind == "rising":
+        _rise(pages, q, layout, lengths, dtype)
     np.moveaxis(pages, 3, 1)[layout.row < 0] = POISON  # [P, page_size, 2, Hkv, D] view
     return np.asarray(q).astype(dtype), pages, layout.page_indptr, layout.page_values, layout.length_info
 
@@ -249,17 +251,39 @@ def _shaped_keys(rng, kind, q, layout: PageLayout, lengths, k_shape, dtype, sm_s
         fresh = (base + np.float32(1e-3) * _normal(rng, (batch, kv_heads, each, dim), dtype)).astype(dtype)
         pick = (owner[:, None, None] * kv_heads + np.arange(kv_heads)[:, None]) * each
         return q, (fresh.reshape(-1, dim), pick + rng.integers(0, each, size=slots))
-    if kind == "rising":
-        n = lengths[owner][:, None]  # keys rise linearly over each sequence's rows, -4 .. 4
-        ramp = (np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0) * np.sqrt(dim)).astype(np.float32)
-        noise, pick = _fresh_or_picked(rng, lambda n: _normal(rng, (n, dim), dtype), slots)
-        keys = noise[pick]  # [P, Hkv, page_size, D] float32
-        keys *= np.float32(0.1)
-        towards = direction[owner]  # [P, Hkv, D]
-        for j in range(page_size):
-            keys[:, :, j] += towards * ramp[:, j, None, None]
-        return q, (keys.astype(dtype).reshape(-1, dim), np.arange(keys.size // dim).reshape(slots))
+    if kind == "rising":  # the noise here, the rise added in place (_rise)
+        return q, _fresh_or_picked(rng, lambda n: (np.float32(0.1) * _normal(rng, (n, dim), dtype)).astype(dtype),
+                                   slots)
     raise ValueError(f"unknown decode value kind {kind!r}")
+
+
+#: How many of q's dimensions a rising key rises along (_rise).
+RISING_DIMS = 8
+
+
+def _rise(pages, q, layout: PageLayout, lengths, dtype) -> None:
+    """Make the keys of `pages` [P, 2, Hkv, page_size, D] (0.1 N(0,1) noise) rise along their
+    sequence's rows: key r of a sequence of n gains ramp_r u, ramp_r = -4 + 8 r / (n - 1),
+    where u (norm sqrt(D)) points along the RISING_DIMS largest dimensions of the mean
+    direction of the head's query group. Its logit then grows linearly along the rows (slope
+    |q . u|), so the running max moves at every tile and every rescale matters; and only
+    RISING_DIMS of each key's D values are computed and rounded again."""
+    num_pages, _, kv_heads, page_size, dim = pages.shape
+    batch = lengths.size
+    direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
+    top = np.argsort(-np.abs(direction), axis=-1)[..., :min(RISING_DIMS, dim)]  # [B, Hkv, k]
+    along = np.take_along_axis(direction, top, axis=-1)
+    along = along / np.maximum(np.linalg.norm(along, axis=-1, keepdims=True), 1e-6) * np.float32(np.sqrt(dim))
+    owner = np.maximum(layout.sequence, 0)  # spare pages borrow sequence 0's; they are poisoned
+    n = lengths[owner][:, None]
+    ramp = np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0).astype(np.float32)  # [P, page_size]
+    # flat positions of (page, K, head, slot, top dim) in the contiguous pool
+    row = (np.arange(num_pages)[:, None, None] * 2 * kv_heads + np.arange(kv_heads)[:, None]) * page_size \
+        + np.arange(page_size)  # [P, Hkv, page_size]: the K row of each slot and head
+    where = row[..., None] * dim + top[owner][:, :, None, :]  # [P, Hkv, page_size, k]
+    flat = pages.reshape(-1)
+    risen = flat[where].astype(np.float32) + ramp[:, None, :, None] * along[owner][:, :, None, :]
+    flat[where] = risen.astype(dtype)
 
 
 def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, spare_pages=0):
