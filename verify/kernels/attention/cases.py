@@ -62,8 +62,9 @@ def merge_cases(draw, head_dim: int, dtype: str, max_tokens: int = 16, max_heads
 
 # -- paged decode ---------------------------------------------------------------------------------
 #: Data shapes for q/k/v beyond the plain value kinds: equal_logits (all keys nearly equal, so
-#: the softmax is flat and sums are long), rising (keys increasingly aligned with q, so the
-#: running max moves at every tile and every rescale matters), peaked (one key dominates).
+#: the softmax is flat and sums are long), rising (keys increasingly aligned with q, along its
+#: RISING_DIMS largest dimensions, so the running max moves at every tile and every rescale
+#: matters), peaked (one key dominates).
 #: far_negative puts every base-2 logit near -7e4, below the -5e4 that TVM-style kernels use
 #: for -inf: softmax is shift-invariant, so the attention is still defined.
 DECODE_VALUE_KINDS = ("normal", "uniform", "large", "spiky", "equal_logits", "rising", "peaked", "far_negative")
@@ -172,13 +173,14 @@ def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype,
     nothing attends (the tails of last pages, stale window slots, spare pages) is set to POISON:
     no logical [B, Hkv, Lmax, D] rows to draw, pad and scatter. The value kinds and the keys of
     far_negative and peaked are i.i.d. rows, which any order of the pool leaves as they are;
-    equal_logits and rising compute each key from its sequence and logical row (PageLayout.row).
+    equal_logits places each key by its sequence, rising adds its rise by logical row
+    (PageLayout.row) after the rows are in place.
 
-    A case of up to FRESH_ROWS rows (every ci case) draws every value fresh. A larger one (the
-    nightly's: eight sequences of up to 8192 rows hold up to 2^20 rows of D values) draws
-    FRESH_ROWS fresh rows of each i.i.d. kind and fills every slot with one picked at random
-    (equal_logits: FRESH_ROWS per batch, split among its (sequence, head) pairs; rising: fresh
-    noise rows). Each value keeps its kind's distribution; a kernel that reads another row
+    A pool of up to FRESH_ROWS rows (K or V of one head in one slot: most ci cases) is drawn
+    fresh. A larger one (the nightly's: eight sequences of up to 8192 rows hold up to 2^20
+    rows of D values) draws FRESH_ROWS fresh rows of each i.i.d. kind and fills every slot with
+    one picked at random (equal_logits: FRESH_ROWS per batch, split among its (sequence, head)
+    pairs; rising: its noise rows). Each value keeps its kind's distribution; a kernel that reads another row
     than the one it should meets the same values with probability 1/FRESH_ROWS, a wrong page
     (16 rows) with 1/FRESH_ROWS^16; and a slot costs one copy of D values instead of D draws
     and table reads, which made drawing a nightly case cost several times its reference."""
