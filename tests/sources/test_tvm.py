@@ -342,8 +342,7 @@ def test_the_floor_filter_asks_the_first_page_and_keeps_the_full_answer(name):
     (leading_floor) or on a bound on every logit (below_floor_bound) only where the whole
     reference agrees, and these settle every case of the kinds whose logits stay small and every
     far_negative one (all logits near -7e4), so the reference of the whole case is not computed
-    while those are drawn; some large ones (a few keys, all with logits far below) are still
-    kept out."""
+    while those are drawn; cases moved wholly below the floor are kept out by one or the other."""
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from verify.kernels.attention.decode_common import DecodeKernel
@@ -376,7 +375,15 @@ def test_the_floor_filter_asks_the_first_page_and_keeps_the_full_answer(name):
 
     judge()
     assert {whole for _, whole in seen["far_negative"]} == {False}
-    assert (False, False) in seen["large"] and (True, True) in seen["large"], seen
+    assert (True, True) in seen["large"], seen
+    # wholly below the floor: a sequence the first page holds whole is settled there, a longer one
+    # (unrotated, as below_floor makes it) by the bound
+    for lengths, first in (([7], False), ([7, 40], False), ([40], None)):
+        window = ([0] * len(lengths), [0] * len(lengths)) if config["sliding_window"] else None
+        case = below_floor(config, decode_case(config, lengths, sliding=window), depth=600.0)
+        inputs = kernel.decode_inputs(config, case)
+        assert leading_floor(inputs) is first and below_floor_bound(inputs), lengths
+        assert not kernel.within_floor(config, case)
 
 
 @pytest.mark.webgpu
