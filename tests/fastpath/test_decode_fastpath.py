@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from references.paged_kv import gather_kv
-from verify.budgets.roundoff import faithful_rounding_bound, float64_reference_bound
+from verify.budgets.roundoff import faithful_rounding_bound, float64_reference_bound, gamma
 from verify.kernels.attention import fastpath as fast
 from verify.kernels.attention.cases import decode_cases, explicit_decode_case
 from verify.kernels.attention.common import STORAGE
@@ -131,6 +131,45 @@ def test_fast_decode_rotates_and_rounds_every_key_as_the_plain_reference(name, d
         length = rows.length[b]
         np.testing.assert_array_equal(keys[:, span], plain.k[b, :, :length], strict=True)
         np.testing.assert_array_equal(v_stored[:, span].astype(np.float64), v_plain[b, :, :length], strict=True)
+
+
+@pytest.mark.parametrize("name", ["llama3.2-3b", "mha-f32-window", "llama3.2-1b-window"])
+@settings(max_examples=25)
+@given(data=st.data(), count=st.sampled_from([1, 5, 16]))
+def test_leading_rows_are_the_first_rows_of_the_full_reference(name, data, count):
+    """leading_rows keeps each sequence's first attended rows as the full reference has them: the
+    same rotated, rounded q and keys bit for bit, and logits within the float64 rounding of
+    their sums over D (2 gamma_{D+1} sm_scale log2(e) sum_d |q_d k_d|, see tvm's leading_floor)."""
+    config = CONFIGS[name]
+    x = KERNEL.decode_inputs(config, draw_case(data, config))
+    full, part = x.reference(), fast.leading_rows(x, count).reference()
+    keep = np.minimum(full.length, count)
+    np.testing.assert_array_equal(part.length, keep)
+    np.testing.assert_array_equal(part.q, full.q, strict=True)
+    batch, _, dim = full.q.shape
+    kv_heads = full.k.shape[1]
+    for b, n in enumerate(keep):
+        np.testing.assert_array_equal(part.k[b, :, :n], full.k[b, :, :n], strict=True)
+        magnitude = (np.abs(full.q[b]).reshape(kv_heads, -1, dim) @ np.abs(full.k[b, :, :n]).transpose(0, 2, 1))
+        bound = 2 * gamma(dim + 1, 2.0**-53) * x.sm_scale / np.log(2.0) * magnitude.reshape(full.q.shape[1], n)
+        assert (np.abs(part.logits2[b, :, :n] - full.logits2[b, :, :n]) <= bound).all()
+
+
+@pytest.mark.parametrize("name", ["mqa-f32", "llama3.2-1b-window"])
+@settings(max_examples=20)
+@given(data=st.data())
+def test_key_ranges_are_the_extremes_of_the_attended_keys(name, data):
+    config = CONFIGS[name]
+    case = draw_case(data, config)
+    hi, lo = fast.key_ranges(KERNEL.decode_inputs(config, case))
+    k, _, length = gather_kv(case["pages"], case["page_indptr"], case["page_values"], case["length_info"],
+                             config["page_size"], bool(config["sliding_window"]))
+    for b, n in enumerate(length):
+        if n:
+            np.testing.assert_array_equal(hi[b], k[b, :, :n].max(axis=1))
+            np.testing.assert_array_equal(lo[b], k[b, :, :n].min(axis=1))
+        else:
+            assert np.isneginf(hi[b]).all() and np.isposinf(lo[b]).all()
 
 
 def test_fast_decode_handles_empty_contexts_and_a_single_row():

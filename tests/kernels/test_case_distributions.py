@@ -51,3 +51,133 @@ def test_every_value_kind_keeps_its_range_in_f16_and_f32():
         assert 0 < np.abs(made["tiny"][made["tiny"] != 0]).max() < tiny_top
         spikes = np.abs(made["spiky"]) > 1.0
         assert 0.001 < spikes.mean() < 0.03
+
+
+# -- the page pool the decode values are drawn into -------------------------------------------------
+def _slots_held(case, config) -> np.ndarray:
+    """[P, page_size] True where a slot holds an attended row (references.paged_kv's addressing)."""
+    from references.paged_kv import attended_length, row_to_slot
+
+    sliding = bool(config["sliding_window"])
+    page_size = config["page_size"]
+    length = attended_length(case["page_indptr"], case["length_info"], page_size, sliding)
+    held = np.zeros(case["pages"].shape[0] * page_size, bool)
+    for b, n in enumerate(length):
+        row = np.zeros((length.size, int(n)), np.int64)
+        row[b] = np.arange(n)
+        slot = row_to_slot(row, case["length_info"], sliding)[b]
+        page = case["page_values"][case["page_indptr"][b] + slot // page_size]
+        held[page * page_size + slot % page_size] = True
+    return held.reshape(-1, page_size)
+
+
+def test_decode_pages_hold_the_attended_rows_and_poison_everything_else():
+    """Every attended row is finite, every other slot (tails, stale window slots, spare pages) is
+    NaN in K and V, in f16 and f32, with and without a sliding window; the page table is a
+    shuffled part of the pool (some drawn table is not in order)."""
+    shuffled = False
+    for keys in ({"dtype": "f16", "sliding_window": 1, "head_dim": 64}, {"dtype": "f32", "kv_heads": 1}):
+        config = get_kernel("decode.tiled").config(dict({"qo_heads": 4, "kv_heads": 2, "head_dim": 64}, **keys))
+        for case in drawn(decode_cases(config, get_profile("ci")), 60):
+            held = _slots_held(case, config)
+            finite = np.isfinite(case["pages"]).all(axis=(1, 2, 4))  # [P, page_size]
+            poisoned = np.isnan(case["pages"]).all(axis=(1, 2, 4))
+            assert (finite == held).all() and (poisoned == ~held).all(), case.summary()
+            spare = case["pages"].shape[0] - case["page_values"].size
+            assert spare == case.params["spare_pages"]
+            assert np.unique(case["page_values"]).size == case["page_values"].size
+            shuffled |= bool(np.any(np.diff(case["page_values"]) != 1))
+    assert shuffled
+
+
+def test_decode_value_kinds_keep_their_shape():
+    """The shaped kinds, drawn into the pool, are still what they say: rising keys rise along the
+    rows of each sequence, a peaked sequence has one dominant key, equal_logits keys are equal
+    to ~1e-3, far_negative logits sit near FAR_NEGATIVE_LOGIT (read back through gather_kv)."""
+    from references.paged_kv import gather_kv
+    from verify.kernels.attention.cases import FAR_NEGATIVE_LOGIT, paged_decode_values
+
+    rng = np.random.default_rng(3)
+    lengths = np.array([40, 0, 17])
+    for dtype in (np.float16, np.float32):
+        made = {kind: paged_decode_values(rng, kind, (3, 4, 64), 2, lengths, 16, dtype, 0.125, spare_pages=2)
+                for kind in ("rising", "peaked", "equal_logits", "far_negative")}
+        for kind, (q, pages, indptr, values, info) in made.items():
+            k, _, length = gather_kv(pages, indptr, values, info, 16)
+            assert (length == lengths).all()
+            q = q.astype(np.float64).reshape(3, 2, 2, 64)
+            logits = np.einsum("bhgd,bhld->bhgl", q, k) * 0.125 / np.log(2.0)
+            for b, n in enumerate(lengths):
+                if not n:
+                    continue
+                row = logits[b, :, :, :n]
+                if kind == "rising":
+                    assert (np.diff(row, axis=-1) > -1.0).all() and (row[..., -1] > row[..., 0]).all()
+                elif kind == "peaked":
+                    top = row.argmax(axis=-1)
+                    assert (top == top.flat[0]).all() and (np.sort(row, axis=-1)[..., -1] - np.sort(
+                        row, axis=-1)[..., -2] > 1.0).all()
+                elif kind == "equal_logits":
+                    assert np.ptp(k[b, :, :n], axis=1).max() < 0.02
+                else:
+                    assert (row < FAR_NEGATIVE_LOGIT * 0.9).all() and (row > FAR_NEGATIVE_LOGIT * 1.6).all()
+
+
+def test_nightly_context_lengths_keep_the_8k_corners():
+    """At nightly sizes the drawn lengths still reach the top of the context and its corners."""
+    from verify.kernels.attention.cases import context_lengths, decode_limits
+
+    lengths = set(drawn(context_lengths(decode_limits("nightly", 16)), 2000))
+    assert {0, 1, 15, 16, 17, 128, 129, 2047, 4096, 4097, 8191} <= lengths, sorted(lengths)
+    assert max(lengths) == 8192 or any(n > 6000 for n in lengths)
+
+
+def test_shrinking_still_reduces_a_decode_case():
+    """Shrinking works on the structure and the value kind: the smallest case with a long context
+    is one sequence of normal values from seed 0, no spare pages."""
+    from hypothesis import find
+    from hypothesis import settings as hsettings
+
+    config = get_kernel("decode.tiled").config({"head_dim": 64, "qo_heads": 4, "kv_heads": 2, "dtype": "f16"})
+    case = find(decode_cases(config, get_profile("ci")), lambda c: max(c.params["lengths"]) >= 300,
+                settings=hsettings(database=None, max_examples=2000, derandomize=True))
+    assert case.params["batch"] == 1 and case.params["values"] == "normal"
+    assert case.params["seed"] == 0 and case.params["spare_pages"] == 0
+    assert 300 <= case.params["lengths"][0] <= 383, case.params
+
+
+def test_f16_value_tables_are_the_f32_computation_rounded_once():
+    """Each f16 table entry is what the float32 path computes from the quantile, rounded once."""
+    from verify.cases.values import _f16_table, _normal_table
+
+    quantiles = _normal_table()
+    assert (_f16_table("normal") == quantiles.astype(np.float16)).all()
+    large = _f16_table("large").reshape(-1, 1 << 16)
+    assert large.shape[0] == 8 and (large[3] == np.ldexp(quantiles, 7).astype(np.float16)).all()
+    tiny = _f16_table("tiny").reshape(-1, 1 << 16)
+    assert (tiny[0] == np.ldexp(quantiles.astype(np.float64), -13).astype(np.float16)).all()
+    spiky = _f16_values_share_of_spikes()
+    assert 0.007 < spiky < 0.013
+
+
+def _f16_values_share_of_spikes() -> float:
+    x = make_values(np.random.default_rng(5), "spiky", (400, 256), "f16").astype(np.float64)
+    return float(np.mean(np.abs(x) > 0.05 * 4.5))
+
+
+def test_rows_are_fresh_up_to_fresh_rows_and_picked_from_fresh_ones_past_it():
+    """A case of up to FRESH_ROWS rows (K or V of one head in one slot) has no two rows alike; a
+    larger one picks its rows from FRESH_ROWS fresh ones, which keep their kind (spiky's 1%)."""
+    from verify.kernels.attention.cases import FRESH_ROWS, paged_decode_values
+
+    rng = np.random.default_rng(7)
+    for kind in ("normal", "rising", "equal_logits"):
+        pages = paged_decode_values(rng, kind, (1, 2, 64), 2, np.array([FRESH_ROWS // 4 - 16]), 16, np.float16,
+                                    0.125)[1]
+        rows = pages.reshape(-1, 64)
+        rows = rows[np.isfinite(rows).all(axis=1)]
+        assert rows.shape[0] > FRESH_ROWS // 2 and np.unique(rows, axis=0).shape[0] == rows.shape[0], kind
+    pages = paged_decode_values(rng, "spiky", (1, 2, 64), 2, np.array([4 * FRESH_ROWS]), 16, np.float16, 0.125)[1]
+    rows = pages.reshape(-1, 64)
+    assert FRESH_ROWS // 2 < np.unique(rows, axis=0).shape[0] <= FRESH_ROWS
+    assert 0.007 < np.mean(np.abs(rows.astype(np.float64)) > 0.05 * 4.5) < 0.013

@@ -336,6 +336,56 @@ def test_tvm_merge_state_matches_the_reference(webgpu_device):
     assert record["verdict"] == "pass", record["reason"]
 
 
+@pytest.mark.parametrize("name", ["tvm.decode", "tvm.decode_sliding_window"])
+def test_the_floor_filter_asks_the_first_page_and_keeps_the_full_answer(name):
+    """within_floor settles a drawn case on each sequence's first page of rows
+    (leading_floor) or on a bound on every logit (below_floor_bound) only where the whole
+    reference agrees, and these settle every case of the kinds whose logits stay small and every
+    far_negative one (all logits near -7e4), so the reference of the whole case is not computed
+    while those are drawn; cases moved wholly below the floor are kept out by one or the other."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from verify.kernels.attention.decode_common import DecodeKernel
+    from verify.sources.tvm.kernels import FLOOR_MARGIN, below_floor_bound, leading_floor
+
+    kernel = get_kernel(name)
+    config = kernel.config({"head_dim": 64, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})
+    seen = {}
+
+    @settings(max_examples=150, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @seed(4)
+    @given(DecodeKernel.cases(kernel, config, "ci"))
+    def judge(case):
+        first = leading_floor(kernel.decode_inputs(config, case))
+        below = below_floor_bound(kernel.decode_inputs(config, case))
+        largest = kernel.evaluation(config, case).logits2.max(axis=-1, initial=-np.inf)
+        whole = bool(np.all(np.isneginf(largest) | (largest > EMPTY_MAX + FLOOR_MARGIN)))
+        assert first is None or first == whole, case.summary()
+        assert not whole or not below, case.summary()
+        if case.params["values"] == "far_negative":
+            assert below, case.summary()
+        assert kernel.within_floor(config, case) == whole
+        kind = case.params["values"]
+        seen.setdefault(kind, set()).add((first, whole))
+        if kind in ("normal", "uniform", "spiky", "equal_logits", "rising", "peaked"):
+            assert first is True, case.summary()
+        if max(case.params["lengths"]) <= config["page_size"] and kind != "far_negative":
+            assert first is not None, case.summary()  # every row is in the first page
+
+    judge()
+    assert {whole for _, whole in seen["far_negative"]} == {False}
+    assert (True, True) in seen["large"], seen
+    # wholly below the floor: a sequence the first page holds whole is settled there, a longer one
+    # (unrotated, as below_floor makes it) by the bound
+    for lengths, first in (([7], False), ([7, 40], False), ([40], None)):
+        window = ([0] * len(lengths), [0] * len(lengths)) if config["sliding_window"] else None
+        case = below_floor(config, decode_case(config, lengths, sliding=window), depth=600.0)
+        inputs = kernel.decode_inputs(config, case)
+        assert leading_floor(inputs) is first and below_floor_bound(inputs), lengths
+        assert not kernel.within_floor(config, case)
+
+
 @pytest.mark.webgpu
 @needs_tvm
 @pytest.mark.xfail(strict=True, reason=(

@@ -44,15 +44,18 @@ def make_values(rng: np.random.Generator, kind: str, shape, dtype) -> np.ndarray
     """An array of `dtype` (exactly representable stored values) of the given kind.
 
     A nightly decode case holds tens of millions of values, and drawing them was most of what a
-    case cost, so: for f16 storage, N(0,1) comes from a table of its 65536 quantiles indexed by a
-    uniform 16-bit integer (`_normal_table`: f16 holds no finer distinction); for f32 from numpy's
-    float32 generator (exact before the store); float64 only for f64 storage."""
+    case cost, so for f16 storage every kind is one uniform integer and one table read per value
+    (`_f16_table`): N(0,1) is the table of its 65536 quantiles (f16 holds no finer distinction),
+    large and tiny those quantiles times each of the kind's powers of two, spiky a 1% share of
+    the positions redrawn from the quantiles times 30; each table entry is the value the float32
+    computation rounds to. f32 storage draws from numpy's float32 generator (exact before the
+    store); float64 only for f64 storage."""
     dtype = numpy_dtype(dtype)
+    if dtype == np.float16 and kind in VALUE_KINDS:
+        return _f16_values(rng, kind, shape)
     work = np.float64 if dtype == np.float64 else np.float32
 
     def normal(size):
-        if dtype == np.float16:
-            return _normal_table()[rng.integers(0, 1 << 16, size=size, dtype=np.uint16)]
         return rng.standard_normal(size, dtype=work)
 
     if kind == "normal":
@@ -60,18 +63,64 @@ def make_values(rng: np.random.Generator, kind: str, shape, dtype) -> np.ndarray
     elif kind == "uniform":
         x = (rng.random(shape, dtype=work) * 2 - 1).astype(work)
     elif kind == "large":
-        top = 12 if dtype == np.float16 else 40
-        x = np.ldexp(normal(shape), rng.integers(4, top, size=shape, dtype=np.int8))
+        x = np.ldexp(normal(shape), rng.integers(*_EXPONENTS["large"][1], size=shape, dtype=np.int8))
     elif kind == "tiny":
-        bottom = -13 if dtype == np.float16 else -120
-        x = np.ldexp(normal(shape).astype(np.float64), rng.integers(bottom, bottom + 6, size=shape, dtype=np.int16))
+        x = np.ldexp(normal(shape), rng.integers(*_EXPONENTS["tiny"][1], size=shape, dtype=np.int16))
     elif kind == "spiky":
         x = normal(shape) * work(0.05)
-        spikes = rng.random(shape, dtype=np.float32) < 0.01
+        spikes = rng.random(shape, dtype=np.float32) < SPIKE_SHARE
         x[spikes] = normal(int(spikes.sum())) * work(30.0)
     else:
         raise ValueError(f"unknown value kind {kind!r}; expected one of {VALUE_KINDS}")
     return x.astype(dtype)
+
+
+#: The powers of two of "large" and "tiny" ([low, high) exponents), for f16 and for f32 storage:
+#: large up to the dtype's comfortable range, tiny at the bottom of its normal range.
+_EXPONENTS = {"large": ((4, 12), (4, 40)), "tiny": ((-13, -7), (-120, -114))}
+#: The share of a spiky array's values that are outliers (30 sigma instead of 0.05).
+SPIKE_SHARE = 0.01
+
+
+def _f16_values(rng: np.random.Generator, kind: str, shape) -> np.ndarray:
+    """make_values for f16 storage: one integer and one table read per value (see _f16_table)."""
+    table = _f16_table(kind)
+    if table.size <= 1 << 16:
+        x = table[rng.integers(0, table.size, size=shape, dtype=np.uint16)]
+    else:
+        x = table[rng.integers(0, table.size, size=shape, dtype=np.uint32)]
+    if kind == "spiky" and x.size:
+        flat = x.reshape(-1)
+        where = rng.integers(0, flat.size, size=rng.binomial(flat.size, SPIKE_SHARE))
+        flat[where] = _f16_table("spike")[rng.integers(0, 1 << 16, size=where.size, dtype=np.uint16)]
+    return x
+
+
+@lru_cache(maxsize=None)
+def _f16_table(kind: str) -> np.ndarray:
+    """The f16 values of a kind, equally likely: a table of 65536 entries per power of two.
+
+    Each entry is the float32 computation of the f32 path on the quantile in place of a normal
+    draw, rounded once to f16 (normal: the quantile; large, tiny: times 2^e, exact in float32
+    and float64; spiky: times 0.05, its outliers ("spike") times 30; uniform: the midpoints of
+    65536 equal steps of (-1, 1), 2^-15 apart, finer than f16 near +-1)."""
+    quantiles = _normal_table()
+    if kind == "normal":
+        values = quantiles
+    elif kind == "uniform":
+        values = (np.arange(1 << 16) + 0.5) / (1 << 15) - 1.0
+    elif kind in _EXPONENTS:
+        low, high = _EXPONENTS[kind][0]
+        values = np.ldexp(quantiles.astype(np.float64)[None, :], np.arange(low, high)[:, None])
+    elif kind == "spiky":
+        values = quantiles * np.float32(0.05)
+    elif kind == "spike":
+        values = quantiles * np.float32(30.0)
+    else:
+        raise ValueError(f"unknown value kind {kind!r}; expected one of {VALUE_KINDS}")
+    table = np.asarray(values).astype(np.float16).reshape(-1)
+    table.flags.writeable = False
+    return table
 
 
 @lru_cache(maxsize=1)

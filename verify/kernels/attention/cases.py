@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from verify.cases.case import Case
-from verify.cases.values import make_values, seeds, value_kinds
+from verify.cases.values import _normal_table, make_values, seeds, value_kinds
 from verify.kernels.attention.rope_cases import max_position, rope_bases
 from verify.kernels.attention.sizes import SIZES
 from verify.profiles import Profile
@@ -62,8 +62,9 @@ def merge_cases(draw, head_dim: int, dtype: str, max_tokens: int = 16, max_heads
 
 # -- paged decode ---------------------------------------------------------------------------------
 #: Data shapes for q/k/v beyond the plain value kinds: equal_logits (all keys nearly equal, so
-#: the softmax is flat and sums are long), rising (keys increasingly aligned with q, so the
-#: running max moves at every tile and every rescale matters), peaked (one key dominates).
+#: the softmax is flat and sums are long), rising (keys increasingly aligned with q, along its
+#: RISING_DIMS largest dimensions, so the running max moves at every tile and every rescale
+#: matters), peaked (one key dominates).
 #: far_negative puts every base-2 logit near -7e4, below the -5e4 that TVM-style kernels use
 #: for -inf: softmax is shift-invariant, so the attention is still defined.
 DECODE_VALUE_KINDS = ("normal", "uniform", "large", "spiky", "equal_logits", "rising", "peaked", "far_negative")
@@ -109,50 +110,182 @@ def context_lengths(limits: DecodeLimits):
     )
 
 
-def _decode_values(rng, kind, q_shape, kv_shape, dtype, sm_scale, lengths=None):
-    """q [B, Hq, D] and per-row K, V [B, Hkv, L, D] (logical rows, before paging).
+VALUE_KINDS_SET = frozenset(("normal", "uniform", "large", "tiny", "spiky"))
 
-    Only the rows a sequence attends (`lengths`, default all) are drawn; rows past them are left
-    unset, since nothing reads them (build_paged_cache scatters rows [0, length) only): a nightly
-    batch of eight sequences of up to 8192 rows then draws what it uses, not eight times the longest.
-    """
-    batch, kv_heads, rows, dim = kv_shape
-    lengths = np.full(batch, rows) if lengths is None else np.asarray(lengths)
-    q = (make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET
-         else rng.standard_normal(q_shape, dtype=np.float32))
-    k, v = np.empty(kv_shape, dtype), np.empty(kv_shape, dtype)
+
+@dataclass(frozen=True)
+class PageLayout:
+    """Where a batch's logical rows live in a shuffled page pool, as TVM's runtime lays it out.
+
+    Sequence b occupies slots 0 .. slots[b]-1 of its logical pages page_indptr[b] ..; with a
+    sliding window, rows below its sink size sit in the first slots and row r >= sink at slot
+    r - sink + offset (the slots between are stale). `row` [P, page_size] is the logical row each
+    physical slot holds, -1 for a stale or unused slot and every slot of a spare page; `sequence`
+    [P] owns each physical page, -1 for a spare."""
+
+    page_indptr: np.ndarray
+    page_values: np.ndarray
+    length_info: np.ndarray
+    row: np.ndarray
+    sequence: np.ndarray
+
+    @property
+    def num_pages(self) -> int:
+        return self.sequence.size
+
+
+def page_layout(rng, lengths, page_size, *, sliding=None, spare_pages=0) -> PageLayout:
+    """The layout build_paged_cache scatters rows into (same slots, pages shuffled by rng, spare
+    pages at random places in the pool), computed without any row data."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    batch = lengths.size
+    offset, sink = sliding if sliding is not None else (np.zeros(batch, np.int64), np.zeros(batch, np.int64))
+    slots = np.where(lengths > 0, offset + lengths - sink, 0)
+    pages_per_seq = -(-slots // page_size)
+    total = int(pages_per_seq.sum())
+    num_pages = total + spare_pages
+    physical = rng.permutation(num_pages)[:total]
+    indptr = np.concatenate([[0], np.cumsum(pages_per_seq)]).astype(np.int64)
+    owner = np.repeat(np.arange(batch), pages_per_seq)  # [total] the sequence of each logical page
+    slot = (np.arange(total) - indptr[owner])[:, None] * page_size + np.arange(page_size)  # [total, page_size]
+    sink_, offset_ = sink[owner][:, None], offset[owner][:, None]
+    held = (slot < slots[owner][:, None]) & ((slot < sink_) | (slot >= offset_))
+    row = np.full((num_pages, page_size), -1, np.int64)
+    row[physical] = np.where(held, np.where(slot < sink_, slot, slot - offset_ + sink_), -1)
+    sequence = np.full(num_pages, -1, np.int64)
+    sequence[physical] = owner
+    last_page_len = np.where(slots > 0, (slots - 1) % page_size + 1, 0).astype(np.int32)
+    length_info = np.stack([last_page_len, offset, sink]).astype(np.int32) if sliding is not None else last_page_len
+    return PageLayout(indptr.astype(np.int32), physical.astype(np.int32), length_info, row, sequence)
+
+
+#: Rows of D values (one kv head's key or value in one slot) a decode case draws fresh; a larger
+#: case picks its rows from this many fresh ones (paged_decode_values).
+FRESH_ROWS = 8192
+
+
+def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype, sm_scale, *, sliding=None,
+                        spare_pages=0):
+    """q [B, Hq, D] and a paged cache of `kind` (DECODE_VALUE_KINDS): (q, pages, page_indptr,
+    page_values, length_info), as build_paged_cache lays the rows out.
+
+    The values are drawn straight into the page pool, in its shuffled order, and then every slot
+    nothing attends (the tails of last pages, stale window slots, spare pages) is set to POISON:
+    no logical [B, Hkv, Lmax, D] rows to draw, pad and scatter. The value kinds and the keys of
+    far_negative and peaked are i.i.d. rows, which any order of the pool leaves as they are;
+    equal_logits places each key by its sequence, rising adds its rise by logical row
+    (PageLayout.row) after the rows are in place.
+
+    A pool of up to FRESH_ROWS rows (K or V of one head in one slot: most ci cases) is drawn
+    fresh. A larger one (the nightly's: eight sequences of up to 8192 rows hold up to 2^20
+    rows of D values) draws FRESH_ROWS fresh rows of each i.i.d. kind and fills every slot with
+    one picked at random (equal_logits: FRESH_ROWS per batch, split among its (sequence, head)
+    pairs; rising: its noise rows). Each value keeps its kind's distribution; a kernel that reads another row
+    than the one it should meets the same values with probability 1/FRESH_ROWS, a wrong page
+    (16 rows) with 1/FRESH_ROWS^16; and a slot costs one copy of D values instead of D draws
+    and table reads, which made drawing a nightly case cost several times its reference."""
+    layout = page_layout(rng, lengths, page_size, sliding=sliding, spare_pages=spare_pages)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    dim = q_shape[2]
+    slots = (layout.num_pages, kv_heads, page_size)  # one row of D values per slot and head, K and V each
+    q = make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET else _normal(rng, q_shape, dtype)
+    if kind in VALUE_KINDS_SET:
+        pool, pick = _fresh_or_picked(rng, lambda n: make_values(rng, kind, (n, dim), dtype), slots[:1] + (2,) + slots[1:])
+    else:
+        q, (keys, k_pick) = _shaped_keys(rng, kind, q, layout, lengths, slots + (dim,), dtype, sm_scale)
+        values, v_pick = _fresh_or_picked(rng, lambda n: make_values(rng, "normal", (n, dim), dtype), slots)
+        pool, pick = np.concatenate([keys, values]), np.stack([k_pick, v_pick + len(keys)], axis=1)
+    pages = pool[pick]  # [P, 2, Hkv, page_size, D]: one gather of whole rows
+    if kind == "rising":
+        _rise(pages, q, layout, lengths, dtype)
+    np.moveaxis(pages, 3, 1)[layout.row < 0] = POISON  # [P, page_size, 2, Hkv, D] view
+    return np.asarray(q).astype(dtype), pages, layout.page_indptr, layout.page_values, layout.length_info
+
+
+def _fresh_or_picked(rng, make, shape) -> tuple[np.ndarray, np.ndarray]:
+    """(rows [R, D], pick `shape`): R = all of them fresh (make(n) [n, D]) up to FRESH_ROWS of
+    them, pick the identity; else FRESH_ROWS fresh rows, each place picking one at random."""
+    rows = int(np.prod(shape))
+    if rows <= FRESH_ROWS:
+        return make(rows), np.arange(rows).reshape(shape)
+    return make(FRESH_ROWS), rng.integers(0, FRESH_ROWS, size=shape)
+
+
+def _normal(rng, shape, dtype) -> np.ndarray:
+    """N(0,1) in float32 to compute with: f16's table quantiles for f16 storage, else numpy's."""
+    if np.dtype(dtype) == np.float16:
+        return _normal_table()[rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)]
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
+def _shaped_keys(rng, kind, q, layout: PageLayout, lengths, k_shape, dtype, sm_scale):
+    """(q, (rows [R, D], pick [P, Hkv, page_size])) of a shaped kind: the key of each slot and
+    head is rows[pick], placed by its sequence and logical row (layout)."""
+    pages, kv_heads, page_size, dim = k_shape
+    slots = k_shape[:3]
+    batch = lengths.size
     if kind == "far_negative":
         # q = a, k = -a(1 + e), e in [0, 1/2): logits2 = -a^2 (1 + e) D sm_scale log2(e)
         dim_scale = dim * sm_scale / np.log(2.0)
         amplitude = np.sqrt(-FAR_NEGATIVE_LOGIT / dim_scale / 1.25)
-        q = np.full(q_shape, amplitude)
+        far = lambda n: (-amplitude * (1 + 0.5 * rng.random((n, dim), dtype=np.float32))).astype(dtype)
+        return np.full(q.shape, amplitude), _fresh_or_picked(rng, far, slots)
     direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
     direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
-    for b, n in enumerate(lengths):
-        shape = (kv_heads, int(n), dim)
-        if kind in VALUE_KINDS_SET:
-            k[b, :, :n], v[b, :, :n] = make_values(rng, kind, shape, dtype), make_values(rng, kind, shape, dtype)
-            continue
-        v[b, :, :n] = rng.standard_normal(shape, dtype=np.float32)
-        noise = rng.standard_normal(shape, dtype=np.float32)
-        if kind == "equal_logits":
-            k[b, :, :n] = rng.standard_normal((kv_heads, 1, dim)) + 1e-3 * noise
-        elif kind == "rising":
-            ramp = np.linspace(-4.0, 4.0, max(int(n), 1))[None, :, None]
-            k[b, :, :n] = direction[b][:, None, :] * ramp * np.sqrt(dim) + 0.1 * noise
-        elif kind == "far_negative":
-            k[b, :, :n] = -amplitude * (1.0 + 0.5 * rng.random(shape, dtype=np.float32))
-        elif kind == "peaked":
-            peaked = 0.3 * noise
+    owner = np.maximum(layout.sequence, 0)  # spare pages borrow sequence 0's shape; they are poisoned
+    if kind == "peaked":
+        rows, pick = _fresh_or_picked(rng, lambda n: (np.float32(0.3) * _normal(rng, (n, dim), dtype)).astype(dtype),
+                                      slots)
+        peaks = []
+        for b, n in enumerate(lengths):  # one key per sequence dominates: its own rows, appended
             if n:
-                peaked[:, rng.integers(0, n)] += direction[b] * 3.0 * np.sqrt(dim)
-            k[b, :, :n] = peaked
-        else:
-            raise ValueError(f"unknown decode value kind {kind!r}")
-    return np.asarray(q).astype(dtype), k, v
+                page, slot = np.nonzero((layout.sequence[:, None] == b) & (layout.row == rng.integers(0, n)))
+                peak = rows[pick[page[0], :, slot[0]]].astype(np.float32) + direction[b] * np.float32(3 * np.sqrt(dim))
+                pick[page[0], :, slot[0]] = len(rows) + kv_heads * len(peaks) + np.arange(kv_heads)
+                peaks.append(peak.astype(dtype))
+        return q, (np.concatenate([rows] + peaks), pick)
+    if kind == "equal_logits":
+        base = rng.standard_normal((batch, kv_heads, 1, dim)).astype(np.float32)
+        if int(np.prod(slots)) <= FRESH_ROWS:
+            keys = (base[owner] + np.float32(1e-3) * _normal(rng, k_shape, dtype)).astype(dtype)
+            return q, (keys.reshape(-1, dim), np.arange(keys.shape[0] * kv_heads * page_size).reshape(slots))
+        each = max(1, FRESH_ROWS // (batch * kv_heads))  # fresh rows per (sequence, head)
+        fresh = (base + np.float32(1e-3) * _normal(rng, (batch, kv_heads, each, dim), dtype)).astype(dtype)
+        pick = (owner[:, None, None] * kv_heads + np.arange(kv_heads)[:, None]) * each
+        return q, (fresh.reshape(-1, dim), pick + rng.integers(0, each, size=slots))
+    if kind == "rising":  # the noise here, the rise added in place (_rise)
+        return q, _fresh_or_picked(rng, lambda n: (np.float32(0.1) * _normal(rng, (n, dim), dtype)).astype(dtype),
+                                   slots)
+    raise ValueError(f"unknown decode value kind {kind!r}")
 
 
-VALUE_KINDS_SET = frozenset(("normal", "uniform", "large", "tiny", "spiky"))
+#: How many of q's dimensions a rising key rises along (_rise).
+RISING_DIMS = 8
+
+
+def _rise(pages, q, layout: PageLayout, lengths, dtype) -> None:
+    """Make the keys of `pages` [P, 2, Hkv, page_size, D] (0.1 N(0,1) noise) rise along their
+    sequence's rows: key r of a sequence of n gains ramp_r u, ramp_r = -4 + 8 r / (n - 1),
+    where u (norm sqrt(D)) points along the RISING_DIMS largest dimensions of the mean
+    direction of the head's query group. Its logit then grows linearly along the rows (slope
+    |q . u|), so the running max moves at every tile and every rescale matters; and only
+    RISING_DIMS of each key's D values are computed and rounded again."""
+    num_pages, _, kv_heads, page_size, dim = pages.shape
+    batch = lengths.size
+    direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
+    top = np.argsort(-np.abs(direction), axis=-1)[..., :min(RISING_DIMS, dim)]  # [B, Hkv, k]
+    along = np.take_along_axis(direction, top, axis=-1)
+    along = along / np.maximum(np.linalg.norm(along, axis=-1, keepdims=True), 1e-6) * np.float32(np.sqrt(dim))
+    owner = np.maximum(layout.sequence, 0)  # spare pages borrow sequence 0's; they are poisoned
+    n = lengths[owner][:, None]
+    ramp = np.where(n > 1, -4.0 + 8.0 * layout.row / np.maximum(n - 1, 1), -4.0).astype(np.float32)  # [P, page_size]
+    # flat positions of (page, K, head, slot, top dim) in the contiguous pool
+    row = (np.arange(num_pages)[:, None, None] * 2 * kv_heads + np.arange(kv_heads)[:, None]) * page_size \
+        + np.arange(page_size)  # [P, Hkv, page_size]: the K row of each slot and head
+    where = row[..., None] * dim + top[owner][:, :, None, :]  # [P, Hkv, page_size, k]
+    flat = pages.reshape(-1)
+    risen = flat[where].astype(np.float32) + ramp[:, None, :, None] * along[owner][:, :, None, :]
+    flat[where] = risen.astype(dtype)
 
 
 def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, spare_pages=0):
@@ -208,11 +341,9 @@ def decode_cases(draw, config: dict, profile: Profile | str, llama3=None):
     rng = np.random.default_rng(seed)
     dtype = np.float16 if config["dtype"] == "f16" else np.float32
     max_len = int(lengths.max(initial=0))
-    q, k_rows, v_rows = _decode_values(rng, kind, (batch, config["qo_heads"], config["head_dim"]),
-                                       (batch, config["kv_heads"], max_len, config["head_dim"]), dtype, sm_scale,
-                                       lengths)
-    pages, indptr, values, length_info = build_paged_cache(rng, k_rows, v_rows, lengths, config["page_size"],
-                                                           sliding=sliding, spare_pages=spare)
+    q, pages, indptr, values, length_info = paged_decode_values(
+        rng, kind, (batch, config["qo_heads"], config["head_dim"]), config["kv_heads"], lengths,
+        config["page_size"], dtype, sm_scale, sliding=sliding, spare_pages=spare)
     # Keys at k_offset .. k_offset + L - 1 and the query at most one past them, all <= max_position.
     top = max_position(llama3) + 1 - max_len
     k_offset = rng.integers(0, top, size=batch) if rotary_mode else np.zeros(batch, np.int64)

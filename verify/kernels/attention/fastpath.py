@@ -39,13 +39,14 @@ values at the top of their format's range) go to the plain pair, which decides t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from references.decode import LOG2E, DecodeResult, decode_attention
-from references.paged_kv import attended_length, validate_page_table
+from references.paged_kv import attended_length, row_to_slot, validate_page_table
 from references.rope import Llama3Scaling, rope_frequencies, rotate_neox
 from references.softmax import state_to_output
 from verify.budgets.attention import decode_budget
@@ -135,6 +136,44 @@ _MEMO = CaseMemo()
 def remembered(inputs: DecodeInputs) -> DecodeEvaluation:
     """evaluate(inputs), computed once for the same input arrays and scalars (verify.fastpath.memo)."""
     return _MEMO.get(inputs.arrays(), inputs.scalars(), lambda: evaluate(inputs))
+
+
+def leading_rows(x: DecodeInputs, count: int) -> DecodeInputs:
+    """The same decode cut to each sequence's first `count` attended rows (count <= page_size),
+    laid out as one page per sequence without a window. Its rows keep their logical index, so
+    their positions (k_rope_pos_offset + row) and rotated, rounded values are the full case's:
+    its logits are the full case's logits of those rows, up to the order of the sums over D
+    (a matrix product of another width). For a question about the logits that a few rows
+    answer (TVM's floor: is some logit high enough?) without the reference of every row."""
+    if not 0 < count <= x.page_size:
+        raise ValueError(f"count must be in 1..page_size={x.page_size} (got {count})")
+    pages = np.asarray(x.pages)
+    length = attended_length(x.page_indptr, x.length_info, x.page_size, x.sliding_window)
+    keep = np.minimum(length, count)
+    slot = row_to_slot(np.broadcast_to(np.arange(count), (length.size, count)), x.length_info, x.sliding_window)
+    indptr, values = (np.asarray(a).astype(np.int64) for a in (x.page_indptr, x.page_values))
+    first = np.zeros((length.size, 2) + pages.shape[2:], pages.dtype)  # [B, 2, Hkv, page_size, D], V = 0
+    for b in np.flatnonzero(keep):
+        s = slot[b, : keep[b]]
+        first[b, 0, :, : keep[b]] = pages[values[indptr[b] + s // x.page_size], 0, :, s % x.page_size].transpose(1, 0, 2)
+    used = keep > 0
+    indptr = np.concatenate([[0], np.cumsum(used)]).astype(np.int32)
+    return dataclasses.replace(x, pages=first, page_indptr=indptr, page_values=np.flatnonzero(used).astype(np.int32),
+                               length_info=keep.astype(np.int32), sliding_window=False)
+
+
+def key_ranges(x: DecodeInputs) -> tuple[np.ndarray, np.ndarray]:
+    """(largest, smallest) stored key of each (sequence, kv head, dim) over the attended rows,
+    float64 [B, Hkv, D] (-inf, +inf for an empty sequence): bounds on every logit of a case
+    without rotation, sum_d max(q_d hi_d, q_d lo_d) >= q . k_j, from one pass over the keys."""
+    rows = _rows(x)
+    keys, _ = _gather(x, rows)  # [Hkv, T, D] as stored
+    batch, kv_heads, dim = rows.length.size, keys.shape[0], keys.shape[2]
+    hi, lo = np.full((batch, kv_heads, dim), -np.inf), np.full((batch, kv_heads, dim), np.inf)
+    for b in np.flatnonzero(rows.length):
+        part = keys[:, rows.span(b)]
+        hi[b], lo[b] = part.max(axis=1), part.min(axis=1)
+    return hi, lo
 
 
 # -- the fast path -----------------------------------------------------------------------------------

@@ -30,8 +30,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from references.decode import LOG2E
+from references.paged_kv import attended_length
 from verify.budgets.expected import Expected
-from verify.budgets.roundoff import ulp
+from verify.budgets.roundoff import gamma, ulp, unit_roundoff
 from verify.errors import FailureKind, UsageError
 from verify.gpu import InOut, Output
 from verify.gpu.uniforms import pack_struct
@@ -46,6 +48,7 @@ from verify.kernels.attention.common import (
     STORAGE,
 )
 from verify.kernels.attention.decode_common import DecodeKernel
+from verify.kernels.attention.fastpath import key_ranges, leading_rows
 from verify.kernels.attention.merge_state import MergeState
 from verify.kernels.attention.rope_variant import (
     LLAMA_3_1,
@@ -276,7 +279,20 @@ class TvmDecode(DecodeKernel):
         return ("grid packed into z" if packed else "grid direct", ArgumentLayout.of(case.params).launch_path)
 
     def within_floor(self, config, case) -> bool:
-        """Every non-empty (sequence, head) has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN."""
+        """Every non-empty (sequence, head) has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN.
+
+        The cases filter on this as they are drawn, so it is first asked of each sequence's first
+        page of rows (leading_floor), which settles nearly every case (a short sequence's page
+        holds all its rows), then
+        of a bound on every logit of a case without rotation (below_floor_bound: far_negative
+        cases); only a case both leave open costs the whole reference here (remembered: the
+        check reads it again)."""
+        inputs = self.decode_inputs(config, case)
+        settled = leading_floor(inputs)
+        if settled is not None:
+            return settled
+        if below_floor_bound(inputs):
+            return False
         largest = self.evaluation(config, case).logits2.max(axis=-1, initial=-np.inf)
         return bool(np.all(np.isneginf(largest) | (largest > EMPTY_MAX + FLOOR_MARGIN)))
 
@@ -331,6 +347,64 @@ def below_floor(config: dict, case, depth: float):
     pages[:, 0] = np.where(np.isnan(keys), np.nan, -amplitude * stretch).astype(dtype)
     q = np.full(case["q"].shape, amplitude, dtype=dtype)
     return case.replace({"q": q, "pages": pages}, rotary_mode=0, values="below_floor", floor_depth=float(depth))
+
+
+def leading_floor(inputs) -> bool | None:
+    """within_floor asked of each non-empty sequence's first page of attended rows: True when
+    every head already has a base-2 logit there above EMPTY_MAX + FLOOR_MARGIN (then so does the
+    whole case: its largest logit is at least that one); False when a sequence that fits in
+    that page (all its rows are there) has a head with every logit at or below it; None
+    leaves the question to the full reference.
+
+    Those rows' logits come from the reference itself on the rows alone (leading_rows), which
+    may sum the D terms of a logit in another order than the full case's product: each sum is
+    within gamma_D S of the exact one, S = sum_d |q_d k_d| over the rotated, rounded q and k the
+    reference multiplies (Higham, Accuracy and Stability, (3.5)), and the scaling by
+    c = sm_scale log2(e) rounds each once more, so the two logits differ by less than
+    2 gamma_{D+1} c S. A logit counts only when beyond the bound by twice that (covering the
+    rounding of S as computed here) plus 1 (far beyond the rounding of this comparison).
+    """
+    rows = leading_rows(inputs, inputs.page_size)
+    result = rows.reference()
+    batch, qo_heads, dim = result.q.shape
+    kv_heads = result.k.shape[1]
+    magnitude = np.abs(result.q).reshape(batch, kv_heads, -1, dim) @ np.abs(result.k).transpose(0, 1, 3, 2)
+    slack = (4 * gamma(dim + 1, unit_roundoff("f64")) * abs(inputs.sm_scale) * LOG2E * magnitude
+             ).reshape(result.logits2.shape) + 1.0
+    bound = EMPTY_MAX + FLOOR_MARGIN
+    with np.errstate(invalid="ignore"):
+        low = np.max(result.logits2 - slack, axis=-1, initial=-np.inf)  # [B, Hq]: below every full-case max
+        high = np.max(np.where(np.isneginf(result.logits2), -np.inf, result.logits2 + slack), axis=-1,
+                      initial=-np.inf)
+    empty = (result.length == 0)[:, None]
+    if np.all(empty | (low > bound)):
+        return True
+    whole = (attended_length(inputs.page_indptr, inputs.length_info, inputs.page_size, inputs.sliding_window)
+             <= inputs.page_size)[:, None]
+    if np.any(~empty & whole & (high <= bound)):
+        return False
+    return None
+
+
+def below_floor_bound(inputs) -> bool:
+    """True when, without rotation, some non-empty (sequence, head) has every base-2 logit at or
+    below EMPTY_MAX + FLOOR_MARGIN: q . k_j <= sum_d max(q_d hi_d, q_d lo_d) = U over the
+    stored keys' per-dim range (key_ranges), and the reference's logit, a float64 sum of D
+    products scaled by c = sm_scale log2(e), exceeds c q . k_j by at most gamma_{D+1} c S with
+    S = sum_d |q_d| max(|hi_d|, |lo_d|), as does U as computed here: so c U + 2 gamma_{D+1} c S
+    + 1 at or below the bound settles it. False (rotated cases included) decides nothing."""
+    if inputs.rotary_mode or not inputs.sm_scale > 0:
+        return False
+    hi, lo = key_ranges(inputs)
+    batch, qo_heads, dim = np.asarray(inputs.q).shape
+    q = np.asarray(inputs.q, np.float64).reshape(batch, hi.shape[1], -1, dim)  # [B, Hkv, G, D]
+    with np.errstate(invalid="ignore"):
+        top = np.maximum(q * hi[:, :, None], q * lo[:, :, None]).sum(-1)
+        size = (np.abs(q) * np.maximum(np.abs(hi), np.abs(lo))[:, :, None]).sum(-1)
+    c = inputs.sm_scale * LOG2E
+    bound = c * top + 2 * gamma(dim + 1, unit_roundoff("f64")) * c * size + 1.0
+    nonempty = np.isfinite(hi).all(axis=(1, 2))
+    return bool(np.any(nonempty[:, None, None] & (bound <= EMPTY_MAX + FLOOR_MARGIN)))
 
 
 class TvmDecodeSlidingWindow(TvmDecode):
