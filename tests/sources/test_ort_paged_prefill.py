@@ -35,7 +35,7 @@ CONFIG = dict(head_size=64, num_heads=4, kv_num_heads=1)
 def _minimal(strategy, condition=lambda case: True):
     from hypothesis import find, settings
 
-    return find(strategy, condition, settings=settings(database=None, max_examples=300))
+    return find(strategy, condition, settings=settings(database=None, max_examples=1000, derandomize=True))
 
 
 # -- no GPU -------------------------------------------------------------------------------------------
@@ -189,24 +189,25 @@ def ort():
         pytest.skip(str(exc))
 
 
-def _check(check_name, examples=3, wgsl=None):
+def _check(check_name, examples=3, wgsl=None, implementation="dawn"):
     from verify.api import check
 
     (result,) = check(OrtPagedPrefill, CONFIG, checks=[check_name], examples=examples, isolate=False,
-                      implementation="dawn", wgsl=wgsl)
+                      implementation=implementation, wgsl=wgsl)
     return result
 
 
-def _launch(case, wgsl=None):
-    from verify.gpu.dawn import DawnDevice
-
+def _launch(case, wgsl=None, implementation="dawn"):
     kernel = OrtPagedPrefill()
     config = kernel.config(CONFIG)
-    device = DawnDevice()
+    from verify.gpu import open_device
+
+    device = open_device(implementation)
     try:
         return kernel.launch(device, wgsl or kernel.wgsl(config), config, case).outputs["output"]
     finally:
-        device.close()
+        if hasattr(device, "close"):  # Dawn's worker process; wgpu's device needs no closing
+            device.close()
 
 
 @pytest.mark.webgpu
@@ -266,10 +267,12 @@ def test_orts_paged_prefill_is_known_under_large_scores_and_reproduced(ort):
 @pytest.mark.webgpu
 def test_orts_paged_prefill_with_its_score_summed_in_f32_passes_large_scores(ort):
     """The control: the same WGSL with the q.k sum in f32, rounded to f16 once when stored (an edit
-    under `--wgsl`, which inherits no finding), is within the paged_prefill budget of the reference."""
+    under `--wgsl`, which inherits no finding), is within the paged_prefill budget of the reference.
+    Run with wgpu: Tint's first compile of the edited program on lavapipe takes about ten minutes
+    (Naga's, seconds), and the finding shows the same on both (the folder's three routes)."""
     kernel = OrtPagedPrefill()
     wgsl = with_f32_scores(kernel.wgsl(kernel.config(CONFIG)))
-    result = _check("large_scores", wgsl=wgsl)
+    result = _check("large_scores", wgsl=wgsl, implementation="wgpu")
     assert result.verdict == Verdict.PASS, result.reason
     (case,) = kernel.finding_examples("large_scores", kernel.config(CONFIG))
-    assert np.isfinite(_launch(case, wgsl)).all()
+    assert np.isfinite(_launch(case, wgsl, implementation="wgpu")).all()

@@ -48,7 +48,7 @@ SMALL = dict(head_size=64, num_heads=4, kv_num_heads=1)
 def _minimal(strategy, condition=lambda case: True):
     from hypothesis import find, settings
 
-    return find(strategy, condition, settings=settings(database=None, max_examples=300))
+    return find(strategy, condition, settings=settings(database=None, max_examples=1000, derandomize=True))
 
 
 def _unequal(case) -> bool:
