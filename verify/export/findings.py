@@ -14,12 +14,11 @@ through the kernels that meet them (ort-small-m-zero-init, ort-tile-naga-refuses
 kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's llama3 rope scaling
 (§15) is a refusal of `tvm.build`, not a result of a kernel: there is no WGSL for a folder to run.
 Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
-folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.4
+folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.3
+(the same program with §18.2's accumulators zeroed, a folder `transform`), §18.4
 (`ort.attention.paged_prefill`), §18.5 (`ort.attention.copy_kv_cache`) and §18.6
-(`ort.attention.decode_qkv`). `ort.gqa` and `ort.paged_attention` run an ORT session in Node, whose
-WebGPU calls the recording device never sees, so §18.3 (which also shows in §18.2's folder on 4-lane
-subgroups) is reproduced by its `verify check` command at width 4 and a strict-xfail test
-(docs/findings.md "Reproductions").
+(`ort.attention.decode_qkv`); `ort.gqa` and `ort.paged_attention` run an ORT session in Node, whose
+WebGPU calls the recording device never sees (docs/findings.md "Reproductions").
 """
 
 from __future__ import annotations
@@ -76,6 +75,10 @@ class Finding:
     fix: Callable | None = None
     fix_text: str = ""
     fixed_shows: dict | None = None
+    transform: Callable | None = None
+    #: Where the kernel states several findings under `check`, the start of the headline of the one
+    #: this folder reproduces (the report links a known record to the folders of its headline).
+    headline: str = ""
 
 
 # -- the findings' cases ---------------------------------------------------------------------------------
@@ -264,6 +267,18 @@ def with_zeroed_scores(wgsl: str) -> str:
     if sorted(_FLASH_SCORES.findall(wgsl)) != [(f"qk_{n}", "vec4<qk_precision>") for n in range(1, 5)]:
         raise UsageError("ORT's FlashAttention WGSL declares not qk_1..qk_4 once each without initializer")
     return _FLASH_SCORES.sub(r"var \1 = \2(0);", wgsl)
+
+
+def with_four_keys_a_step_on_4_lanes(wgsl: str) -> str:
+    """ORT's FlashAttention (its accumulators zeroed, with_zeroed_scores) with keys 4..7 of each
+    step masked where the subgroup has 4 lanes: the `sg_size <= 8` branch then scores only the 4
+    keys the loop loaded and advanced by, as it does right at 8 lanes."""
+    for j in range(4, 8):
+        visible = f"is_key_visible(k_start + {j}, local_window_start, seq_causal_length)"
+        if visible not in wgsl:
+            raise UsageError(f"ORT's FlashAttention WGSL does not test key k_start + {j} with is_key_visible")
+        wgsl = wgsl.replace(visible, f"{visible} && sg_size > 4u")
+    return wgsl
 
 
 #: ORT's paged prefill program's score: declared in the model's type, summed over the head's vec4 dots.
@@ -651,6 +666,35 @@ FINDINGS = (
                                   "`sg_size <= 8` branch scores keys 4..7 of each step through lanes a 4-lane "
                                   "subgroup does not have, comes on top and the zeroed accumulators do not fix it")}),
     Finding(
+        "ort-flash-subgroups-of-4", "§18.3", "ort.attention.flash", "reference",
+        dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
+        "FlashAttention assumes subgroups of at least 8 lanes: with 4 its `sg_size <= 8` branch scores 8 keys a step "
+        "from 4 loaded ones",
+        ("GroupQueryAttention's prefill program (`FlashAttention`, flash_attention.cc, 32 new tokens or more) walks "
+         "the keys in steps of min(subgroup size, 16), each lane loading one key's K and V row and the step's scores "
+         "gathered by subgroupShuffle. Its branch for `sg_size <= 8` scores 8 keys a step (k_start + 0..7) from "
+         "lanes 0..7. On an adapter whose subgroups have 4 lanes (SwiftShader, the software adapter of Chromium "
+         "without a GPU) the loop advances by 4 keys and only 4 rows are loaded, but keys k_start + 4..7 are still "
+         "scored, from lanes a 4-lane subgroup does not have, and weight V rows nobody loaded: every query past key 3 "
+         "attends wrong keys. Masking keys 4..7 where `sg_size` is 4 makes it right.",
+         "The case: one sequence of 32 new tokens, no past, 4 query heads on 2 KV heads, head size 64, f32, N(0, 1) "
+         "values rounded to multiples of 1/4; the program is ORT's with its score accumulators zeroed "
+         "(`= vec4<qk_precision>(0)` on qk_1..qk_4), so that ort-flash-carried-scores (§18.2) does not show on top: "
+         "what fails is the 4-lane branch alone."),
+        shows={"chromium": ("FAIL", None),
+               "wgpu": ("PASS", "PASS with wgpu on Mesa 22.3's lavapipe: its subgroups have 8 lanes, where the branch "
+                        "scores the 8 keys it loaded"),
+               "dawn": ("PASS", "PASS with Dawn on Mesa 25's lavapipe: its subgroups have 8 lanes, where the branch "
+                        "scores the 8 keys it loaded")},
+        make_case=flash_case(32),
+        notes=("It shows only where subgroups have 4 lanes (Chromium's SwiftShader, the software adapter of a "
+               "browser without a GPU); on 8 lanes or more the page passes.",),
+        transform=with_zeroed_scores,
+        headline="ORT's FlashAttention assumes subgroups of at least 8 lanes",
+        fix=with_four_keys_a_step_on_4_lanes,
+        fix_text="keys k_start + 4..7 of each step masked where `sg_size` is 4 (`&& sg_size > 4u` on their "
+                 "is_key_visible tests)"),
+    Finding(
         "ort-gqa-softcap-ignored", "§18.1", "ort.attention.decode_qkv", "reference",
         dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, softcap=2.0),
         "GroupQueryAttention ignores softcap on WebGPU: FlashAttentionDecodeQKV of a session with softcap = 2 "
@@ -872,6 +916,8 @@ def build(finding: Finding, *, run: bool = True):
     kernel = get_kernel(finding.kernel)
     config = kernel.config(finding.config)
     wgsl = kernel.wgsl(config)
+    if finding.transform is not None:
+        wgsl = finding.transform(wgsl)
     if finding.make_case is not None:
         case = finding.make_case(kernel, config)
     else:
@@ -887,7 +933,8 @@ def build(finding: Finding, *, run: bool = True):
     files = render(captured, told)
     if finding.fix is not None:
         files.update({f"fixed/{name}": text for name, text in fixed(finding, kernel, config, wgsl, case, run).items()})
-    headlines = [f.headline for f in KnownFinding.all_of(kernel.known_finding(finding.check, config))]
+    headlines = [f.headline for f in KnownFinding.all_of(kernel.known_finding(finding.check, config))
+                 if f.headline.startswith(finding.headline)]
     entry = {"name": finding.name, "section": finding.section, "title": finding.title, "kernel": kernel.name,
              "check": finding.check, "config": config, "headlines": headlines, "shows": finding.shows,
              **({"fixed_shows": finding.fixed_shows} if finding.fixed_shows else {}),
