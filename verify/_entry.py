@@ -15,9 +15,11 @@ def _stop(signum, frame):
 
 
 def main() -> int:
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _stop)
     try:
+        # Inside the try: a SIGTERM that arrives once its handler is in, while SIGHUP's is still
+        # being installed, is one line and exit 130 like any other.
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _stop)
         from verify.cli import main as run
 
         code = run()
