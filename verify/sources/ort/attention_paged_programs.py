@@ -73,6 +73,7 @@ from verify.sources.ort.attention_programs import (
     TOKENS,
     OrtDecodeProgram,
     reduce_cases,
+    sequence_tile_states,
     wgsl_m_tile,
 )
 from verify.sources.ort.launch import bind, header
@@ -207,20 +208,7 @@ def paged_tile_states(case: Case, config: dict):
         v = sequence_rows(values, case["block_table"][b], total, bs)
         visible = paged_visible(past, new, padded)
         scores = scale * (q.reshape(padded, nkv, n // nkv, h) @ k.transpose(0, 2, 1)).reshape(padded, n, total)
-        for t in range(-(-total // KEY_TILE)):
-            written[b, t] = True
-            cols = slice(t * KEY_TILE, min((t + 1) * KEY_TILE, total))
-            seen = visible[:, cols]
-            s = np.where(seen[:, None, :], scores[:, :, cols], -np.inf)
-            top = s.max(axis=-1, initial=-np.inf)
-            has = np.isfinite(top)
-            w = np.where(seen[:, None, :], np.exp(s - np.where(has, top, 0.0)[..., None]), 0.0)
-            total_w = w.sum(-1)
-            part = (w.reshape(padded, nkv, n // nkv, -1) @ v[:, cols]).reshape(padded, n, h)
-            o[b, :, :, t] = np.where(has[..., None], part / np.where(has, total_w, 1.0)[..., None], 0.0).transpose(1, 0, 2)
-            m[b, :, :, t] = np.where(has, top, NO_KEY_MAX).T
-            lsum[b, :, :, t] = total_w.T
-            per_tile.append((b, t, q, k[:, cols], v[:, cols], s))
+        sequence_tile_states(b, q, k, v, scores, visible, (o, m, lsum, written, per_tile))
     return o, m, lsum, written, per_tile
 
 

@@ -200,21 +200,32 @@ def tile_states(case: Case, config: dict):
         v = values[b, :, :total].astype(np.float64)
         scores = scale * (q.reshape(new, nkv, n // nkv, h) @ k.transpose(0, 2, 1)).reshape(new, n, total)
         scores = softcapped(scores, config.get("softcap", 0.0))
-        for t in range(-(-total // KEY_TILE)):
-            written[b, t] = True
-            cols = slice(t * KEY_TILE, min((t + 1) * KEY_TILE, total))
-            seen = visible[:, cols]  # [S, keys]
-            s = np.where(seen[:, None, :], scores[:, :, cols], -np.inf)
-            top = s.max(axis=-1, initial=-np.inf)  # [S, N]
-            has = np.isfinite(top)
-            w = np.where(seen[:, None, :], np.exp(s - np.where(has, top, 0.0)[..., None]), 0.0)
-            total_w = w.sum(-1)
-            part = (w.reshape(new, nkv, n // nkv, -1) @ v[:, cols]).reshape(new, n, h)
-            o[b, :, :, t] = np.where(has[..., None], part / np.where(has, total_w, 1.0)[..., None], 0.0).transpose(1, 0, 2)
-            m[b, :, :, t] = np.where(has, top, NO_KEY_MAX).T
-            lsum[b, :, :, t] = total_w.T
-            per_tile.append((b, t, q, k[:, cols], v[:, cols], s))
+        sequence_tile_states(b, q, k, v, scores, visible, (o, m, lsum, written, per_tile))
     return o, m, lsum, written, per_tile
+
+
+def sequence_tile_states(b: int, q, k, v, scores, visible, into) -> None:
+    """Sequence b's 64-key tile states written into `into` = (o, m, l, written, per_tile): q [S, N,
+    H], k and v [Nkv, total, H], its natural scores [S, N, total] and visible [S, total]. A tile's
+    max and exp-sum are over its visible keys; a row that sees none of them keeps (-FLT_MAX, 0) and
+    a zero output, as the QKV programs write it."""
+    o, m, lsum, written, per_tile = into
+    rows, n, h = q.shape
+    nkv, total = k.shape[0], k.shape[1]
+    for t in range(-(-total // KEY_TILE)):
+        written[b, t] = True
+        cols = slice(t * KEY_TILE, min((t + 1) * KEY_TILE, total))
+        seen = visible[:, cols]  # [S, keys]
+        s = np.where(seen[:, None, :], scores[:, :, cols], -np.inf)
+        top = s.max(axis=-1, initial=-np.inf)  # [S, N]
+        has = np.isfinite(top)
+        w = np.where(seen[:, None, :], np.exp(s - np.where(has, top, 0.0)[..., None]), 0.0)
+        total_w = w.sum(-1)
+        part = (w.reshape(rows, nkv, n // nkv, -1) @ v[:, cols]).reshape(rows, n, h)
+        o[b, :, :, t] = np.where(has[..., None], part / np.where(has, total_w, 1.0)[..., None], 0.0).transpose(1, 0, 2)
+        m[b, :, :, t] = np.where(has, top, NO_KEY_MAX).T
+        lsum[b, :, :, t] = total_w.T
+        per_tile.append((b, t, q, k[:, cols], v[:, cols], s))
 
 
 class OrtDecodeQkv(OrtDecodeProgram):
