@@ -76,11 +76,15 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
         if unknown:
             raise UsageError(f"{instance.name} has no check {', '.join(unknown)}; its checks: {', '.join(instance.checks)}")
     selected = list(dict.fromkeys(checks)) if checks else list(instance.checks)  # in the order asked for
-    implementation = implementation or kernel_implementation(instance, None)
+    own = implementation or kernel_implementation(instance, None)
+    # A check the kernel routes elsewhere goes to the default implementation (the one that must run
+    # here), unless the caller chose an implementation for every check.
+    available = (own,) if implementation else (own, default_implementation())
     source = Source("file", wgsl_origin) if wgsl is not None else _source(spec, instance)
     return numbered([Job(0, instance.name, spec.ref, config, check, examples, seed, profile.name, wgsl=wgsl,
                          source=source, out_dir=str(out_dir) if out_dir is not None else None, adapter=adapter,
-                         implementation=implementation, time_limit=time_limit or profile.time_limit,
+                         implementation=check_implementation(instance, check, own, available),
+                         time_limit=time_limit or profile.time_limit,
                          subgroup_width=subgroup_width, profile_data=encode_profile(profile)) for check in selected])
 
 
@@ -168,8 +172,12 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                                  source=source))
             continue
         primary, others = runs_on[0], runs_on[1:]
+        available = tuple(default_implementation() if i is None else i for i in implementations)
         checks = [get_check(c) for c in instance.checks]
-        main_checks = [c.name for c in checks if not c.needs_other_implementation or others]
+        # A check comparing implementations runs wherever the run has a second one, also for a
+        # kernel meant for one implementation only (ORT's on Dawn against wgpu's Naga).
+        compared = len(set(available) | {primary or default_implementation()}) > 1
+        main_checks = [c.name for c in checks if not c.needs_other_implementation or compared]
         other_checks = [c.name for c in checks if not c.needs_other_implementation and
                         (profile.every_check_on_every_implementation or c.on_every_implementation)]
         width_checks = [c.name for c in checks if c.at_every_subgroup_width]
@@ -177,7 +185,8 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
             def plan(checks, **options):
                 return check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
                                   time_limit=time_limit, adapter=adapter, checks=checks, **options)
-            jobs += plan(main_checks, implementation=primary)
+            for check in main_checks:  # one at a time: a check the kernel routes elsewhere goes there
+                jobs += plan([check], implementation=check_implementation(instance, check, primary, available))
             for other in others:
                 if other_checks:
                     jobs += plan(other_checks, implementation=other)
@@ -226,6 +235,17 @@ def kernel_implementation(kernel, chosen: str | None) -> str | None:
     --implementation NAME` passes NAME explicitly and is honoured (a kernel another compiler
     cannot compile then reports its compile divergence)."""
     return kernel_implementations(kernel, [chosen])[0]
+
+
+def check_implementation(kernel, check: str, own: str | None, available: tuple) -> str | None:
+    """The implementation one of a kernel's checks runs on: `own` (the kernel's in this run), unless
+    the kernel routes the check to another (Kernel.check_implementations) and that one is
+    `available` in this run; ORT's attention programs route `sanitize` to wgpu, whose Naga compiles
+    their instrumented programs in seconds where Tint took over 40 minutes on lavapipe."""
+    routed = dict(kernel.check_implementations or {}).get(check)
+    if routed is None or own is None:
+        return own
+    return implementation(routed).name if routed in available else own
 
 
 def kernel_implementations(kernel, implementations: list) -> list:

@@ -13,7 +13,7 @@ from verify.budgets.metrics import compare
 from verify.checks.implementations import joint_expected
 from verify.errors import SetupError
 from verify.kernels.registry import get_kernel
-from verify.plan import gate_jobs, kernel_implementations
+from verify.plan import check_jobs, gate_jobs, kernel_implementations
 from verify.profiles import get_profile
 
 
@@ -83,6 +83,42 @@ def test_a_kernel_that_declares_its_implementation_runs_there_and_is_a_skip_wher
     assert [(r.kernel, r.verdict) for r in skipped] == [("ort.dp4a.quantize", Verdict.SKIP)]
     assert "runs on dawn only, which cannot run here" in skipped[0].reason
     assert {j.kernel for j in jobs} == {"rope"}
+
+
+def test_a_kernel_routes_a_check_to_another_implementation_only_where_the_run_has_it():
+    """ORT's attention programs run on Dawn but send `sanitize` to wgpu (Kernel.check_implementations):
+    its verdict reads the access log, and Tint's compile of an instrumented ORT program can outlast
+    the check's time limit on lavapipe. A run without wgpu, or a user's choice of implementation,
+    keeps every check on the one chosen."""
+    name = "ort.attention.decode_reduce"
+    assert get_kernel(name).check_implementations == {"sanitize": "wgpu"}
+    profile = get_profile("ci")
+    options = dict(profile=profile, examples=1, seed=0, out_dir=None, time_limit=None)
+    assert {job.check: job.implementation for job in check_jobs(name, {}, **options)} == {
+        "reference": "dawn", "determinism": "dawn", "sanitize": "wgpu", "implementations": "dawn"}
+    for chosen in ("dawn", "wgpu"):
+        assert {job.implementation for job in check_jobs(name, {}, implementation=chosen, **options)} == {chosen}
+    gate = dict(profile=profile, seed=0, out_dir=None, time_limit=None)
+    both, _ = gate_jobs([name], implementations=["wgpu", "dawn"], **gate)
+    assert {(job.check, job.implementation) for job in both} == {
+        ("reference", "dawn"), ("determinism", "dawn"), ("sanitize", "wgpu"), ("implementations", "dawn")}
+    dawn_only, _ = gate_jobs([name], implementations=["dawn"], **gate)
+    assert {(job.check, job.implementation) for job in dawn_only} == {
+        ("reference", "dawn"), ("determinism", "dawn"), ("sanitize", "dawn")}
+    # the order of the checks is the kernel's, whichever implementation each runs on
+    assert [job.check for job in both][:4] == list(get_kernel(name).checks)
+
+
+def test_the_gate_compares_implementations_for_a_kernel_meant_for_one_when_it_has_two():
+    """A kernel meant for Dawn only still gets `implementations` (its WGSL under Naga too) in a gate
+    that has wgpu as well: browsers ship both compilers. A gate with one implementation plans none."""
+    options = dict(profile=get_profile("ci"), seed=0, out_dir=None, time_limit=None)
+    names = ["ort.attention.copy_kv_cache", "merge_state"]
+    both, _ = gate_jobs(names, implementations=["wgpu", "dawn"], **options)
+    assert {job.kernel for job in both if job.check == "implementations"} == set(names)
+    for one in (["wgpu"], ["dawn"]):
+        jobs, _ = gate_jobs(["merge_state"], implementations=one, **options)
+        assert not [job for job in jobs if job.check == "implementations"]
 
 
 # -- on the two implementations -------------------------------------------------------------------

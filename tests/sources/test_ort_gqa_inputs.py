@@ -182,3 +182,74 @@ def test_onnxruntime_web_rotates_at_the_cached_positions_whatever_position_ids_s
         run = ort.run(with_ids, feeds | {"position_ids": ids[None].astype(np.int64)}, aliases=with_ids.shared_cache)
         for name in ("output", "present_key"):
             assert np.array_equal(run.outputs[name], baseline[name]), (ids, name)
+
+
+# -- quantized KV cache: k_scale / v_scale ---------------------------------------------------------------
+class _ScaledCacheModel:
+    """A GroupQueryAttention node with inputs 12-13, k_scale and v_scale [1] (bert_defs.cc), and a
+    cache of `cache` ("f32", or "int8" with k/v_quant_type and kv_cache_bit_width=8): f32 H=64,
+    4 query heads on 2 KV heads, no rotary."""
+
+    def __init__(self, cache: str, quant_type: str = ""):
+        from verify.sources.ort.attention_models import GQA_INPUTS, GQA_OUTPUTS, _node_inputs, _serialize
+        from verify.sources.ort.model import _import_onnx
+
+        onnx, helper = _import_onnx()
+        f32, i32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
+        element = onnx.TensorProto.INT8 if cache == "int8" else f32
+        self.name = f"GroupQueryAttention(scaled cache {cache} {quant_type})"
+        kv = ["batch", 2, "past_length", 64]
+        values = {"query": (f32, ["batch", "sequence", 256]), "key": (f32, ["batch", "sequence", 128]),
+                  "value": (f32, ["batch", "sequence", 128]), "past_key": (element, kv), "past_value": (element, kv),
+                  "seqlens_k": (i32, ["batch"]), "total_sequence_length": (i32, []),
+                  "k_scale": (f32, [1]), "v_scale": (f32, [1])}
+        names = _node_inputs(GQA_INPUTS + ("k_scale", "v_scale"), set(values))
+        attrs = dict(k_quant_type=quant_type, v_quant_type=quant_type, kv_cache_bit_width=8) if quant_type else {}
+        node = helper.make_node("GroupQueryAttention", names, list(GQA_OUTPUTS), domain="com.microsoft",
+                                num_heads=4, kv_num_heads=2, **attrs)
+        present = ["batch", 2, "present_length", 64]
+        outputs = [helper.make_tensor_value_info("output", f32, ["batch", "sequence", 256])] + [
+            helper.make_tensor_value_info(name, element, present) for name in ("present_key", "present_value")]
+        inputs = [helper.make_tensor_value_info(name, *values[name]) for name in names if name]
+        self.onnx_bytes = _serialize(node, "group_query_attention_scaled_cache", inputs, outputs)
+
+    def describe(self) -> str:
+        return self.name
+
+    @staticmethod
+    def feeds(cache_type, k_scale: float, v_scale: float, past: int = 5) -> dict:
+        rng = np.random.default_rng(0)
+        cache = rng.standard_normal((1, 2, past, 64)) * (20 if cache_type == np.int8 else 1)
+        return {"query": rng.standard_normal((1, 1, 256)).astype(np.float32),
+                "key": rng.standard_normal((1, 1, 128)).astype(np.float32),
+                "value": rng.standard_normal((1, 1, 128)).astype(np.float32),
+                "past_key": cache.astype(cache_type), "past_value": cache[:, :, ::-1].astype(cache_type),
+                "seqlens_k": np.array([past], np.int32), "total_sequence_length": np.array(past + 1, np.int32),
+                "k_scale": np.array([k_scale], np.float32), "v_scale": np.array([v_scale], np.float32)}
+
+
+@pytest.mark.webgpu
+def test_onnxruntime_web_ignores_kv_scales_on_a_float_cache(ort):
+    """k_scale and v_scale without a quantization type (a float cache) change nothing: scales of
+    0.05 and of 7 give bit-identical outputs and caches. So `ort.gqa` draws none (docs/ort-attention.md §2)."""
+    model = _ScaledCacheModel("f32")
+    small = ort.run(model, model.feeds(np.float32, 0.05, 0.05)).outputs
+    large = ort.run(model, model.feeds(np.float32, 7.0, 3.0)).outputs
+    for name in ("output", "present_key", "present_value"):
+        assert np.array_equal(small[name], large[name]), name
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("quant_type", ["PER_TENSOR", "PER_CHANNEL"])
+def test_onnxruntime_web_cannot_run_an_int8_kv_cache(ort, quant_type):
+    """onnxruntime-web 1.30 accepts a GroupQueryAttention with an int8 cache (kv_cache_bit_width=8)
+    at session creation, then generates WGSL that reads the cache as u32 words and stores or
+    converts them as f32 vectors, with no dequantization: Tint refuses the modules (CopyKVCache:
+    `cannot assign 'vec4<f32>' to 'u32'`; the split decode's QKV: no `vec4<f32>(u32)`; which one a
+    run meets first depends on the pipelines already cached), and every run fails. A quantized KV cache is not something 1.30 runs on WebGPU, so verify draws none
+    (docs/ort-attention.md §2); should a release run it, this test fails and says so."""
+    from verify.errors import KernelError
+
+    model = _ScaledCacheModel("int8", quant_type)
+    with pytest.raises(KernelError, match='Invalid ShaderModule "(CopyKVCache|FlashAttentionDecodeQKV)"'):
+        ort.run(model, model.feeds(np.int8, 0.05, 0.05))

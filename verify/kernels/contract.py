@@ -92,6 +92,13 @@ class Kernel(ABC):
     #: not among them, and a check that names no implementation does too
     #: (verify.plan.kernel_implementation); `verify check --implementation` still chooses.
     implementations: tuple = ()
+    #: Checks that run on another WebGPU implementation than the kernel's own when the run has it:
+    #: check name -> implementation name (verify.plan.check_implementation). Meant for a check
+    #: whose verdict does not depend on the compiler, such as `sanitize` (it judges the
+    #: instrumented program's access log, not the arithmetic), where the kernel's own
+    #: implementation compiles that check's program too slowly to be of use. An implementation the
+    #: user chose (`--implementation`, $VERIFY_IMPLEMENTATION) still runs every check.
+    check_implementations: dict = {}
 
     # -- config ------------------------------------------------------------------------
     def config(self, overrides: dict | None = None) -> dict:

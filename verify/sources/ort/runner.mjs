@@ -167,7 +167,7 @@ wrap(GPUAdapter.prototype, 'requestDevice', async function (original, descriptor
 // -- ONNX Runtime -----------------------------------------------------------------------------------
 let ort = null;
 const sessions = new Map();
-const BYTES = { float32: Float32Array, float16: Uint16Array, uint8: Uint8Array, int32: Int32Array, int64: BigInt64Array };
+const BYTES = { float32: Float32Array, float16: Uint16Array, uint8: Uint8Array, int8: Int8Array, int32: Int32Array, int64: BigInt64Array };
 
 async function open(request) {
   globalThis.navigator = { gpu: create(request.adapter ? [`adapter=${request.adapter}`] : []) };
