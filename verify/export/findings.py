@@ -16,8 +16,9 @@ kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's 
 Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
 folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.3
 (the same program with §18.2's accumulators zeroed, a folder `transform`), §18.4
-(`ort.attention.paged_prefill`), §18.5 (`ort.attention.copy_kv_cache`) and §18.6
-(`ort.attention.decode_qkv`); `ort.gqa` and `ort.paged_attention` run an ORT session in Node, whose
+(`ort.attention.paged_prefill`), §18.5 (`ort.attention.copy_kv_cache`), §18.6
+(`ort.attention.decode_qkv`) and §18.7 (`ort.attention.flash` under `sanitize`, with §18.2 and §18.3
+fixed by its `transform`); `ort.gqa` and `ort.paged_attention` run an ORT session in Node, whose
 WebGPU calls the recording device never sees (docs/findings.md "Reproductions").
 """
 
