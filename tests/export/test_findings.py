@@ -6,7 +6,8 @@ the registry says which verdict comes instead and why, the page says so, and thi
 to that; the `fixed/` variants (TVM's merge with one storageBarrier(), TVM's tree kernel with its extra
 warp's stores guarded, ORT's small-M program with its sums cleared, ORT's decode QKV program with
 its partials cleared, ORT's FlashAttention with its score accumulators zeroed, ORT's decode QKV
-program with its scores softcapped, ORT's CopyKVCache guarded to each sequence's total) PASS, except
+program with its scores softcapped, ORT's CopyKVCache guarded to each sequence's total, ORT's
+FlashAttention with its K and V rows loaded under an `if`) PASS, except
 where the registry's `fixed_shows` says which verdict comes instead and why.
 """
 

@@ -8,8 +8,9 @@ split/merge contract the two programs are held to; the dispatch rule names the p
 docs/ort-attention.md §2 gives; bad configs are usage errors; the budgets grow with the model
 type's roundoff. With ORT on Dawn: the split-reduce, unfused and paged-prefill configs PASS, each
 program passes under its contract, and each documented finding's config is KNOWN with its finding
-reproduced (docs/findings.md §18.1, §18.2, §18.4, §18.6); an edited program (`--wgsl`) that zeroes
-what §18.6 reads passes sanitize.
+reproduced (docs/findings.md §18.1, §18.2, §18.4, §18.6, §18.7); an edited program (`--wgsl`) that zeroes
+what §18.6 reads passes sanitize, and FlashAttention as shipped fails it with §18.7's reads past the
+cache (strict xfail) where loading its rows under an `if` passes.
 
 Tests that run ORT need what scripts/setup.sh installs and skip, saying why, without it.
 """
@@ -24,6 +25,7 @@ from references.rope import rotate_gptj, rotate_neox
 from references.softmax import merge_many_outputs
 from verify.budgets.ort_attention import output_budget, score_errors
 from verify.errors import SetupError, UsageError
+from verify.export.findings import with_loads_under_an_if
 from verify.results.record import Verdict
 from verify.sources.ort import programs
 from verify.sources.ort.attention_cases import gqa_path, paged_path, rotary_tables
@@ -35,6 +37,7 @@ from verify.sources.ort.attention_kernels import (
     OrtPagedAttention,
 )
 from verify.sources.ort.attention_programs import (
+    FLASH_READS_PAST_CACHE,
     FLASH_SUBGROUP_4,
     UNINITIALISED_PARTIALS,
     OrtDecodeQkv,
@@ -179,11 +182,11 @@ def ort():
         pytest.skip(str(exc))
 
 
-def _reference(kernel, config, examples=6, check_name="reference", wgsl=None):
+def _reference(kernel, config, examples=6, check_name="reference", wgsl=None, implementation="dawn"):
     from verify.api import check
 
-    (result,) = check(kernel, config, checks=[check_name], examples=examples, isolate=False, implementation="dawn",
-                      wgsl=wgsl)
+    (result,) = check(kernel, config, checks=[check_name], examples=examples, isolate=False,
+                      implementation=implementation, wgsl=wgsl)
     return result
 
 
@@ -340,6 +343,69 @@ def test_orts_flash_program_with_zeroed_accumulators_passes(ort):
     kernel = OrtFlashPrefill()
     wgsl = _zeroed_accumulators(kernel.wgsl(kernel.config(FLASH_CONFIG)))
     result = _reference(OrtFlashPrefill, FLASH_CONFIG, examples=3, wgsl=wgsl)
+    assert result.verdict == Verdict.PASS, result.reason
+
+
+def test_the_flash_finding_example_ends_its_cache_within_the_last_key_step():
+    """§18.7's documented case: a total of 33 in a cache of exactly 33 rows, so at every step width
+    (4, 8, 16 lanes) the last step's rows run past the buffer for the last KV head; that case,
+    and only under `sanitize`, whose signature is the out-of-bounds read of present_key."""
+    kernel = OrtFlashPrefill()
+    config = kernel.config(FLASH_CONFIG)
+    (case,) = kernel.finding_examples("sanitize", config)
+    total, capacity = int(case["total_sequence_length"]), case.params["capacity"]
+    assert (total, capacity, case.params["past"], case.params["new"]) == (33, 33, [1], 32)
+    assert case["past_key"].shape == (1, 2, 33, 64) and int(case["seqlens_k"][0]) + 1 == total
+    assert all(-(-total // step) * step > capacity for step in (4, 8, 16))
+    assert kernel.finding_examples("reference", config) == []
+    finding = kernel.known_finding("sanitize", config)
+    assert finding.text == FLASH_READS_PAST_CACHE and finding.reasons == (
+        "out-of-bounds read of storage buffer present_key",)
+
+
+@pytest.mark.webgpu
+@pytest.mark.xfail(strict=True, reason=(
+    "§18.7: FlashAttention's select loads the last key step's K and V rows past the end of present_key and "
+    "present_value (lines 66 and 76 of the f32 program) where the cache buffer ends within the step: 224 "
+    "out-of-bounds reads of each for a total of 33 in 33 rows at 8 lanes"))
+def test_orts_flash_program_reads_only_the_cache_rows_it_has(ort):
+    """The program as shipped under sanitize (on wgpu, whose Naga compiles the instrumented program
+    in seconds), passed as `--wgsl` (no known finding); the kernel's finding example runs first."""
+    kernel = OrtFlashPrefill()
+    result = _reference(OrtFlashPrefill, FLASH_CONFIG, examples=3, check_name="sanitize",
+                        wgsl=kernel.wgsl(kernel.config(FLASH_CONFIG)), implementation="wgpu")
+    assert result.verdict == Verdict.PASS, result.reason
+
+
+@pytest.mark.webgpu
+def test_the_flash_programs_reads_past_the_cache_are_known_and_reproduced(ort):
+    """The shipped program under sanitize: KNOWN with §18.7 reproduced, the reason naming both loads.
+    The finding example runs first: its last step of s lanes loads rows 32..32+s-1 of 33, so s - 1
+    rows of 16 vec4s past the end for each of KV head 1's 2 query heads (224 reads at lavapipe's 8)."""
+    import re
+
+    result = _reference(OrtFlashPrefill, FLASH_CONFIG, examples=3, check_name="sanitize", implementation="wgpu")
+    assert result.verdict == Verdict.KNOWN, result.reason
+    assert result.finding_reproduced is True
+    assert result.finding.splitlines()[0] == FLASH_READS_PAST_CACHE.splitlines()[0]
+    for buffer, line in (("present_key", 66), ("present_value", 76)):
+        # 1056 vec4s: 2 KV heads of 33 rows of 16
+        assert re.search(rf"out-of-bounds read of storage buffer {buffer}: index \d+ is not below the length 1056 ",
+                         result.reason)
+        assert f"at line {line} \"let val = select(q_value_t(0), {buffer}[offset + idx]," in result.reason
+    counts = re.findall(r"\((\d+) accesses in all\)", result.reason)
+    assert len(counts) == 2 and counts[0] == counts[1]
+    assert int(counts[0]) in {2 * (step - 1) * 16 for step in (4, 8, 16)}
+
+
+@pytest.mark.webgpu
+def test_orts_flash_program_loading_its_rows_under_an_if_passes_sanitize(ort):
+    """The control: each K and V row loaded only below the sequence's total (an `if` where ORT has
+    a `select`; the folder's fix) makes no read past the cache buffer."""
+    kernel = OrtFlashPrefill()
+    wgsl = with_loads_under_an_if(kernel.wgsl(kernel.config(FLASH_CONFIG)))
+    result = _reference(OrtFlashPrefill, FLASH_CONFIG, examples=3, check_name="sanitize", wgsl=wgsl,
+                        implementation="wgpu")
     assert result.verdict == Verdict.PASS, result.reason
 
 

@@ -16,8 +16,9 @@ kernel of 65536 loop iterations per invocation, which no kernel here has. TVM's 
 Of ONNX Runtime Web's attention (§18) only what shows in a program verify launches itself ships a
 folder: §18.1 (`ort.attention.decode_qkv` with a softcap), §18.2 (`ort.attention.flash`), §18.3
 (the same program with §18.2's accumulators zeroed, a folder `transform`), §18.4
-(`ort.attention.paged_prefill`), §18.5 (`ort.attention.copy_kv_cache`) and §18.6
-(`ort.attention.decode_qkv`); `ort.gqa` and `ort.paged_attention` run an ORT session in Node, whose
+(`ort.attention.paged_prefill`), §18.5 (`ort.attention.copy_kv_cache`), §18.6
+(`ort.attention.decode_qkv`) and §18.7 (`ort.attention.flash` under `sanitize`, with §18.2 and §18.3
+fixed by its `transform`); `ort.gqa` and `ort.paged_attention` run an ORT session in Node, whose
 WebGPU calls the recording device never sees (docs/findings.md "Reproductions").
 """
 
@@ -233,26 +234,13 @@ def decode_qkv_case(past: list[int], seed: int = 4):
 
 
 def flash_case(new: int, past: int = 0, seed: int = 5, spread: float = 1.0):
-    """One sequence of `new` new tokens after `past` cached ones (a static cache as long as the
-    total, no spare rows), N(0, 1) keys and values, queries of `spread`, each rounded to a multiple
-    of 1/4 (so the folder's files compress): the case ort.attention.flash draws
-    (verify.sources.ort.attention_cases.gqa_cases), fixed."""
+    """One sequence of `new` new tokens after `past` cached ones in a cache as long as the total
+    (verify.sources.ort.attention_programs.flash_prefill_case: values rounded to multiples of 1/4,
+    so the folder's files compress)."""
     def make(kernel, config) -> Case:
-        from verify.budgets.roundoff import numpy_dtype
+        from verify.sources.ort.attention_programs import flash_prefill_case
 
-        t = numpy_dtype(config["dtype"])
-        rng = np.random.default_rng(seed)
-        n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
-        capacity = past + new
-        past_key, past_value = ((np.round(rng.standard_normal((1, nkv, capacity, h)) * 4) / 4).astype(t) for _ in range(2))
-        past_key[:, :, past:], past_value[:, :, past:] = np.nan, np.nan
-        arrays = {"query": (np.round(rng.standard_normal((1, new, n * h)) * spread * 4) / 4).astype(t),
-                  "key": (np.round(rng.standard_normal((1, new, nkv * h)) * 4) / 4).astype(t),
-                  "value": (np.round(rng.standard_normal((1, new, nkv * h)) * 4) / 4).astype(t),
-                  "past_key": past_key, "past_value": past_value, "seqlens_k": np.asarray([past + new - 1], np.int32),
-                  "total_sequence_length": np.asarray(capacity, np.int32)}
-        return Case(arrays, {"batch": 1, "new": new, "past": [past], "capacity": capacity, "q_spread": spread,
-                             "seed": seed, "path": "flash"})
+        return flash_prefill_case(config, new, past=past, seed=seed, spread=spread)
     return make
 
 
@@ -358,6 +346,29 @@ def with_copy_below_total(wgsl: str) -> str:
     zeros = ("} else {\n  present_key[present_offset] = key_value_t();\n"
              "  present_value[present_offset] = key_value_t();\n}")
     return f"{head}}} else if (sequence_id < total_seq_length) {{\n  let offset = i2o_key({body}\n{zeros}{rest}"
+
+
+#: ORT's FlashAttention loads of a key step's K and V rows: both operands of the select are evaluated.
+_FLASH_STEP_LOAD = re.compile(r"let val = select\(q_value_t\(0\), (present_key|present_value)\[offset \+ idx\], "
+                              r"([kv]_start) \+ slot < total_seq\);")
+
+
+def with_right_outputs(wgsl: str) -> str:
+    """ORT's FlashAttention with §18.2's accumulators zeroed and §18.3's keys 4..7 masked at 4 lanes
+    (with_zeroed_scores, with_four_keys_a_step_on_4_lanes), line for line: its outputs are right on
+    every subgroup width, so a folder of a finding no output shows has no other finding on top."""
+    return with_four_keys_a_step_on_4_lanes(with_zeroed_scores(wgsl))
+
+
+def with_loads_under_an_if(wgsl: str) -> str:
+    """ORT's FlashAttention with each K and V row of a key step loaded only where the row is below
+    the sequence's total (`if (k_start + slot < total_seq)`, zero otherwise, as the select gives):
+    no read past the cache buffer. One line each, so the program's other lines keep their numbers."""
+    if sorted(name for name, _ in _FLASH_STEP_LOAD.findall(wgsl)) != ["present_key", "present_value"]:
+        raise UsageError("ORT's FlashAttention WGSL does not load present_key and present_value once each through "
+                         "a select")
+    return _FLASH_STEP_LOAD.sub(r"var val = q_value_t(0); if (\2 + slot < total_seq) { val = \1[offset + idx]; }",
+                                wgsl)
 
 
 # -- the registry ------------------------------------------------------------------------------------------
@@ -752,6 +763,40 @@ FINDINGS = (
         sanitize=True, fix=with_copy_below_total,
         fix_text="the copy of a new token guarded to rows below the sequence's own total "
                  "(`sequence_id < total_seq_length`), zeros written past it"),
+    Finding(
+        "ort-flash-reads-past-cache", "§18.7", "ort.attention.flash", "sanitize",
+        dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
+        "FlashAttention reads present_key and present_value past their end where the cache buffer ends within "
+        "the last key step",
+        ("GroupQueryAttention's prefill program (`FlashAttention`, flash_attention.cc, 32 new tokens or more) walks "
+         "the keys in steps of min(subgroup size, 16) and loads each step's K and V rows with "
+         "`let val = select(q_value_t(0), present_key[offset + idx], k_start + slot < total_seq);` (and the same "
+         "of present_value). WGSL evaluates both operands of `select`, so the last step loads every row up to the "
+         "step's end whatever the total: for the last sequence's last KV head the rows past the total lie past the "
+         "end of present_key and present_value wherever the buffer ends within that step. ORT allocates present "
+         "[B, Nkv, max(past, total), H] when an application does not bind past and present to one buffer, so any "
+         "total that is not a multiple of the step reads past the end; so does a static cache whose capacity is "
+         "not one. Loading the row only where it is below the total (`if`, not `select`) removes the reads.",
+         "The case: one sequence of 32 new tokens after 1 cached token (a total of 33, one past a multiple of 16, "
+         "so the last step runs past the buffer at 4, 8 and 16 lanes) in a cache of exactly 33 rows, 4 query heads "
+         "on 2 KV heads, head size 64, f32, N(0, 1) values rounded to multiples of 1/4. At 8 lanes the last step "
+         "loads rows 32..39 and rows 33..39 of KV head 1 are past the end: 224 out-of-bounds reads of each buffer "
+         "(7 rows of 16 vec4s for each of its 2 query heads). The select discards them, and WebGPU's robust buffer "
+         "access keeps the reads inside the buffer, so the outputs are right; but ORT enables Dawn's "
+         "`disable_robustness` toggle natively, where the reads are unchecked. The program is ORT's with the score "
+         "accumulators zeroed (ort-flash-carried-scores, §18.2) and keys 4..7 of a step masked at 4 lanes "
+         "(ort-flash-subgroups-of-4, §18.3), line for line, so that no other finding shows on top."),
+        shows={"chromium": ("PASS", "PASS everywhere: the select discards the rows read past present_key and "
+                            "present_value, and robust buffer access keeps the reads inside the buffers; the "
+                            "offending lines are what show it"),
+               "wgpu": ("PASS", "PASS: the select discards the rows read past the cache"),
+               "dawn": ("PASS", "PASS: the select discards the rows read past the cache")},
+        notes=("No output shows these reads: the select discards what they load, and robust buffer access keeps "
+               "the index inside the buffer. The reproduction passes everywhere; the offending lines below are the "
+               "finding.",),
+        sanitize=True, implementation="wgpu", transform=with_right_outputs, fix=with_loads_under_an_if,
+        fix_text="each K and V row of a key step loaded only below the sequence's total "
+                 "(`if (k_start + slot < total_seq)`, zero otherwise)"),
     Finding(
         "ort-paged-prefill-f16-scores", "§18.4", "ort.attention.paged_prefill", "large_scores",
         dict(head_size=64, num_heads=4, kv_num_heads=1, block_size=32),

@@ -409,6 +409,42 @@ FLASH_SUBGROUP_4 = (
     "::test_on_4_lane_subgroups_orts_prefill_is_right_when_it_scores_4_keys_a_step (the control); "
     "tests/sources/test_ort_attention_kernels.py (the zeroed program at width 4); docs/findings.md §18.3.")
 
+FLASH_READS_PAST_CACHE = (
+    "ORT's FlashAttention reads present_key and present_value past their end where the cache buffer ends within "
+    "the last key step.\n"
+    "The key loop loads a step of min(subgroup size, 16) K and V rows with `select(q_value_t(0), "
+    "present_key[offset + idx], k_start + slot < total_seq)`, and WGSL evaluates both operands of select: the last "
+    "step loads every row up to the step's end, and for the last sequence's last KV head the rows past the total "
+    "lie past the buffer wherever it ends within that step. It does wherever past and present are not one buffer "
+    "(ORT allocates present [B, Nkv, max(past, total), H]) and the total is not a multiple of the step, or a static "
+    "cache's capacity is not: with a total of 33 in a buffer of 33 rows (one cached token, 32 new), 448 "
+    "out-of-bounds reads of each at 8 lanes (f16, H = 64, 8/2 heads). The select discards the rows, so the outputs "
+    "are right; robust buffer access keeps the reads in the buffer, a runtime without it (Dawn's "
+    "disable_robustness, which ORT enables natively) reads past the allocation. Evidence: "
+    "tests/sources/test_ort_attention_kernels.py::test_orts_flash_program_reads_only_the_cache_rows_it_has "
+    "(strict xfail), ::test_orts_flash_program_loading_its_rows_under_an_if_passes_sanitize (the control); "
+    "docs/findings.md §18.7.")
+
+
+def flash_prefill_case(config: dict, new: int, past: int = 0, seed: int = 5, spread: float = 1.0) -> Case:
+    """One sequence of `new` new tokens after `past` cached ones in a cache of exactly past + new
+    rows (present as ORT allocates it with past and present not shared, no spare row), N(0, 1)
+    keys and values, queries of `spread`, each rounded to a multiple of 1/4 (a reproduction
+    folder's files compress): the case gqa_cases draws for the flash phase, fixed."""
+    t = numpy_dtype(config["dtype"])
+    rng = np.random.default_rng(seed)
+    n, nkv, h = config["num_heads"], config["kv_num_heads"], config["head_size"]
+    capacity = past + new
+    past_key, past_value = ((np.round(rng.standard_normal((1, nkv, capacity, h)) * 4) / 4).astype(t) for _ in range(2))
+    past_key[:, :, past:], past_value[:, :, past:] = np.nan, np.nan
+    arrays = {"query": (np.round(rng.standard_normal((1, new, n * h)) * spread * 4) / 4).astype(t),
+              "key": (np.round(rng.standard_normal((1, new, nkv * h)) * 4) / 4).astype(t),
+              "value": (np.round(rng.standard_normal((1, new, nkv * h)) * 4) / 4).astype(t),
+              "past_key": past_key, "past_value": past_value, "seqlens_k": np.asarray([past + new - 1], np.int32),
+              "total_sequence_length": np.asarray(capacity, np.int32)}
+    return Case(arrays, {"batch": 1, "new": new, "past": [past], "capacity": capacity, "q_spread": spread,
+                         "seed": seed, "path": "flash"})
+
 
 class OrtFlashPrefill(OrtDecodeProgram):
     """ORT's FlashAttention program: GroupQueryAttention's prefill of 32 new tokens or more."""
@@ -443,11 +479,26 @@ class OrtFlashPrefill(OrtDecodeProgram):
         key step after the first carries the previous step's probabilities, and every case (32
         new tokens or more, so queries past the first 16-key step) shows it. At an emulated width
         of 4 lanes §18.3 comes on top (the `sg_size <= 8` branch scores keys it never loaded):
-        that finding is stated for width 4 alone, and first, so the record names it there."""
+        that finding is stated for width 4 alone, and first, so the record names it there.
+        §18.7 under `sanitize`: the last key step's select loads K and V rows past the cache
+        buffer where it ends within the step (its `finding_examples` always, drawn cases where
+        their spare rows end there); the signature is the out-of-bounds read of present_key."""
         if check == "reference":
             return [KnownFinding(FLASH_SUBGROUP_4, outputs=("output",), subgroup_widths=(4,)),
                     KnownFinding(FLASH_LOOP_VAR, outputs=("output",))]
+        if check == "sanitize":
+            return KnownFinding(FLASH_READS_PAST_CACHE, kinds=(FailureKind.SANITIZER,),
+                                reasons=("out-of-bounds read of storage buffer present_key",))
         return None
+
+    def finding_examples(self, check, config):
+        """§18.7's documented case under `sanitize`: a total of 33 (one cached token, 32 new) in a
+        cache of exactly 33 rows. 33 is one past a multiple of 16, so the last key step runs past
+        the buffer at every step width (4, 8 or 16 lanes); drawn cases show it only where their
+        spare rows end within the last step."""
+        if check != "sanitize":
+            return []
+        return [flash_prefill_case(config, 32, past=1)]
 
     def wgsl(self, config):
         data = OrtGqa().captured(flash_gqa_config(config))

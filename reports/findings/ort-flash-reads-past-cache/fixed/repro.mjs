@@ -1,0 +1,248 @@
+// Reproduce the kernel's failure with Dawn in Node (npm install webgpu): node repro.mjs
+// Reads repro.json beside this file. Set WEBGPU_MODULE to the package's index.js when it is not
+// installed where Node finds it from here. Exit 0 PASS, 1 FAIL or ERROR, 2 when it cannot run here.
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+const { create, globals } = await import(process.env.WEBGPU_MODULE ? pathToFileURL(process.env.WEBGPU_MODULE).href : 'webgpu');
+Object.assign(globalThis, globals);  // GPUBufferUsage, GPUMapMode, GPUShaderStage
+
+// ---- The reproduction: create the buffers, dispatch, read the outputs back, compare. ----------------
+// The same code runs in a browser (navigator.gpu) and in Node (npm `webgpu`).
+
+/** Bytes of a blob: base64 of gzip. */
+async function unpack(text) {
+  const packed = Uint8Array.from(atob(text), c => c.charCodeAt(0));
+  const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** IEEE half -> number (for f16 outputs). */
+function half(bits) {
+  const sign = bits & 0x8000 ? -1 : 1, exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24;
+  if (exponent === 31) return fraction ? NaN : sign * Infinity;
+  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+}
+
+/** The elements of an output, as numbers, from the bytes read back. */
+function decode(bytes, dtype, count) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const read = {
+    f16: i => half(view.getUint16(2 * i, true)), f32: i => view.getFloat32(4 * i, true),
+    f64: i => view.getFloat64(8 * i, true), i8: i => view.getInt8(i), u8: i => view.getUint8(i),
+    i16: i => view.getInt16(2 * i, true), u16: i => view.getUint16(2 * i, true),
+    i32: i => view.getInt32(4 * i, true), u32: i => view.getUint32(4 * i, true),
+  }[dtype];
+  return Array.from({ length: count }, (_, i) => read(i));
+}
+
+/** (i, j, ...) of flat element `flat` in an array of `shape`. */
+function unravel(flat, shape) {
+  const index = [];
+  for (let axis = shape.length - 1; axis >= 0; axis--) { index.unshift(flat % shape[axis]); flat = Math.floor(flat / shape[axis]); }
+  return index;
+}
+
+/**
+ * One output against its acceptable values. An element v passes where lo - budget <= v <= hi + budget
+ * (its error is its distance from [lo, hi], and err/budget <= 1); NaN never passes where a number is
+ * expected, nor anything where the budget is NaN; where `exact` is set it must equal the reference bit
+ * for bit (NaN matching NaN).
+ */
+export async function judge(output, bytes) {
+  const count = output.shape.reduce((a, b) => a * b, 1);
+  const got = decode(bytes, output.dtype, count);
+  const lo = new Float64Array((await unpack(output.lo)).buffer);
+  const hi = output.hi ? new Float64Array((await unpack(output.hi)).buffer) : lo;
+  const budget = new Float64Array((await unpack(output.budget)).buffer);
+  const exact = output.exact ? await unpack(output.exact) : null;
+  const elements = [];
+  let failing = 0, nan = 0, exactMismatches = 0;
+  for (let i = 0; i < count; i++) {
+    const v = got[i], reference = (lo[i] + hi[i]) / 2;
+    let error = Math.max(lo[i] - v, v - hi[i], 0);
+    if (!Number.isFinite(v) && (v === lo[i] || v === hi[i])) error = 0;  // the expected infinity
+    if (Number.isNaN(error)) error = Infinity;
+    let ratio = error === 0 ? 0 : error / budget[i];
+    if (Number.isNaN(ratio) || Number.isNaN(budget[i])) ratio = Infinity;  // a NaN budget licenses nothing
+    if (Number.isNaN(v) && !Number.isNaN(reference)) nan++;
+    if (exact && exact[i]) {
+      const same = v === reference || (Number.isNaN(v) && Number.isNaN(reference));
+      if (!same) exactMismatches++;
+      ratio = same ? 0 : Infinity;
+    }
+    if (ratio > 1) failing++;
+    elements.push({ i, v, ratio });
+  }
+  elements.sort((a, b) => b.ratio - a.ratio || a.i - b.i);
+  const worst = elements.slice(0, 8).filter(e => e.ratio > 0).map(({ i, v, ratio }) => ({
+    index: unravel(i, output.shape), got: v, lo: lo[i], hi: hi[i], budget: budget[i], ratio }));
+  return { name: output.name, elements: count, failing, nan, exactMismatches,
+           maxRatio: elements.length ? elements[0].ratio : 0, worst };
+}
+
+const SUBGROUP_PROBE = `enable subgroups;
+@group(0) @binding(0) var<storage, read_write> size_out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32) {
+  if (i == 0u) { size_out[0] = n; }
+}`;
+
+/** One submission: a compute pass per dispatch, then a copy of every buffer read back; their bytes. */
+async function submit(device, pipelines, buffers, dispatches) {
+  const encoder = device.createCommandEncoder();
+  for (const d of dispatches) {
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipelines[d.pipeline]);
+    pass.setBindGroup(0, device.createBindGroup({
+      layout: pipelines[d.pipeline].getBindGroupLayout(0),  // every binding the WGSL declares, used or not
+      entries: d.bindings.map(([binding, index]) => ({ binding, resource: { buffer: buffers[index].gpu } })),
+    }));
+    pass.dispatchWorkgroups(...d.workgroups);
+    pass.end();
+  }
+  const staging = buffers.map(b => {
+    if (!b.readback) return null;
+    const target = device.createBuffer({ size: b.gpu.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    encoder.copyBufferToBuffer(b.gpu, 0, target, 0, b.gpu.size);
+    return target;
+  });
+  device.queue.submit([encoder.finish()]);
+  const out = [];
+  for (const target of staging) {
+    if (!target) { out.push(null); continue; }
+    await target.mapAsync(GPUMapMode.READ);
+    out.push(new Uint8Array(target.getMappedRange().slice(0)));
+    target.unmap();
+  }
+  return out;
+}
+
+/**
+ * A compute pipeline, or the compiler's messages. Its bind group layout lists every binding the WGSL
+ * declares ([binding, buffer type]), as the kernel's host code binds them, not only those it uses.
+ */
+async function compile(device, code, entryPoint, bindings) {
+  device.pushErrorScope('validation');
+  const module = device.createShaderModule({ code });
+  const info = await module.getCompilationInfo();
+  const layout = bindings ? device.createPipelineLayout({ bindGroupLayouts: [device.createBindGroupLayout({
+    entries: bindings.map(([binding, type]) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
+  })] }) : 'auto';
+  const pipeline = device.createComputePipeline({ layout, compute: { module, entryPoint } });
+  const error = await device.popErrorScope();
+  const messages = info.messages.filter(m => m.type === 'error').map(m => `line ${m.lineNum}:${m.linePos}: ${m.message}`);
+  if (error || messages.length) return { error: messages.join('\n') || error.message };
+  return { pipeline };
+}
+
+export async function reproduce(gpu, repro) {
+  const result = { verdict: 'SKIP', reason: '', adapter: null, subgroupSize: null, outputs: [], guards: [] };
+  const adapter = gpu && await gpu.requestAdapter();
+  if (!adapter) { result.reason = 'no WebGPU adapter'; return result; }
+  const info = adapter.info || {};
+  result.adapter = { vendor: info.vendor, architecture: info.architecture, device: info.device,
+                     description: info.description, subgroupMinSize: info.subgroupMinSize,
+                     subgroupMaxSize: info.subgroupMaxSize };
+  const lacking = repro.features.filter(f => !adapter.features.has(f));
+  if (lacking.length) { result.reason = `the adapter lacks ${lacking.join(', ')}, which the kernel needs`; return result; }
+  const requiredLimits = {};
+  for (const [name, value] of Object.entries(repro.limits)) {
+    if (name in adapter.limits) requiredLimits[name] = Math.min(value, adapter.limits[name]);
+  }
+  const features = [...repro.features];
+  if (adapter.features.has('subgroups') && !features.includes('subgroups')) features.push('subgroups');
+  let device;
+  try {
+    device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
+  } catch (error) {
+    result.reason = `the adapter refused a device: ${error.message || error}`;
+    return result;
+  }
+  if (device.features.has('subgroups')) {  // the subgroup size this adapter runs a 64-wide workgroup with
+    const probe = await compile(device, SUBGROUP_PROBE, 'main');
+    if (probe.pipeline) {
+      const size = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+      const [bytes] = await submit(device, [probe.pipeline], [{ gpu: size, readback: 4 }],
+                                   [{ pipeline: 0, bindings: [[0, 0]], workgroups: [1, 1, 1] }]);
+      result.subgroupSize = new Uint32Array(bytes.buffer)[0];
+    }
+  }
+
+  // The kernel: compile, create every buffer from its recorded bytes, dispatch as recorded.
+  const pipelines = [];
+  for (const p of repro.pipelines) {
+    const compiled = await compile(device, p.wgsl, p.entryPoint, p.bindings);
+    if (compiled.error) { result.verdict = 'ERROR'; result.reason = `the WGSL does not compile:\n${compiled.error}`; return result; }
+    pipelines.push(compiled.pipeline);
+  }
+  const buffers = [];
+  for (const b of repro.buffers) {
+    const data = await unpack(b.data);
+    const usage = { 'storage': GPUBufferUsage.STORAGE, 'read-only-storage': GPUBufferUsage.STORAGE,
+                    'uniform': GPUBufferUsage.UNIFORM }[b.usage] | GPUBufferUsage.COPY_SRC;
+    const gpuBuffer = device.createBuffer({ size: data.byteLength, usage, mappedAtCreation: true });
+    new Uint8Array(gpuBuffer.getMappedRange()).set(data);
+    gpuBuffer.unmap();
+    buffers.push({ gpu: gpuBuffer, data, readback: b.readback, guard: b.guard, name: b.name });
+  }
+  device.pushErrorScope('validation');
+  const read = await submit(device, pipelines, buffers, repro.dispatches);
+  const refused = await device.popErrorScope();
+  if (refused) { result.verdict = 'ERROR'; result.reason = `the dispatch was refused: ${refused.message}`; return result; }
+
+  // Compare: every judged output, and the guard bytes past the end of every buffer read back.
+  for (const output of repro.outputs) result.outputs.push(await judge(output, read[output.buffer]));
+  buffers.forEach((b, index) => {
+    if (!b.guard) return;
+    const [offset, length] = b.guard;
+    const intact = read[index].slice(offset, offset + length).every((byte, k) => byte === b.data[offset + k]);
+    const named = repro.outputs.find(o => o.buffer === index);
+    result.guards.push({ buffer: b.name, output: named ? named.name : b.name, intact });
+  });
+  const failed = result.outputs.filter(o => o.failing || o.nan || o.exactMismatches);
+  const overrun = result.guards.filter(g => !g.intact);
+  result.verdict = failed.length || overrun.length ? 'FAIL' : 'PASS';
+  result.reason = [...overrun.map(g => `${g.output}: wrote past the end of the buffer`),
+                   ...failed.map(o => `${o.name}: ${o.failing}/${o.elements} elements over budget` +
+                                      (o.nan ? `; ${o.nan} NaN` : '') +
+                                      (o.exactMismatches ? `; ${o.exactMismatches} not bit-exact where required` : ''))
+                  ].join('; ') || 'every output within its budget';
+  device.destroy();
+  return result;
+}
+
+/** The result as lines of text (the Node script prints them; the page shows them too). */
+export function describe(result) {
+  const lines = [`${result.verdict}  ${result.reason}`];
+  if (result.adapter) {
+    const a = result.adapter;
+    lines.push(`adapter: ${[a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(' / ') || '?'}` +
+               `; subgroup size ${result.subgroupSize ?? 'n/a'}` +
+               (a.subgroupMinSize ? ` (adapter: ${a.subgroupMinSize}-${a.subgroupMaxSize})` : ''));
+  }
+  for (const o of result.outputs) {
+    lines.push(`  ${o.name}: ${o.failing}/${o.elements} over budget, ${o.nan} NaN, max err/budget ${fmt(o.maxRatio)}`);
+    for (const w of o.worst.slice(0, 5)) {
+      const expected = w.lo === w.hi ? fmt(w.lo) : `[${fmt(w.lo)}, ${fmt(w.hi)}]`;
+      lines.push(`    ${o.name}[${w.index.join(', ')}] = ${fmt(w.got)}, expected ${expected} ± ${fmt(w.budget)} (err/budget ${fmt(w.ratio)})`);
+    }
+  }
+  return lines;
+}
+
+export function fmt(x) {
+  if (typeof x !== 'number') return String(x);
+  if (!Number.isFinite(x)) return String(x);
+  return Math.abs(x) !== 0 && (Math.abs(x) < 1e-4 || Math.abs(x) >= 1e6) ? x.toExponential(4) : String(+x.toPrecision(7));
+}
+
+
+const repro = JSON.parse(readFileSync(new URL('./repro.json', import.meta.url), 'utf8'));
+console.log(repro.title);
+const result = await reproduce(create([]), repro);
+for (const line of describe(result)) console.log(line);
+const meaning = repro.expect[result.verdict.toLowerCase()];
+if (meaning) console.log(meaning);
+process.exit({ PASS: 0, FAIL: 1, ERROR: 1 }[result.verdict] ?? 2);
