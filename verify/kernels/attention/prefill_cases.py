@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -85,16 +86,13 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     special_q = special_q_lens(group, limits.max_q_len)
     qo_lens, kv_lens, left = [], [], limits.cells
     for _ in range(batch):
-        qo = draw(st.one_of(st.just(1), st.sampled_from(special_q), spread_integers(1, limits.max_q_len), st.just(0)))
+        qo = draw(_chunk_lengths(special_q, limits.max_q_len))
         room = limits.max_context - qo
         if causal:
-            history = draw(st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= room] or [0]),
-                                     spread_integers(0, max(room, 0)), st.just(max(room, 0))))
+            history = draw(_histories(room))
             kv = qo + min(history, max(room, 0))
         else:
-            low = 0 if allow_empty_context else 1
-            kv = draw(st.one_of(spread_integers(low, limits.max_context), st.sampled_from(
-                [max(low, min(qo + h, limits.max_context)) for h in SPECIAL_HISTORIES])))
+            kv = draw(_contexts(0 if allow_empty_context else 1, limits.max_context, qo))
         if qo * kv > left:  # keep the batch within one maximal sequence's work
             if causal:
                 qo = min(qo, math.isqrt(left))
@@ -111,6 +109,27 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     return np.array(qo_lens, np.int64), np.array(kv_lens, np.int64)
 
 
+# The strategies above, one object per arguments: Hypothesis validates a strategy object the first
+# time it is drawn from, which cost more than the draws themselves when every case built its own.
+# The draws are the same.
+@lru_cache(maxsize=None)
+def _chunk_lengths(special_q: tuple, max_q_len: int):
+    return st.one_of(st.just(1), st.sampled_from(special_q), spread_integers(1, max_q_len), st.just(0))
+
+
+@lru_cache(maxsize=4096)
+def _histories(room: int):
+    return st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= room] or [0]),
+                     spread_integers(0, max(room, 0)), st.just(max(room, 0)))
+
+
+@lru_cache(maxsize=4096)
+def _contexts(low: int, max_context: int, qo: int):
+    return st.one_of(spread_integers(low, max_context),
+                     st.sampled_from([max(low, min(qo + h, max_context)) for h in SPECIAL_HISTORIES]))
+
+
+@lru_cache(maxsize=4096)
 def spread_integers(low: int, high: int):
     """Integers in [low, high], log-uniform: as many 2-digit as 4-digit values, so long prompts and
     contexts come now and then rather than in every case (their reference costs chunk x context)."""
