@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from verify.cases.case import Case
 from verify.cases.values import _normal_table, make_values, seeds, value_kinds
-from verify.kernels.attention.rope_cases import max_position, rope_bases
+from verify.kernels.attention.rope_cases import cached_rope_bases, max_position
 from verify.kernels.attention.sizes import SIZES
 from verify.profiles import Profile
 
@@ -333,6 +333,30 @@ def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, 
     return pages, indptr, physical.astype(np.int32), length_info
 
 
+# decode_cases' strategies, one object per arguments: Hypothesis validates a strategy object the
+# first time it is drawn from, which cost a case more than its draws did when every case built
+# its own. The draws are the same.
+@lru_cache(maxsize=None)
+def _context_lists(limits: DecodeLimits, batch: int):
+    return st.lists(context_lengths(limits), min_size=batch, max_size=batch)
+
+
+@lru_cache(maxsize=None)
+def _window_offsets(page_size: int):
+    return st.sampled_from([0, 1, page_size - 1, page_size, 37])
+
+
+@lru_cache(maxsize=None)
+def _sm_scales(head_dim: int):
+    return st.sampled_from([1.0 / np.sqrt(head_dim), 0.5 / np.sqrt(head_dim), 1.0])
+
+
+_ROTARY_MODES = st.sampled_from([0, 1])
+_ROPE_THETAS = st.sampled_from([1e4, 5e5])
+_ROPE_SCALES = st.sampled_from([1.0, 0.25])
+_DECODE_KINDS = st.sampled_from(DECODE_VALUE_KINDS)
+
+
 @st.composite
 def decode_cases(draw, config: dict, profile: Profile | str, llama3=None, drop=None):
     """A paged decode case for a kernel config (head_dim, qo_heads, kv_heads, dtype, page_size,
@@ -346,20 +370,20 @@ def decode_cases(draw, config: dict, profile: Profile | str, llama3=None, drop=N
     case the filter keeps."""
     limits = decode_limits(profile, config["page_size"])
     batch = draw(st.integers(1, limits.max_batch))
-    lengths = np.array(draw(st.lists(context_lengths(limits), min_size=batch, max_size=batch)), dtype=np.int64)
+    lengths = np.array(draw(_context_lists(limits, batch)), dtype=np.int64)
     sliding = None
     if config.get("sliding_window"):
         sinks = [draw(st.integers(0, min(int(n), 8))) for n in lengths]
-        offsets = [s + draw(st.sampled_from([0, 1, config["page_size"] - 1, config["page_size"], 37])) for s in sinks]
+        offsets = [s + draw(_window_offsets(config["page_size"])) for s in sinks]
         sliding = (np.array(offsets, dtype=np.int64), np.array(sinks, dtype=np.int64))
-    rotary_mode = 1 if llama3 is not None else draw(st.sampled_from([0, 1]))
-    rope_theta, band_edge = draw(rope_bases(config["head_dim"], llama3)) if llama3 is not None else \
-        (draw(st.sampled_from([1e4, 5e5])), "")
-    rope_scale = 1.0 if llama3 is not None else draw(st.sampled_from([1.0, 0.25]))
-    kind = draw(st.sampled_from(DECODE_VALUE_KINDS))
+    rotary_mode = 1 if llama3 is not None else draw(_ROTARY_MODES)
+    rope_theta, band_edge = draw(cached_rope_bases(config["head_dim"], llama3)) if llama3 is not None else \
+        (draw(_ROPE_THETAS), "")
+    rope_scale = 1.0 if llama3 is not None else draw(_ROPE_SCALES)
+    kind = draw(_DECODE_KINDS)
     rotary_mode = 0 if kind == "far_negative" else rotary_mode  # rotation would move the logits
     spare = draw(st.integers(0, 3))
-    sm_scale = draw(st.sampled_from([1.0 / np.sqrt(config["head_dim"]), 0.5 / np.sqrt(config["head_dim"]), 1.0]))
+    sm_scale = draw(_sm_scales(config["head_dim"]))
     seed = draw(seeds)
     if drop is not None and drop(kind, lengths):
         return None
