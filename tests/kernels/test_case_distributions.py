@@ -181,3 +181,79 @@ def test_rows_are_fresh_up_to_fresh_rows_and_picked_from_fresh_ones_past_it():
     rows = pages.reshape(-1, 64)
     assert FRESH_ROWS // 2 < np.unique(rows, axis=0).shape[0] <= FRESH_ROWS
     assert 0.007 < np.mean(np.abs(rows.astype(np.float64)) > 0.05 * 4.5) < 0.013
+
+
+def test_scaled_noise_tables_are_the_f32_product_rounded_once():
+    """rising's and peaked's f16 noise (_scaled_normal) is, draw for draw, the float32 product of
+    the scale and _normal's quantile rounded to f16, as before the tables; f32 is that product."""
+    from verify.kernels.attention.cases import _normal, _scaled_normal
+
+    for dtype in (np.float16, np.float32):
+        for scale in (0.1, 0.3):
+            made = _scaled_normal(np.random.default_rng(11), scale, (300, 64), dtype)
+            product = (np.float32(scale) * _normal(np.random.default_rng(11), (300, 64), dtype)).astype(dtype)
+            assert made.dtype == dtype and (made.view(np.uint8) == product.view(np.uint8)).all()
+
+
+def _activation_per_block(rng, shape, values, mix, dtype):
+    """make_activation as a kind chosen per block (the definition the one-kind paths must equal)."""
+    from references.dp4a_quant import ACTIVATION_BLOCK
+    from verify.budgets.roundoff import numpy_dtype
+    from verify.kernels.dp4a.quantize_cases import BLOCK_KINDS, make_blocks
+
+    base = make_values(rng, values, shape, dtype).astype(np.float64).reshape(-1, ACTIVATION_BLOCK)
+    if mix == "plain":
+        kinds = np.zeros(base.shape[0], dtype=int)
+    elif mix == "mixed":
+        kinds = rng.integers(0, len(BLOCK_KINDS), base.shape[0])
+    else:
+        kinds = np.full(base.shape[0], BLOCK_KINDS.index(mix))
+    blocks = np.empty_like(base)
+    for index, kind in enumerate(BLOCK_KINDS):
+        chosen = kinds == index
+        if chosen.any():
+            blocks[chosen] = make_blocks(rng, kind, base[chosen], dtype)
+    return blocks.reshape(shape).astype(numpy_dtype(dtype))
+
+
+def test_dp4a_activations_of_one_block_kind_are_the_per_block_construction():
+    """make_activation builds a one-kind mix without the per-kind masks: the same values, bit for
+    bit, and the same generator state after (the weights drawn next are the same), every mix."""
+    from verify.kernels.dp4a.quantize_cases import BLOCK_MIXES, make_activation
+
+    for dtype in ("f16", "f32"):
+        for mix in BLOCK_MIXES:
+            for values in ("normal", "spiky"):
+                fast, plain = np.random.default_rng(21), np.random.default_rng(21)
+                a = make_activation(fast, (2, 3, 256), values, mix, dtype)
+                b = _activation_per_block(plain, (2, 3, 256), values, mix, dtype)
+                assert a.dtype == b.dtype and a.shape == b.shape
+                assert (a.view(np.uint8) == b.view(np.uint8)).all(), (dtype, mix, values)
+                assert fast.integers(0, 2**62) == plain.integers(0, 2**62), (dtype, mix, values)
+
+
+def test_dp4a_matmul_cases_draw_every_kind_and_the_range_bound_only_settles_sums_within_room():
+    """The drawn matmul cases still take every activation mix, weight code, scale and zero point
+    kind; and _within, which spares _within_range the R x N x K product, is True only where every
+    sum of that product is within the room (and it does settle cases both ways)."""
+    from verify.kernels.dp4a.matmul_cases import A_MIXES, CODE_KINDS, SCALE_KINDS, ZERO_POINT_KINDS, _within
+
+    kernel = get_kernel("dp4a.matmul")
+    config = kernel.config({"dtype": "f16", "bits": 4, "block_size": 32, "has_zero_points": 1})
+    cases = drawn(kernel.cases(config, get_profile("ci")), 120)
+    assert {case.params["mix"] for case in cases} == set(A_MIXES)
+    assert {case.params["codes"] for case in cases} == set(CODE_KINDS)
+    assert {case.params["scales"] for case in cases} == set(SCALE_KINDS)
+    assert {case.params["zero_points"] for case in cases} == set(ZERO_POINT_KINDS)
+    rng = np.random.default_rng(4)
+    settled = set()
+    for _ in range(200):
+        rows, n, k = (int(x) for x in rng.integers(1, 40, 3))
+        a = np.abs(rng.standard_normal((rows, 8 * k))) * 2.0 ** rng.integers(-4, 4, (rows, 1))
+        w = np.abs(rng.standard_normal((n, 8 * k))) * (rng.random((n, 8 * k)) < 0.5)
+        largest = float((a @ w.T).max())
+        room = largest * 2.0 ** rng.uniform(-1, 3)
+        within = _within(a, w, room)
+        assert not within or largest <= room
+        settled.add(within)
+    assert settled == {True, False}

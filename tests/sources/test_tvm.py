@@ -342,11 +342,12 @@ def test_the_floor_filter_asks_the_first_page_and_keeps_the_full_answer(name):
     (leading_floor) or on a bound on every logit (below_floor_bound) only where the whole
     reference agrees, and these settle every case of the kinds whose logits stay small and every
     far_negative one (all logits near -7e4), so the reference of the whole case is not computed
-    while those are drawn; cases moved wholly below the floor are kept out by one or the other."""
+    while those are drawn (and far_negative ones are not even built: all_below_floor); cases moved
+    wholly below the floor are kept out by one or the other."""
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from verify.kernels.attention.decode_common import DecodeKernel
-    from verify.sources.tvm.kernels import FLOOR_MARGIN, below_floor_bound, leading_floor
+    from verify.sources.tvm.kernels import FLOOR_MARGIN, all_below_floor, below_floor_bound, leading_floor
 
     kernel = get_kernel(name)
     config = kernel.config({"head_dim": 64, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})
@@ -367,6 +368,9 @@ def test_the_floor_filter_asks_the_first_page_and_keeps_the_full_answer(name):
             assert below, case.summary()
         assert kernel.within_floor(config, case) == whole
         kind = case.params["values"]
+        # the cases TVM's strategy drops unbuilt are ones within_floor rejects
+        assert not (all_below_floor(kind, case.params["lengths"]) and whole), case.summary()
+        assert all_below_floor(kind, case.params["lengths"]) == (kind == "far_negative" and max(case.params["lengths"]) > 0)
         seen.setdefault(kind, set()).add((first, whole))
         if kind in ("normal", "uniform", "spiky", "equal_logits", "rising", "peaked"):
             assert first is True, case.summary()

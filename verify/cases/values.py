@@ -85,10 +85,8 @@ SPIKE_SHARE = 0.01
 def _f16_values(rng: np.random.Generator, kind: str, shape) -> np.ndarray:
     """make_values for f16 storage: one integer and one table read per value (see _f16_table)."""
     table = _f16_table(kind)
-    if table.size <= 1 << 16:
-        x = table[rng.integers(0, table.size, size=shape, dtype=np.uint16)]
-    else:
-        x = table[rng.integers(0, table.size, size=shape, dtype=np.uint32)]
+    index = np.uint16 if table.size <= 1 << 16 else np.uint32
+    x = np.take(table, rng.integers(0, table.size, size=shape, dtype=index))  # take: table[...] less its overhead
     if kind == "spiky" and x.size:
         flat = x.reshape(-1)
         where = rng.integers(0, flat.size, size=rng.binomial(flat.size, SPIKE_SHARE))

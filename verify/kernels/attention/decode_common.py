@@ -107,8 +107,9 @@ class DecodeKernel(Kernel):
         raise NotImplementedError
 
     # -- running and judging --------------------------------------------------------------------
-    def cases(self, config, profile):
-        return decode_cases(config, profile, llama3=RopeVariant.from_config(config).llama3)
+    def cases(self, config, profile, drop=None):
+        """decode_cases for the config (`drop`: what a caller's filter rejects, see there)."""
+        return decode_cases(config, profile, llama3=RopeVariant.from_config(config).llama3, drop=drop)
 
     def launch(self, device, wgsl, config, case):
         pipeline = device.pipeline(wgsl)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -32,8 +33,8 @@ from hypothesis import strategies as st
 from references.token_tree import tree_depths, tree_order
 from verify.cases.case import Case
 from verify.cases.values import make_values, seeds
-from verify.kernels.attention.cases import build_paged_cache
-from verify.kernels.attention.rope_cases import max_position, rope_bases
+from verify.kernels.attention.cases import _ROPE_SCALES, _ROTARY_MODES, _sm_scales, build_paged_cache
+from verify.kernels.attention.rope_cases import cached_rope_bases, max_position
 from verify.kernels.attention.sizes import SIZES
 from verify.profiles import Profile
 
@@ -85,16 +86,13 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     special_q = special_q_lens(group, limits.max_q_len)
     qo_lens, kv_lens, left = [], [], limits.cells
     for _ in range(batch):
-        qo = draw(st.one_of(st.just(1), st.sampled_from(special_q), spread_integers(1, limits.max_q_len), st.just(0)))
+        qo = draw(_chunk_lengths(special_q, limits.max_q_len))
         room = limits.max_context - qo
         if causal:
-            history = draw(st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= room] or [0]),
-                                     spread_integers(0, max(room, 0)), st.just(max(room, 0))))
+            history = draw(_histories(room))
             kv = qo + min(history, max(room, 0))
         else:
-            low = 0 if allow_empty_context else 1
-            kv = draw(st.one_of(spread_integers(low, limits.max_context), st.sampled_from(
-                [max(low, min(qo + h, limits.max_context)) for h in SPECIAL_HISTORIES])))
+            kv = draw(_contexts(0 if allow_empty_context else 1, limits.max_context, qo))
         if qo * kv > left:  # keep the batch within one maximal sequence's work
             if causal:
                 qo = min(qo, math.isqrt(left))
@@ -111,6 +109,27 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     return np.array(qo_lens, np.int64), np.array(kv_lens, np.int64)
 
 
+# The strategies above, one object per arguments: Hypothesis validates a strategy object the first
+# time it is drawn from, which cost more than the draws themselves when every case built its own.
+# The draws are the same.
+@lru_cache(maxsize=None)
+def _chunk_lengths(special_q: tuple, max_q_len: int):
+    return st.one_of(st.just(1), st.sampled_from(special_q), spread_integers(1, max_q_len), st.just(0))
+
+
+@lru_cache(maxsize=4096)
+def _histories(room: int):
+    return st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= room] or [0]),
+                     spread_integers(0, max(room, 0)), st.just(max(room, 0)))
+
+
+@lru_cache(maxsize=4096)
+def _contexts(low: int, max_context: int, qo: int):
+    return st.one_of(spread_integers(low, max_context),
+                     st.sampled_from([max(low, min(qo + h, max_context)) for h in SPECIAL_HISTORIES]))
+
+
+@lru_cache(maxsize=4096)
 def spread_integers(low: int, high: int):
     """Integers in [low, high], log-uniform: as many 2-digit as 4-digit values, so long prompts and
     contexts come now and then rather than in every case (their reference costs chunk x context)."""
@@ -181,13 +200,15 @@ def _ragged_rows(rows: np.ndarray, lengths) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts, axis=0))
 
 
+@lru_cache(maxsize=None)
 @st.composite
-def _rope(draw, config: dict, llama3, rotate_always: bool = False):
+def _rope(draw, head_dim: int, llama3, rotate_always: bool = False):
     """(rotary_mode, rope_theta, rope_scale, band_edge): inline rope drawn on or off (always on with
-    Llama 3 scaling compiled in, whose frequencies are then the point)."""
-    rotary = 1 if (llama3 is not None or rotate_always) else draw(st.sampled_from([0, 1]))
-    theta, edge = draw(rope_bases(config["head_dim"], llama3))
-    scale = 1.0 if llama3 is not None else draw(st.sampled_from([1.0, 0.25]))
+    Llama 3 scaling compiled in, whose frequencies are then the point). One strategy object per
+    arguments, its draws from ones made once (see _chunk_lengths)."""
+    rotary = 1 if (llama3 is not None or rotate_always) else draw(_ROTARY_MODES)
+    theta, edge = draw(cached_rope_bases(head_dim, llama3))
+    scale = 1.0 if llama3 is not None else draw(_ROPE_SCALES)
     return rotary, theta, scale, edge if rotary else ""
 
 
@@ -209,12 +230,16 @@ def _positions(rng, mode: str, qo_lens, kv_lens, causal: bool, rotary: int, llam
     return offset.astype(np.int32), q_pos.astype(np.int32)
 
 
+_PREFILL_KINDS = st.sampled_from(PREFILL_VALUE_KINDS)
+_POSITION_MODES = st.sampled_from(["runtime", "random"])
+
+
+@lru_cache(maxsize=None)
 @st.composite
-def _common(draw, config: dict):
-    kind = draw(st.sampled_from(PREFILL_VALUE_KINDS))
-    head_dim = config["head_dim"]
-    sm_scale = draw(st.sampled_from([1.0 / np.sqrt(head_dim), 0.5 / np.sqrt(head_dim), 1.0]))
-    return kind, float(sm_scale), draw(seeds), draw(st.sampled_from(["runtime", "random"]))
+def _common(draw, head_dim: int):
+    kind = draw(_PREFILL_KINDS)
+    sm_scale = draw(_sm_scales(head_dim))
+    return kind, float(sm_scale), draw(seeds), draw(_POSITION_MODES)
 
 
 def _dtype(config):
@@ -237,8 +262,8 @@ def paged_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: b
         sinks = [draw(st.integers(0, min(int(n), 8))) for n in kv_lens]
         offsets = [s + draw(st.sampled_from([0, 1, config["page_size"] - 1, config["page_size"], 37])) for s in sinks]
         window = (np.array(offsets, np.int64), np.array(sinks, np.int64))
-    rotary, theta, scale, edge = draw(_rope(config, llama3))
-    kind, sm_scale, seed, position_mode = draw(_common(config))
+    rotary, theta, scale, edge = draw(_rope(config["head_dim"], llama3))
+    kind, sm_scale, seed, position_mode = draw(_common(config["head_dim"]))
     spare = draw(st.integers(0, 3))
     rng = np.random.default_rng(seed)
     q, k_rows, v_rows = prefill_values(rng, kind, qo_lens, kv_lens, config["qo_heads"], config["kv_heads"],
@@ -267,8 +292,8 @@ def ragged_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: 
     qo_lens, kv_lens = draw(prefill_lengths(limits, group, causal=causal))
     if causal and draw(st.booleans()):
         kv_lens = qo_lens.copy()  # paged_kv_cache.cc L2182-2191: the chunk's own K/V, causal
-    rotary, theta, scale, edge = draw(_rope(config, llama3))
-    kind, sm_scale, seed, position_mode = draw(_common(config))
+    rotary, theta, scale, edge = draw(_rope(config["head_dim"], llama3))
+    kind, sm_scale, seed, position_mode = draw(_common(config["head_dim"]))
     rng = np.random.default_rng(seed)
     q, k_rows, v_rows = prefill_values(rng, kind, qo_lens, kv_lens, config["qo_heads"], config["kv_heads"],
                                        config["head_dim"], v_head_dim, _dtype(config), sm_scale)
@@ -290,15 +315,34 @@ TREE_SHAPES = ("chain", "star", "random", "forest", "binary")
 TREE_CELLS = 20_000_000
 
 
+_TREE_SHAPE_CHOICES = st.sampled_from(TREE_SHAPES)
+
+
+@lru_cache(maxsize=None)
+def _tree_sizes(max_size: int):
+    return st.one_of(st.integers(1, max_size), st.sampled_from([s for s in (1, 2, 16, 17, 32, 33, max_size)
+                                                                if s <= max_size]))
+
+
+@lru_cache(maxsize=4096)
+def _tree_queries(size: int):
+    return st.one_of(st.just(size), st.integers(1, size))
+
+
+@lru_cache(maxsize=4096)
+def _tree_histories(room: int):
+    return st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= room]), st.integers(0, room))
+
+
+@lru_cache(maxsize=None)
 @st.composite
 def token_trees(draw, max_size: int):
     """(shape, parents): a parent array (-1 for a root, else an earlier node; TVM's rule,
     paged_kv_cache.cc L1878-1884) of 1..max_size nodes: a chain (speculative decoding of one
     draft), a star (one token, many candidates), a binary tree, or random parents, with several
     roots for a forest."""
-    shape = draw(st.sampled_from(TREE_SHAPES))
-    size = draw(st.one_of(st.integers(1, max_size), st.sampled_from([s for s in (1, 2, 16, 17, 32, 33, max_size)
-                                                                        if s <= max_size])))
+    shape = draw(_TREE_SHAPE_CHOICES)
+    size = draw(_tree_sizes(max_size))
     if shape == "chain":
         parents = list(range(-1, size - 1))
     elif shape == "star":
@@ -331,17 +375,16 @@ def tree_cases(draw, config: dict, profile: Profile | str, *, paged: bool, llama
     sizes = np.array([len(parents) for _, parents in trees], np.int64)
     runtime_form = not paged and draw(st.booleans())
     if paged or not runtime_form:
-        qo_lens = np.array([draw(st.one_of(st.just(int(n)), st.integers(1, int(n)))) for n in sizes], np.int64)
+        qo_lens = np.array([draw(_tree_queries(int(n))) for n in sizes], np.int64)
         # the tree reference is evaluated whole ([rows, Hq, context] logits): keep it to TREE_CELLS
         cap = TREE_CELLS // (config["qo_heads"] * int(qo_lens.sum())) - int(sizes.max())
         history_room = max(0, min(limits.max_context - int(sizes.max()), cap))
-        histories = np.array([draw(st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= history_room]),
-                                             st.integers(0, history_room))) for _ in range(batch)], np.int64)
+        histories = np.array([draw(_tree_histories(history_room)) for _ in range(batch)], np.int64)
     else:
         qo_lens, histories = sizes.copy(), np.zeros(batch, np.int64)
     kv_lens = histories + sizes
-    rotary, theta, scale, edge = (0, 1e4, 1.0, "") if (paged or not runtime_form) else draw(_rope(config, llama3))
-    kind, sm_scale, seed, _ = draw(_common(config))
+    rotary, theta, scale, edge = (0, 1e4, 1.0, "") if (paged or not runtime_form) else draw(_rope(config["head_dim"], llama3))
+    kind, sm_scale, seed, _ = draw(_common(config["head_dim"]))
     rng = np.random.default_rng(seed)
     q, k_rows, v_rows = prefill_values(rng, kind, qo_lens, kv_lens, config["qo_heads"], config["kv_heads"],
                                        config["head_dim"], config["head_dim"], _dtype(config), sm_scale)
@@ -383,7 +426,7 @@ def dense_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: b
     qo, kv = max(int(qo_lens[0]), 1), max(int(kv_lens[0]), int(qo_lens[0]) if causal else 1, 1)
     while batch > 1 and batch * qo * kv > limits.cells:
         batch -= 1
-    kind, _, seed, _ = draw(_common(config))
+    kind, _, seed, _ = draw(_common(config["head_dim"]))
     sm_scale = float(config["head_dim"] ** -0.5)  # the build's (verify.sources.tvm.prefill)
     rng = np.random.default_rng(seed)
     q, k_rows, v_rows = prefill_values(rng, kind, [qo] * batch, [kv] * batch, config["qo_heads"], config["kv_heads"],

@@ -12,6 +12,7 @@ either side of it.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -65,23 +66,39 @@ def edge_pairs(head_dim: int, wavelength: float) -> list[int]:
     return [i for i in range(1, head_dim // 2) if low <= head_dim / (2 * i) * log_ratio <= high]
 
 
+# rope_bases' strategies, one object each (a case's draws from new strategy objects cost it their
+# validation; verify.kernels.attention.cases): the same draws.
+_MODEL_THETAS = st.sampled_from(ROPE_THETAS)
+_EDGES = st.sampled_from(["", "high", "low"])
+_EDGE_ULPS = st.sampled_from([0, -1, 1])
+
+
+@lru_cache(maxsize=None)
+def _edge_pair_choices(head_dim: int, wavelength: float):
+    return st.sampled_from(edge_pairs(head_dim, wavelength))
+
+
 @st.composite
 def rope_bases(draw, head_dim: int, llama3=None):
     """(rope_theta, band_edge): a model's base, or with Llama 3 scaling one that puts a pair on a
     band edge, at or one f32 ulp to either side; band_edge names it ("high 23 -1", "low 35 0")
     or is "" for a model's base."""
     if llama3 is None:
-        return draw(st.sampled_from(ROPE_THETAS)), ""
-    edge = draw(st.sampled_from(["", "high", "low"]))
+        return draw(_MODEL_THETAS), ""
+    edge = draw(_EDGES)
     if not edge:
         return LLAMA3_THETA, ""
     wavelength = band_edges(llama3)[edge]
     pairs = edge_pairs(head_dim, wavelength)
     if not pairs:
         return LLAMA3_THETA, ""
-    pair = draw(st.sampled_from(pairs))
-    ulps = draw(st.sampled_from([0, -1, 1]))
+    pair = draw(_edge_pair_choices(head_dim, wavelength))
+    ulps = draw(_EDGE_ULPS)
     return edge_theta(head_dim, pair, wavelength, ulps), f"{edge} {pair} {ulps}"
+
+
+#: rope_bases, one strategy object per (head_dim, llama3), for strategies that draw it in every case.
+cached_rope_bases = lru_cache(maxsize=None)(rope_bases)
 
 
 def rope_positions(llama3=None):
@@ -106,7 +123,7 @@ def rope_cases(draw, config: dict, profile: Profile | str, llama3=None):
     tokens = draw(st.integers(1, get_profile(profile).max_tokens))
     positions = draw(st.lists(rope_positions(llama3), min_size=tokens, max_size=tokens))
     head_dim = config["head_dim"]
-    rope_theta, band_edge = draw(rope_bases(head_dim, llama3))
+    rope_theta, band_edge = draw(cached_rope_bases(head_dim, llama3))
     rope_scale = draw(rope_scales(llama3))
     values = draw(value_kinds)
     seed = draw(seeds)

@@ -117,13 +117,14 @@ def make_blocks(rng, kind: str, base: np.ndarray, dtype: str) -> np.ndarray:
 def make_activation(rng, shape, values: str, mix: str, dtype: str) -> np.ndarray:
     """A of `shape` in `dtype` (exact stored values), blocks of the kinds `mix` says."""
     t_type = numpy_dtype(dtype)
-    base = make_values(rng, values, shape, dtype).astype(np.float64).reshape(-1, ACTIVATION_BLOCK)
-    if mix == "plain":
-        kinds = np.zeros(base.shape[0], dtype=int)
-    elif mix == "mixed":
-        kinds = rng.integers(0, len(BLOCK_KINDS), base.shape[0])
-    else:
-        kinds = np.full(base.shape[0], BLOCK_KINDS.index(mix))
+    drawn = make_values(rng, values, shape, dtype)
+    if mix == "plain":  # every block "values": the drawn values themselves
+        return drawn.astype(t_type, copy=False)
+    base = drawn.astype(np.float64).reshape(-1, ACTIVATION_BLOCK)
+    if mix != "mixed" and base.size:  # one kind for every block: the same draws as the loop below
+        return make_blocks(rng, mix, base, dtype).reshape(shape).astype(t_type)
+    kinds = rng.integers(0, len(BLOCK_KINDS), base.shape[0]) if mix == "mixed" else \
+        np.full(base.shape[0], BLOCK_KINDS.index(mix))
     blocks = np.empty_like(base)
     for index, kind in enumerate(BLOCK_KINDS):
         chosen = kinds == index
