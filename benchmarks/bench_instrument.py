@@ -150,7 +150,7 @@ def main() -> int:
     parser.add_argument("--config", action="append", default=[], metavar="KERNEL:K=V",
                         help="config override for one kernel, e.g. dp4a.quantize:reduce=subgroup")
     parser.add_argument("--cases", type=int, default=8)
-    parser.add_argument("--profile", default="ci", help="profile of the cases drawn (quick: those of the sanitize check)")
+    parser.add_argument("--profile", default="ci", help="profile of the cases (quick: the sanitize check's)")
     parser.add_argument("--widths", default=WIDTHS, help="emulated subgroup widths for kernels with subgroups")
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="also measure the verify package of this checkout, in turn with this one")
