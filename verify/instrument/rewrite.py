@@ -10,6 +10,7 @@ the end of the module, so a line of the rewritten module is the same line of the
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 
 from lark import Token, Tree
@@ -26,6 +27,7 @@ class Rewriter:
         self._insertions: dict[int, list[str]] = {}
         self._erased: set[int] = set()
         self._appended: list[str] = []
+        self._edits: list[int] | None = None  # positions of insertions and erasures, sorted (None: to sort)
 
     def replace(self, node, make: Callable[["Rewriter"], str] | str) -> None:
         """Emit `make(self)` (or the string `make`) in place of `node`."""
@@ -34,10 +36,12 @@ class Rewriter:
     def insert(self, position: int, text: str) -> None:
         """Emit `text` just before source offset `position` (after earlier insertions there)."""
         self._insertions.setdefault(position, []).append(text)
+        self._edits = None
 
     def erase(self, position: int) -> None:
         """Drop the source character at `position` (punctuation between nodes, e.g. a list's comma)."""
         self._erased.add(position)
+        self._edits = None
 
     def append(self, text: str) -> None:
         """Emit `text` after the end of the module."""
@@ -76,7 +80,9 @@ class Rewriter:
 
     def _raw(self, start: int, end: int) -> str:
         """Source text [start, end) with the insertions and erasures that fall in it."""
-        edits = sorted(p for p in self._insertions.keys() | self._erased if start <= p < end)
+        if self._edits is None:
+            self._edits = sorted(self._insertions.keys() | self._erased)
+        edits = self._edits[bisect_left(self._edits, start):bisect_left(self._edits, end)]
         if not edits:
             return self.module.source[start:end]
         pieces, position = [], start

@@ -58,18 +58,19 @@ def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | N
     attempted, overflow = int(words[0]), bool(words[1])
     capacity = (words.size - HEADER_WORDS) // RECORD_WORDS
     count = min(attempted, capacity)
-    records = words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS).astype(np.int64)
+    records = words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS)
     report.dispatches += 1
     report.accesses += attempted
     if overflow or attempted > capacity:
         report.findings.append(LogTruncated(capacity, attempted))
-    loops = (records[:, 0] & UNBOUNDED_LOOP) != 0
-    report.findings.extend(_unbounded_loops(records[loops], sanitized))
-    records = records[~loops]
     tables = _SiteTables(sanitized)
-    oob = (records[:, 0] & OUT_OF_BOUNDS) != 0
-    report.findings.extend(_out_of_bounds(records[oob], tables))
-    accesses = _Accesses(records[~oob], tables)
+    flags = records[:, 0] & np.uint32(UNBOUNDED_LOOP | OUT_OF_BOUNDS)
+    if flags.any():  # records of loops and out-of-bounds accesses are rare: set apart only when there are some
+        loops = (flags & np.uint32(UNBOUNDED_LOOP)) != 0
+        report.findings.extend(_unbounded_loops(records[loops].astype(np.int64), sanitized))
+        report.findings.extend(_out_of_bounds(records[~loops & (flags != 0)].astype(np.int64), tables))
+        records = records[flags == 0]
+    accesses = _Accesses(records, tables)
     for finding in accesses.findings():
         (report.notes if isinstance(finding, RedundantWrites) else report.findings).append(finding)
     return report
@@ -126,6 +127,113 @@ def _unbounded_loops(records: np.ndarray, sanitized: Sanitized) -> list[Unbounde
     return findings
 
 
+def _units(site: np.ndarray, variable: np.ndarray, offset: np.ndarray, scalars: np.ndarray,
+           tables: _SiteTables) -> np.ndarray:
+    """Scalars per tracked granule of each variable: s for a variable accessed only in whole aligned
+    elements of s scalars (the same verdicts, s times fewer rows), else 1. Which sizes a variable is
+    accessed in is a fact of its sites that appear in the log; only the alignment needs the rows."""
+    unit = np.ones(len(tables.variable_names), dtype=np.int64)
+    if site.size == 0:
+        return unit
+    present = np.flatnonzero(np.bincount(site, minlength=len(tables.sites)))
+    low = np.full(unit.size, np.iinfo(np.int64).max)
+    high = np.zeros(unit.size, dtype=np.int64)
+    np.minimum.at(low, tables.variable[present], tables.scalars[present])
+    np.maximum.at(high, tables.variable[present], tables.scalars[present])
+    candidate = np.where((low == high) & (high > 1), high, 1)
+    if np.all(candidate == 1):
+        return unit
+    misaligned = offset % candidate[variable] != 0
+    candidate[np.unique(variable[misaligned])] = 1
+    return candidate
+
+
+def _bearing(rows: dict, tables: _SiteTables) -> np.ndarray | None:
+    """The rows that can bear on a finding (None: all of them). Most of a tiled kernel's log is
+    reads of workgroup memory its workgroup wrote before the last barrier. Where every invocation
+    of a workgroup passed the same barriers, so that the space epoch is a function of the epoch
+    (_space_epochs_follow_epochs), a read of an address its workgroup wrote in an earlier epoch
+    and not in the read's space epoch (so not in its epoch either) bears on none:
+      - it is initialised (a write of an earlier epoch precedes it), so it is no uninitialised
+        read; whether another read is depends on writes only, and every write is kept;
+      - the groups of the race rules it belongs to, (address, workgroup, epoch) and (address,
+        workgroup, space epoch), hold no write, and a group without a write never races; every
+        row of a group that holds one is kept, so which rows a race quotes, how many addresses
+        it counts and whether its writes are all alike are as before; and since the space epoch
+        follows the epoch, leaving rows out joins no two runs of one space epoch;
+      - it is workgroup memory, which the rule between workgroups does not look at.
+    The unsynchronised rule's shortcut (a space whose epochs and space epochs are in step is
+    skipped) only sees fewer rows: a race of that rule keeps its write and its later access,
+    whose epochs and space epochs are out of step. Where the log shows barriers some invocations
+    did not pass, nothing is left out. tests/instrument/test_shadow.py compares the findings
+    with and without this on logs of both kinds."""
+    site = rows["site"]
+    workgroup = np.flatnonzero(tables.workgroup[site])
+    writes = tables.writes[site[workgroup]]
+    if not writes.any() or writes.all():
+        return None
+    group, epoch, space_epoch = (rows[k][workgroup] for k in ("group", "epoch", "space_epoch"))
+    if not _space_epochs_follow_epochs(group, epoch, space_epoch):
+        return None
+    cell = _composite_key([rows["variable"][workgroup], rows["address"][workgroup], group])
+    in_space_epoch = None if cell is None else _composite_key([cell, space_epoch])
+    if in_space_epoch is None:
+        return None
+    quiet = (~writes & (_first_write_epoch(cell[writes], epoch[writes], cell) < epoch)
+             & ~_member(in_space_epoch, in_space_epoch[writes]))
+    keep = np.ones(site.size, dtype=bool)
+    keep[workgroup[quiet]] = False
+    return keep
+
+
+def _space_epochs_follow_epochs(group: np.ndarray, epoch: np.ndarray, space_epoch: np.ndarray) -> bool:
+    """Whether, in each workgroup, the space epoch is one non-decreasing function of the epoch (as
+    it is when every invocation of the workgroup passes the same barriers): the rows of one space
+    epoch of a cell are then consecutive in epoch order."""
+    first_group, first_epoch = int(group.min()), int(epoch.min())
+    epochs = int(epoch.max()) - first_epoch + 1
+    size = (int(group.max()) - first_group + 1) * epochs
+    if size > 1 << 22:
+        return False
+    at = (group - first_group) * epochs + (epoch - first_epoch)
+    low = np.full(size, _NONE, dtype=np.int64)
+    high = np.full(size, -1, dtype=np.int64)
+    np.minimum.at(low, at, space_epoch)
+    np.maximum.at(high, at, space_epoch)
+    seen = np.flatnonzero(high >= 0)
+    values, same_group = high[seen], (seen[1:] // epochs) == (seen[:-1] // epochs)
+    return not (np.any(low[seen] != values) or np.any(same_group & (values[1:] < values[:-1])))
+
+
+def _member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is one of `keys` (few): a table where the keys span a small range,
+    else a search of them sorted."""
+    low, high = int(keys.min()), int(keys.max())
+    if high - low < 8 * (values.size + keys.size) + (1 << 22):
+        table = np.zeros(high - low + 1, dtype=bool)
+        table[keys - low] = True
+        inside = (values >= low) & (values <= high)
+        return inside & table[np.where(inside, values - low, 0)]
+    keys = np.unique(keys)
+    return keys[np.minimum(np.searchsorted(keys, values), keys.size - 1)] == values
+
+
+def _first_write_epoch(written: np.ndarray, epochs: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """For each of `cells`, the earliest of `epochs` of the writes of that cell (`written`), or
+    _NONE: a table by cell where the cells span a small range, else a search of the sorted writes."""
+    low, high = int(written.min()), int(written.max())
+    inside = (cells >= low) & (cells <= high)
+    if high - low < 8 * (cells.size + written.size) + (1 << 22):
+        table = np.full(high - low + 1, _NONE, dtype=np.int64)
+        np.minimum.at(table, written - low, epochs)
+        return np.where(inside, table[np.where(inside, cells - low, 0)], _NONE)
+    order = np.argsort(written, kind="stable")
+    keys, starts = np.unique(written[order], return_index=True)
+    earliest = np.minimum.reduceat(epochs[order], starts)
+    at = np.minimum(np.searchsorted(keys, cells), keys.size - 1)
+    return np.where(keys[at] == cells, earliest[at], _NONE)
+
+
 class _Accesses:
     """In-bounds accesses, one row per scalar-granule they touch, sorted as each rule needs.
 
@@ -135,25 +243,22 @@ class _Accesses:
 
     def __init__(self, records: np.ndarray, tables: _SiteTables):
         self.tables = tables
-        site = records[:, 0] & (MAX_SITES - 1)
-        lane = (records[:, 0] >> LANE_SHIFT) & LANE_MASK
+        head = records[:, 0].astype(np.int64)
+        site = head & (MAX_SITES - 1)
+        lane = (head >> LANE_SHIFT) & LANE_MASK
         order = np.arange(len(records), dtype=np.int64)
         variable = tables.variable[site] if len(site) else np.zeros(0, np.int64)
-        offset, scalars = records[:, 4], tables.scalars[site] if len(site) else np.zeros(0, np.int64)
-        # A variable accessed only in whole aligned elements of s scalars is tracked per element:
-        # the same verdicts, s times fewer rows.
-        unit = np.ones(len(tables.variable_names), dtype=np.int64)
-        for v in np.unique(variable):
-            rows = variable == v
-            sizes = np.unique(scalars[rows])
-            if sizes.size == 1 and np.all(offset[rows] % sizes[0] == 0):
-                unit[v] = sizes[0]
-        self.unit = unit
-        span = scalars // unit[variable]
-        first = offset // unit[variable]
-        base = {"site": site, "lane": lane, "group": records[:, 1], "epoch": records[:, 2],
-                "space_epoch": records[:, 3], "variable": variable, "address": first, "order": order,
-                "value": records[:, 5], "record_offset": offset, "scalars": scalars}
+        offset = records[:, 4].astype(np.int64)
+        scalars = tables.scalars[site] if len(site) else np.zeros(0, np.int64)
+        self.unit = unit = _units(site, variable, offset, scalars, tables)
+        if np.any(unit > 1):
+            span, first = scalars // unit[variable], offset // unit[variable]
+        else:
+            span, first = scalars, offset
+        base = {"site": site, "lane": lane, "group": records[:, 1].astype(np.int64),
+                "epoch": records[:, 2].astype(np.int64), "space_epoch": records[:, 3].astype(np.int64),
+                "variable": variable, "address": first, "order": order, "value": records[:, 5].astype(np.int64),
+                "record_offset": offset, "scalars": scalars}
         wide = np.flatnonzero(span > 1)
         if wide.size:  # one more row per further granule of a multi-granule access, appended
             extra = span[wide] - 1
@@ -162,6 +267,9 @@ class _Accesses:
             more = {k: v[repeat] for k, v in base.items()}
             more["address"] = more["address"] + within
             base = {k: np.concatenate([v, more[k]]) for k, v in base.items()}
+        keep = _bearing(base, tables)
+        if keep is not None:
+            base = {k: v[keep] for k, v in base.items()}
         per_site = {"reads": tables.reads, "writes": tables.writes, "atomic": tables.atomic,
                     "workgroup": tables.workgroup, "value_logged": tables.value_logged}
         self.columns = _SiteColumns(base, per_site)
@@ -174,9 +282,9 @@ class _Accesses:
         if c["site"].size == 0:
             return []
         plain = ~c["atomic"]
-        return (self._pairs(c, _runs(c, ("variable", "address", "group", "epoch")), "lane", plain, "epoch")
+        return (self._pairs(c, c.runs(("variable", "address", "group", "epoch")), "lane", plain, "epoch")
                 + self._unsynchronised(c, plain)
-                + self._pairs(c, _runs(c, ("variable", "address")), "group", plain & ~c["workgroup"], "workgroups")
+                + self._pairs(c, c.runs(("variable", "address")), "group", plain & ~c["workgroup"], "workgroups")
                 + self._uninitialised(c))
 
     # -- grouping ---------------------------------------------------------------------------
@@ -189,23 +297,17 @@ class _Accesses:
             sort = np.lexsort(tuple(self.columns[k] for k in reversed(keys + ("order",))))
         return _LazyColumns(self.columns, sort)
 
-    @staticmethod
-    def _first(where: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        """Per group, the index of its first row where `where` holds (_NONE if none)."""
-        if starts.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        return np.minimum.reduceat(np.where(where, np.arange(where.size), _NONE), starts)
-
     # -- rules ------------------------------------------------------------------------------
-    def _pairs(self, c, runs, differ: str, taking_part: np.ndarray, ordering: str) -> list[Race]:
+    def _pairs(self, c, runs: _Runs, differ: str, taking_part: np.ndarray, ordering: str) -> list[Race]:
         """Races of groups where a row taking part writes and another, by a different `differ`
         (lane or workgroup), takes part too."""
-        starts, group = runs
-        writer = self._first(taking_part & c["writes"], starts)
+        writer = runs.first(taking_part & c["writes"])
         has_writer = writer != _NONE
-        writer_id = np.where(has_writer, c[differ][np.minimum(writer, group.size - 1)], -1)
-        other = self._first(taking_part & (c[differ] != writer_id[group]) & has_writer[group], starts)
-        return self._split(c, starts, taking_part, writer, other, (other != _NONE) & has_writer, ordering)
+        if not has_writer.any():  # no group has a write taking part: none can race
+            return []
+        writer_id = np.where(has_writer, c[differ][np.minimum(writer, c[differ].size - 1)], -1)
+        other = runs.first(taking_part & (c[differ] != runs.spread(writer_id)) & runs.spread(has_writer))
+        return self._split(c, runs.starts, taking_part, writer, other, (other != _NONE) & has_writer, ordering)
 
     def _split(self, c, starts, taking_part, first, second, racy: np.ndarray, ordering: str) -> list:
         """Races of the `racy` groups, those where every access writes the same value as notes."""
@@ -256,17 +358,18 @@ class _Accesses:
             rows = taking_part & (c["workgroup"] == space)
             if rows.any() and lag[rows].min() == lag[rows].max():
                 taking_part &= c["workgroup"] != space  # epoch and space epoch in step
-        if not taking_part.any():
+        writes = c["writes"] & taking_part
+        if not writes.any():  # no write taking part: no group has one to order an access after
             return []
-        starts, group = _runs(c, ("variable", "address", "group", "space_epoch"))
-        writes, epoch, lane = c["writes"] & taking_part, c["epoch"], c["lane"]
-        first_write_epoch = np.minimum.reduceat(np.where(writes, epoch, _NONE), starts)[group]
+        runs = c.runs(("variable", "address", "group", "space_epoch"))
+        starts, epoch, lane = runs.starts, c["epoch"], c["lane"]
+        first_write_epoch = runs.spread(np.minimum.reduceat(np.where(writes, epoch, _NONE), starts))
         at_first = writes & (epoch == first_write_epoch)
-        low = np.minimum.reduceat(np.where(at_first, lane, _NONE), starts)[group]
-        high = np.maximum.reduceat(np.where(at_first, lane, -1), starts)[group]
+        low = runs.spread(np.minimum.reduceat(np.where(at_first, lane, _NONE), starts))
+        high = runs.spread(np.maximum.reduceat(np.where(at_first, lane, -1), starts))
         later = taking_part & (epoch > first_write_epoch) & ((low != high) | (lane != low))
-        writer = self._first(at_first, starts)
-        other = self._first(later, starts)
+        writer = runs.first(at_first)
+        other = runs.first(later)
         return self._split(c, starts, taking_part, writer, other, (other != _NONE) & (writer != _NONE), "memory")
 
     def _uninitialised(self, c) -> list[UninitializedRead]:
@@ -274,21 +377,25 @@ class _Accesses:
         workgroup, none by the same invocation earlier in the epoch, and (for plain reads) none
         by another invocation in the epoch either, which would be a race, reported as one.
         Atomic updates by other invocations in the same epoch are unordered with this one, so
-        for an atomic read they do not count: one of them reads the memory first."""
+        for an atomic read they do not count: one of them reads the memory first.
+
+        Most reads follow a write of an earlier epoch; only the others (reads in the epoch of a
+        cell's first write, or of a cell no invocation of the workgroup wrote) are looked at further."""
         writes, reads, epoch, lane, order = c["writes"], c["reads"], c["epoch"], c["lane"], c["order"]
-        n = writes.size
-        cell, _ = _runs(c, ("variable", "address", "group"))
-        cell_epoch, _ = _runs(c, ("variable", "address", "group", "epoch"))
-        own_cell, own_group = _runs(c, ("variable", "address", "group", "epoch", "lane"))
-        first_epoch = _broadcast(np.minimum.reduceat(np.where(writes, epoch, _NONE), cell), cell, n)
-        low = _broadcast(np.minimum.reduceat(np.where(writes, lane, _NONE), cell_epoch), cell_epoch, n)
-        high = _broadcast(np.maximum.reduceat(np.where(writes, lane, -1), cell_epoch), cell_epoch, n)
-        own_first = np.minimum.reduceat(np.where(writes, order, _NONE), own_cell)[own_group]
-        earlier = first_epoch < epoch
-        own = own_first < order
-        others = (low != _NONE) & ((low != high) | (low != lane))
-        uninitialised = c["workgroup"] & reads & ~earlier & ~own & (c["atomic"] | ~others)
-        rows = np.flatnonzero(uninitialised)
+        cell = c.runs(("variable", "address", "group"))
+        first_epoch = cell.spread(np.minimum.reduceat(np.where(writes, epoch, _NONE), cell.starts))
+        rows = np.flatnonzero(c["workgroup"] & reads & ~(first_epoch < epoch))
+        if rows.size == 0:
+            return []
+        cell_epoch = c.runs(("variable", "address", "group", "epoch"))
+        own_cell = c.runs(("variable", "address", "group", "epoch", "lane"))
+        in_cell_epoch, in_own_cell = cell_epoch.of(rows), own_cell.of(rows)
+        low = np.minimum.reduceat(np.where(writes, lane, _NONE), cell_epoch.starts)[in_cell_epoch]
+        high = np.maximum.reduceat(np.where(writes, lane, -1), cell_epoch.starts)[in_cell_epoch]
+        own_first = np.minimum.reduceat(np.where(writes, order, _NONE), own_cell.starts)[in_own_cell]
+        own = own_first < order[rows]
+        others = (low != _NONE) & ((low != high) | (low != lane[rows]))
+        rows = rows[~own & (c["atomic"][rows] | ~others)]
         if rows.size == 0:
             return []
         rows = rows[np.argsort(order[rows], kind="stable")]  # report each site's first read in log order
@@ -304,28 +411,31 @@ class _Accesses:
         return findings
 
 
-def _runs(c, keys) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, run of each row) of the runs of rows equal in `keys`."""
-    starts = _starts(c, keys)
-    change = np.zeros(c[keys[0]].size, dtype=np.int64)
-    change[starts] = 1
-    return starts, np.cumsum(change) - 1
+class _Runs:
+    """The runs of rows equal in some keys (rows sorted by at least those keys): where each
+    starts, and a value per run spread back over its rows or looked up for a few rows."""
 
+    def __init__(self, starts: np.ndarray, n: int):
+        self.starts = starts
+        self.lengths = np.diff(np.append(starts, n))
 
-def _starts(c, keys) -> np.ndarray:
-    """Starts of the runs of rows equal in `keys` (rows sorted by at least those keys)."""
-    n = c[keys[0]].size
-    change = np.zeros(n, dtype=bool)
-    if n:
-        change[0] = True
-        for k in keys:
-            change[1:] |= c[k][1:] != c[k][:-1]
-    return np.flatnonzero(change)
+    def spread(self, per_run: np.ndarray) -> np.ndarray:
+        """A value per run repeated over the run's rows."""
+        return np.repeat(per_run, self.lengths)
 
+    def of(self, rows: np.ndarray) -> np.ndarray:
+        """The run of each of `rows` (row indices)."""
+        return np.searchsorted(self.starts, rows, side="right") - 1
 
-def _broadcast(per_run: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
-    """A value per run (starting at `starts`) repeated over the run's rows."""
-    return np.repeat(per_run, np.diff(np.append(starts, n)))
+    def first(self, where: np.ndarray) -> np.ndarray:
+        """Per run, the index of its first row where `where` holds (_NONE if none): a search of
+        the rows where it holds, which are often few (the writes), not a pass over every row."""
+        rows = np.flatnonzero(where)
+        if rows.size == 0:
+            return np.full(self.starts.size, _NONE, dtype=np.int64)
+        at = np.searchsorted(rows, self.starts)
+        found = rows[np.minimum(at, rows.size - 1)]
+        return np.where((at < rows.size) & (found < self.starts + self.lengths), found, _NONE)
 
 
 class _SiteColumns(dict):
@@ -333,26 +443,52 @@ class _SiteColumns(dict):
 
     def __init__(self, base: dict, per_site: dict):
         super().__init__(base)
-        self._per_site = per_site
+        self.per_site = per_site
 
     def __missing__(self, key):
-        self[key] = value = self._per_site[key][self["site"]]
+        self[key] = value = self.per_site[key][self["site"]]
         return value
 
     def keys(self):
-        return list(super().keys()) + [k for k in self._per_site if not dict.__contains__(self, k)]
+        return list(super().keys()) + [k for k in self.per_site if not dict.__contains__(self, k)]
 
 
 class _LazyColumns(dict):
-    """Columns gathered in sorted order on first use (each rule reads only a few of them)."""
+    """Columns gathered in sorted order on first use (each rule reads only a few of them), and
+    the runs of rows equal in some of the sort keys, each found once."""
 
-    def __init__(self, columns: dict, order: np.ndarray):
+    def __init__(self, columns: _SiteColumns, order: np.ndarray):
         super().__init__()
         self._columns, self._order = columns, order
+        self._changes: dict[tuple, np.ndarray] = {}
+        self._runs: dict[tuple, _Runs] = {}
 
     def __missing__(self, key):
-        self[key] = value = self._columns[key][self._order]
+        if key in self._columns.per_site and not dict.__contains__(self._columns, key):
+            value = self._columns.per_site[key][self["site"]]  # a fact of the site: looked up, not gathered twice
+        else:
+            value = self._columns[key][self._order]
+        self[key] = value
         return value
+
+    def runs(self, keys: tuple[str, ...]) -> _Runs:
+        """The runs of rows equal in `keys` (the sort's keys, or, for the space epoch, keys that
+        grow with them)."""
+        if keys not in self._runs:
+            n = self[keys[0]].size
+            starts = np.flatnonzero(self._change(keys)) + 1
+            self._runs[keys] = _Runs(np.concatenate([np.zeros(min(n, 1), dtype=np.int64), starts]), n)
+        return self._runs[keys]
+
+    def _change(self, keys: tuple[str, ...]) -> np.ndarray:
+        """Whether row i + 1 differs from row i in any of `keys` (built on the answer for its prefix)."""
+        if keys not in self._changes:
+            column = self[keys[-1]]
+            change = column[1:] != column[:-1]
+            if len(keys) > 1:
+                change |= self._change(keys[:-1])
+            self._changes[keys] = change
+        return self._changes[keys]
 
 
 def _composite_key(columns: list[np.ndarray]) -> np.ndarray | None:
