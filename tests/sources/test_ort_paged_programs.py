@@ -129,6 +129,19 @@ def test_the_paged_launch_sizes_follow_orts_rules():
         PagedDecodeSplit(1, 8, 2, 64, 1, 130, 130, block_size=16, max_num_blocks_per_seq=8)
 
 
+def test_the_paged_qkvs_finding_is_stated_where_unzeroed_workgroup_memory_shows_it():
+    """§18.6 under sanitize and implementations anywhere, and under reference and determinism on
+    wgpu only: neither lavapipe (Mesa 22.3) nor an NVIDIA H200 through wgpu zeroes workgroup
+    memory, and on the H200 two runs of a case found different leftovers (docs/findings.md §8)."""
+    kernel = OrtPagedDecodeQkv()
+    for check in ("sanitize", "implementations", "reference", "determinism"):
+        assert kernel.known_finding(check, {}).text == UNINITIALISED_PAGED_PARTIALS
+    assert kernel.known_finding("sanitize", {}).implementations == ()
+    assert kernel.known_finding("determinism", {}).implementations == ("wgpu",)
+    assert kernel.known_finding("reference", {}).implementations == ("wgpu",)
+    assert OrtPagedDecodeReduce().known_finding("determinism", {}) is None
+
+
 def test_configs_ort_cannot_build_are_usage_errors():
     with pytest.raises(UsageError, match="expected one of f16"):
         OrtPagedDecodeQkv().config({"dtype": "f32"})

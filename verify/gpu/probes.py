@@ -30,7 +30,25 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
   scratch[i] = 0xA5A50000u + group.x;
 }
 """
-ZERO_INIT_GROUPS = 64
+#: Workgroups per probe dispatch, and dispatches: many more workgroups than a GPU runs at once,
+#: twice. A discrete GPU may hand every workgroup of a first, small dispatch memory no workgroup
+#: has used yet, which reads as zero whether or not anything zeroes it (an NVIDIA H200 through
+#: wgpu answered "zeroed" to one dispatch of 64 workgroups, then showed the first dispatch's markers
+#: to most workgroups of the next); the second dispatch finds what the first left wherever
+#: nothing zeroes it.
+ZERO_INIT_GROUPS = 1024
+ZERO_INIT_DISPATCHES = 2
+
+
+def zero_init_reads(device) -> np.ndarray:
+    """What each lane of each workgroup read from its workgroup memory before writing it, for
+    each probe dispatch: [ZERO_INIT_DISPATCHES, ZERO_INIT_GROUPS, 64]. All zero where the
+    adapter and implementation zero workgroup memory as WGSL requires; elsewhere the reads show
+    markers (0xA5A50000 + workgroup id) the probe's workgroups left."""
+    pipeline = device.pipeline(ZERO_INIT_PROBE)
+    return np.stack([device.run(pipeline, {"seen": buffers.Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
+                                ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
+                     for _ in range(ZERO_INIT_DISPATCHES)])
 
 
 class AdapterProbes:
@@ -44,13 +62,11 @@ class AdapterProbes:
 
     @property
     def zeroes_workgroup_memory(self) -> bool:
-        """Whether workgroup memory starts at zero as WGSL requires (Mesa 22.3's lavapipe leaves
-        the previous workgroup's values there: a kernel relying on zero-init breaks on it)."""
+        """Whether workgroup memory starts at zero as WGSL requires (Mesa 22.3's lavapipe and an
+        NVIDIA H200 through wgpu leave earlier workgroups' values there: a kernel relying on
+        zero-init breaks on them; docs/findings.md §8)."""
         if self._zeroes_workgroup_memory is None:
-            shape = (ZERO_INIT_GROUPS * 64,)
-            seen = self.run(self.pipeline(ZERO_INIT_PROBE), {"seen": buffers.Output(np.uint32, shape)},
-                            ZERO_INIT_GROUPS).outputs["seen"]
-            self._zeroes_workgroup_memory = bool(np.all(seen == 0))
+            self._zeroes_workgroup_memory = bool(np.all(zero_init_reads(self) == 0))
         return self._zeroes_workgroup_memory
 
     @property
