@@ -290,12 +290,13 @@ class _Rotation:
         scratch = self.sin * upper
         rotated = np.multiply(self.cos, lower)
         np.subtract(rotated, scratch, out=rotated)
-        with np.errstate(over="ignore"):  # beyond the dtype's range it stores inf, as the plain rounder does
-            out[..., :half] = rotated.astype(dtype)
-            np.multiply(self.sin, lower, out=scratch)
-            np.multiply(self.cos, upper, out=rotated)
-            np.add(rotated, scratch, out=rotated)
-            out[..., half:] = rotated.astype(dtype)
+        # The store to dtype (inf beyond its range, as the plain rounder stores), by
+        # verify.fastpath.floats.round_to: numpy's conversion's values, from the float64 bits.
+        out[..., :half] = floats.round_to(rotated, dtype, out=scratch)
+        np.multiply(self.sin, lower, out=scratch)
+        np.multiply(self.cos, upper, out=rotated)
+        np.add(rotated, scratch, out=rotated)
+        out[..., half:] = floats.round_to(rotated, dtype, out=scratch)
 
 
 def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
