@@ -445,7 +445,7 @@ def _evaluate_fast(x: DecodeInputs, parts=()) -> DecodeEvaluation | None:
         if view is not whole:
             for b in view.live:
                 view_delta[b, ..., :view.length[b]] = delta[b, ..., view.first[b]:view.first[b] + view.length[b]]
-        states.append((logits2, m, weights, d, Budget.of(view.length, logits2, view_delta)))
+        states.append((logits2, m, weights, d, Budget.of(view.length, logits2, view_delta, d)))
 
     # Per block of kv heads: o's sums over the attended rows, then the budget's over |v|.
     o_sums = [np.zeros((batch, kv_heads, group, head_dim)) for _ in views]

@@ -1,12 +1,16 @@
-"""Milliseconds per case of the decode reference + budget as the `reference` and `split_merge` checks
+"""Milliseconds per case of the float64 reference + budget as the `reference` and `split_merge` checks
 ask for it, in two source trees side by side (the code before a change and after it).
 
-Per case, drawn as the gate draws them (benchmarks/bench_reference.py's `draw`, the chosen profile):
+Per case, drawn as the gate draws them (benchmarks/bench_reference.py's `draw`, the chosen profile);
+for dp4a.quantize the reference only (`expected()`: its legal codes and scales; "rows" is then the
+number of values):
 
 - reference: the case's evaluation (`kernel.evaluation`, what `expected()` reads), memo cleared;
 - split_merge: the case and split_context's two parts, as SplitMergeCheck asks for them (the
   kernel's `prepare_split` first, where the tree has it), memo cleared; split_context itself is
   case generation and not timed.
+
+Wall and process CPU milliseconds (on a loaded machine the CPU time is the steadier of the two).
 
 Each tree runs in a subprocess of its own with that tree first on sys.path, in the gate workers'
 environment (verify.session's worker tuning), the trees alternating round by round (--rounds) so
@@ -15,8 +19,8 @@ over all of them (load and a cold heap only add time).
 The cases are the same in both trees when their case generation is (same seed). Load averages are
 recorded before and after. Writes JSON.
 
-    python benchmarks/bench_split_reference.py --before /tmp/base --profile nightly --cases 8 \\
-        --out benchmarks/results/nightly_reference_split.json
+    python benchmarks/bench_nightly_reference.py --before /tmp/base --profile nightly --cases 8 \\
+        --out benchmarks/results/nightly_reference_lavapipe.json
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
-#: (kernel, gate config index): decode.tiled's Llama-3.2-3B and D 256 window configs, TVM's decode shapes.
-DEFAULT = "decode.tiled:0,decode.tiled:2,tvm.decode:0,tvm.decode_sliding_window:0"
+#: (kernel, gate config index): decode.tiled's Llama-3.2-3B and D 256 window configs, TVM's decode
+#: shapes, dp4a.quantize's f16 and f32 configs.
+DEFAULT = "decode.tiled:0,decode.tiled:2,tvm.decode:0,tvm.decode_sliding_window:0,dp4a.quantize:0,dp4a.quantize:1"
 
 
 def load() -> list[float]:
@@ -58,11 +63,12 @@ def worker(args) -> None:
         config = gate_configs(name, profile)[int(index)]
         rows = []
         prepare = getattr(kernel, "prepare_split", None)
+        decode = kernel.family == "attention"
         for case in draw(kernel, config, profile, args.cases, args.seed):
-            first, second, cut = split_context(case, config)
+            first, second, cut = split_context(case, config) if decode else (None, None, None)
 
             def reference():
-                kernel.evaluation(config, case)
+                kernel.evaluation(config, case) if decode else kernel.expected(config, case)
 
             def split_merge():
                 if prepare is not None:
@@ -70,16 +76,16 @@ def worker(args) -> None:
                 for part in (case, first, second):
                     kernel.evaluation(config, part)
 
-            lengths = case.params["lengths"]
+            lengths = case.params["lengths"] if decode else [case["a"].size]
             row = {"rows": int(sum(lengths)), "longest": int(max(lengths, default=0))}
-            for work in (reference, split_merge):
-                best = float("inf")
+            for work in (reference, split_merge) if decode else (reference,):
+                wall = cpu = float("inf")
                 for _ in range(args.repeats):  # a warm heap, as in a gate worker; the best run
                     fastpath._MEMO.clear()
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), time.process_time()
                     work()
-                    best = min(best, time.perf_counter() - start)
-                row[f"{work.__name__}_ms"] = best * 1e3
+                    wall, cpu = min(wall, time.perf_counter() - start), min(cpu, time.process_time() - start_cpu)
+                row[f"{work.__name__}_ms"], row[f"{work.__name__}_cpu_ms"] = wall * 1e3, cpu * 1e3
             fastpath._MEMO.clear()
             rows.append(row)
         report[item] = rows
@@ -128,7 +134,7 @@ def main() -> None:
     runs = {label: [] for label in trees}
     for _ in range(args.rounds):
         for label, tree in trees.items():
-            print(f"bench_split_reference: {label} {tree}", file=sys.stderr, flush=True)
+            print(f"bench_nightly_reference: {label} {tree}", file=sys.stderr, flush=True)
             runs[label].append(run_tree(tree, args))
             report["rounds_load"].append({label: load()})
     for item in args.configs.split(","):
@@ -136,7 +142,8 @@ def main() -> None:
         assert [r["rows"] for r in before] == [r["rows"] for r in after], "the trees drew different cases"
         entry = {"cases": len(before), "mean_rows": statistics.fmean(r["rows"] for r in before),
                  "max_longest": max(r["longest"] for r in before)}
-        for key in ("reference_ms", "split_merge_ms"):
+        for key in [k for k in ("reference_ms", "split_merge_ms", "reference_cpu_ms", "split_merge_cpu_ms")
+                    if k in before[0]]:
             b, a = statistics.fmean(r[key] for r in before), statistics.fmean(r[key] for r in after)
             entry[key] = {"before": round(b, 2), "after": round(a, 2), "ratio": round(b / max(a, 1e-9), 2),
                           "largest_case": {"before": round(max(r[key] for r in before), 1),
