@@ -7,7 +7,8 @@ vector-matrix product per query head. Here the same numbers come from:
 
 - a ragged gather: only attended rows, one fancy index for K and V of all sequences;
 - the same elementwise rotation (the same angles; numpy's float64 cos and sin are libm's,
-  elementwise), so the rotated, rounded q and k are bit for bit the plain ones;
+  elementwise), so the rotated, rounded q and k are bit for bit the plain ones (the store to f16
+  on the float64 bits: verify.fastpath.floats.round_to);
 - work in blocks of kv heads whose buffers stay in cache and are reused;
 - logits from the very BLAS call the plain path makes per (sequence, kv head) (G x D times
   D x Lmax), so logits, softmax weights, d and lse are bit for bit the plain ones;
@@ -19,7 +20,11 @@ vector-matrix product per query head. Here the same numbers come from:
   exactly into two matrix products with |k| and ulp(k):
     delta_j / c = P.|k_j| + |pos_j| R.|k_j| + W.ulp(k_j) + 3 sqrt2 FTZ sum_d W_d,
   W = |q| + e_q, V_d = W_d + W_pair(d), P = (gamma_{D+3} + u)|q| + e_q + sqrt2 (trig + 2r) V,
-  R = sqrt2 |f| rel V.
+  R = sqrt2 |f| rel V;
+- the softmax's weight terms on each sequence's attended rows, not padded to the longest
+  (fastpath_budget.Budget.of);
+- split_merge's two parts evaluated with the whole (remember_split): their rows are the whole's,
+  so the per-row work is done once.
 
 Why this cannot weaken a check: the budget's delta, spread and A_d are sums of non-negative
 products of the same float64 inputs as the plain path's, only associated differently; each
