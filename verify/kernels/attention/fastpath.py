@@ -149,7 +149,7 @@ def remember_split(x: DecodeInputs, parts) -> None:
     onwards of x's, as split_context cuts them. Each part's per-row work (gather, rotation, |k|,
     ulp(k), the logit error's products) is the whole's rows', computed once; what depends on the
     part's extent (its logits' BLAS calls of its own Lmax, softmax, o and the budget's sums) is its
-    own, so each evaluation has the contract evaluate() has (docs/fastpath.md §7.5). A part that is
+    own, so each evaluation has the contract evaluate() has (docs/fastpath.md §2.5). A part that is
     not x's rows (checked), or a case the fast path does not take, is left to `remembered`."""
     evaluations = _evaluate_fast(x, parts) if parts and _takes(x) else None
     if evaluations is None:
