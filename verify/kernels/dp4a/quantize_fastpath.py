@@ -22,8 +22,11 @@ So where the distance from y = fl(127 fl(a / m)) (within 2^-45 of 127 q) to the 
 half-integer exceeds 127 w + 2^-17 + 2^-40, the legal codes are exactly {round(y)}: the
 interval quantize_blocks computes, [x'_lo, x'_hi], lies strictly inside (k - 1/2, k + 1/2), so its
 ceil(x'_lo - 1/2) and floor(x'_hi + 1/2) are both k. Every other element (near a half-integer, a
-subnormal a, a block outside the divisor range) is decided by references.dp4a_quant.legal_codes,
-the plain code, on those elements only. Scales (one per 128 values) are its legal_scales.
+subnormal a) is decided by references.dp4a_quant.legal_codes,
+the plain code, on those elements only; a block outside the divisor range (the zero block too)
+may hold any byte, -128..127, as quantize_blocks says. Where most values need the plain code (the
+tie and subnormal blocks the cases draw on purpose), quantize_blocks decides the whole input.
+Scales (one per 128 values) are its legal_scales.
 
 tests/fastpath/test_dp4a_quantize_fastpath.py checks the result against quantize_blocks with ==
 on drawn cases (which place values at ties on purpose) and on every float16 value against
@@ -63,15 +66,16 @@ def legal_sets(a, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     y *= CODE_MAX
     nearest = np.floor(y)
     distance = np.abs(y - nearest - 0.5)  # to the nearest half-integer, floor(y) + 1/2
-    sure = (distance > margin) & ((magnitude == 0) | (magnitude >= 2.0**emin)) & bounded[:, None]
+    sure = (distance > margin) & ((magnitude == 0) | (magnitude >= 2.0**emin))
+    unsure = np.flatnonzero(~sure & bounded[:, None])
+    if unsure.size > blocks.size // 2:  # mostly ties or subnormals (drawn on purpose): the plain code whole
+        plain = quantize_blocks(a, dtype)
+        return plain.code_lo, plain.code_hi, plain.scale_lo, plain.scale_hi
     code = np.floor(y + 0.5)
-    unsure = np.flatnonzero(~sure)
+    lo, hi = np.where(bounded[:, None], code, -CODE_MAX - 1), np.where(bounded[:, None], code, CODE_MAX)
     if unsure.size:
         row = unsure // ACTIVATION_BLOCK
-        lo, hi = code.copy(), code
         lo.reshape(-1)[unsure], hi.reshape(-1)[unsure] = legal_codes(blocks.reshape(-1)[unsure], block_max[row], dtype)
-    else:
-        lo = hi = code
     scale_lo, scale_hi = legal_scales(block_max, dtype)
     blocks_shape = a.shape[:-1] + (a.shape[-1] // ACTIVATION_BLOCK,)
     return (lo.reshape(a.shape).astype(np.int16), hi.reshape(a.shape).astype(np.int16),
