@@ -216,24 +216,9 @@ def quantize_blocks(a, dtype: str = "f16") -> QuantizedActivation:
     a = _as_activation(a, dtype)
     blocks = a.reshape(*a.shape[:-1], -1, ACTIVATION_BLOCK)
     block_max = np.abs(blocks).max(axis=-1)
-    divisor = np.where(block_max > 0, block_max, 1.0)[..., None]
     codes, scales = _nominal(blocks, a.shape, dtype)
-
-    t_lo, t_hi = _quotient_interval(blocks, np.broadcast_to(divisor, blocks.shape), dtype)
-    x_lo, _ = _f32_product_interval(CODE_MAX * np.clip(t_lo, -1.0, 1.0))
-    _, x_hi = _f32_product_interval(CODE_MAX * np.clip(t_hi, -1.0, 1.0))
-    code_lo = np.clip(np.ceil(x_lo - 0.5), -CODE_MAX, CODE_MAX)
-    code_hi = np.clip(np.floor(x_hi + 0.5), -CODE_MAX, CODE_MAX)
-    subnormal = (blocks != 0) & (np.abs(blocks) < _smallest_normal(dtype))
-    code_lo = np.where(subnormal, np.minimum(code_lo, 0), code_lo)
-    code_hi = np.where(subnormal, np.maximum(code_hi, 0), code_hi)
-    emin = _MIN_EXPONENT[dtype]
-    unbounded = ((block_max < 2.0**emin) | (block_max > 2.0**-emin))[..., None]
-    code_lo = np.where(unbounded, -CODE_MAX - 1, code_lo)
-    code_hi = np.where(unbounded, CODE_MAX, code_hi)
-
-    scale_lo, scale_hi = _quotient_interval(block_max, np.full_like(block_max, CODE_MAX), dtype)
-    scale_lo = np.where(scale_lo < _smallest_normal(dtype), np.minimum(scale_lo, 0.0), scale_lo)
+    code_lo, code_hi = legal_codes(blocks, np.broadcast_to(block_max[..., None], blocks.shape), dtype)
+    scale_lo, scale_hi = legal_scales(block_max, dtype)
 
     return QuantizedActivation(
         codes=codes,
@@ -244,6 +229,34 @@ def quantize_blocks(a, dtype: str = "f16") -> QuantizedActivation:
         scale_hi=scale_hi,
         dtype=dtype,
     )
+
+
+def legal_codes(a: np.ndarray, block_max: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """quantize_blocks's legal codes (float64 code_lo, code_hi) of values a (float64 T-values) in
+    blocks whose largest |a| is block_max (an array of a's shape), element by element: each
+    element's range depends on its value and its block's max only (see quantize_blocks)."""
+    divisor = np.where(block_max > 0, block_max, 1.0)
+    t_lo, t_hi = _quotient_interval(a, divisor, dtype)
+    x_lo, _ = _f32_product_interval(CODE_MAX * np.clip(t_lo, -1.0, 1.0))
+    _, x_hi = _f32_product_interval(CODE_MAX * np.clip(t_hi, -1.0, 1.0))
+    code_lo = np.clip(np.ceil(x_lo - 0.5), -CODE_MAX, CODE_MAX)
+    code_hi = np.clip(np.floor(x_hi + 0.5), -CODE_MAX, CODE_MAX)
+    subnormal = (a != 0) & (np.abs(a) < _smallest_normal(dtype))
+    code_lo = np.where(subnormal, np.minimum(code_lo, 0), code_lo)
+    code_hi = np.where(subnormal, np.maximum(code_hi, 0), code_hi)
+    emin = _MIN_EXPONENT[dtype]
+    unbounded = (block_max < 2.0**emin) | (block_max > 2.0**-emin)
+    code_lo = np.where(unbounded, -CODE_MAX - 1, code_lo)
+    code_hi = np.where(unbounded, CODE_MAX, code_hi)
+    return code_lo, code_hi
+
+
+def legal_scales(block_max: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """quantize_blocks's legal scales (scale_lo, scale_hi) of blocks whose largest |a| is block_max:
+    the T-values within 2.5 ULP of block_max / 127, and 0 where one is subnormal."""
+    scale_lo, scale_hi = _quotient_interval(block_max, np.full_like(block_max, CODE_MAX), dtype)
+    scale_lo = np.where(scale_lo < _smallest_normal(dtype), np.minimum(scale_lo, 0.0), scale_lo)
+    return scale_lo, scale_hi
 
 
 def dequantize_activation(codes, scales) -> np.ndarray:

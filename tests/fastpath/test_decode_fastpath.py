@@ -11,6 +11,8 @@ verify.budgets.attention.decode_budget, on cases drawn as the gate draws them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 from references.paged_kv import gather_kv
 from verify.budgets.roundoff import faithful_rounding_bound, float64_reference_bound, gamma
 from verify.kernels.attention import fastpath as fast
-from verify.kernels.attention.cases import decode_cases, explicit_decode_case
+from verify.kernels.attention.cases import decode_cases, explicit_decode_case, split_context
 from verify.kernels.attention.common import STORAGE
 from verify.kernels.attention.decode_tiled import DecodeTiled
 from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant
@@ -72,7 +74,8 @@ def rounding_jump(o, spread, dtype) -> np.ndarray:
     return np.abs(high - low)
 
 
-def check_against_plain(x: fast.DecodeInputs) -> fast.DecodeEvaluation:
+def check_against_plain(x: fast.DecodeInputs, result: fast.DecodeEvaluation | None = None) -> fast.DecodeEvaluation:
+    """The fast evaluation of x (`result`, or computed here) against the plain pair: the contract."""
     try:
         plain = x.reference()
     except ValueError as exc:  # the plain path rejects the case: so does the fast one, with its words
@@ -81,7 +84,7 @@ def check_against_plain(x: fast.DecodeInputs) -> fast.DecodeEvaluation:
         assert str(raised.value) == str(exc)
         return None
     assert fast._takes(x)
-    result = fast._evaluate_fast(x)
+    result = fast._evaluate_fast(x) if result is None else result
     assert result is not None, "the fast path handed a case the plain path takes back to it"
 
     np.testing.assert_array_equal(result.logits2, plain.logits2, strict=True)
@@ -109,6 +112,64 @@ def check_against_plain(x: fast.DecodeInputs) -> fast.DecodeEvaluation:
 def test_fast_decode_has_the_plain_reference_and_budget_on_drawn_cases(name, data):
     config = CONFIGS[name]
     check_against_plain(KERNEL.decode_inputs(config, draw_case(data, config)))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@settings(max_examples=15)
+@given(data=st.data())
+def test_split_parts_evaluated_with_the_whole_keep_the_contract(name, data):
+    """split_merge's parts, evaluated from the whole's per-row work (remember_split), have the plain
+    pair's numbers as evaluate() has them, and the logits, LSE and o of evaluating each alone."""
+    config = CONFIGS[name]
+    case = draw_case(data, config)
+    first, second, cut = split_context(case, config)
+    whole = KERNEL.decode_inputs(config, case)
+    parts = [(KERNEL.decode_inputs(config, first), np.zeros_like(cut)), (KERNEL.decode_inputs(config, second), cut)]
+    if not fast._takes(whole):
+        return
+    joint = fast._evaluate_fast(whole, parts)
+    if fast._evaluate_fast(whole) is None:
+        assert joint is None
+        return
+    assert joint is not None and all(result is not None for result in joint), "a part was not found to be the whole's"
+    for (x, _), result in zip([(whole, None)] + parts, joint):
+        check_against_plain(x, result)
+        alone = fast._evaluate_fast(x)
+        for name in ("logits2", "lse2", "o", "length"):
+            np.testing.assert_array_equal(getattr(result, name), getattr(alone, name), strict=True)
+
+
+def test_a_part_that_is_not_the_wholes_rows_is_evaluated_alone():
+    config = CONFIGS["llama3.2-3b"]
+    case = explicit_decode_case(config, [40, 23], seed=8, rotary_mode=1)
+    first, second, cut = split_context(case, config)
+    whole, one, two = (KERNEL.decode_inputs(config, c) for c in (case, first, second))
+    zeros = np.zeros_like(cut)
+    assert all(r is not None for r in fast._evaluate_fast(whole, [(one, zeros), (two, cut)]))
+    pages = two.pages.copy()
+    pages[two.page_values[0], 1, 0, 0, 0] += np.float16(1.0)  # a value of the second part's first row
+    moved = dataclasses.replace(two, pages=pages)
+    shifted = dataclasses.replace(two, k_rope_pos_offset=two.k_rope_pos_offset + 1)
+    for part, start in ((moved, cut), (shifted, cut), (two, cut - (cut > 0)), (one, zeros + 1)):
+        joint = fast._evaluate_fast(whole, [(one, zeros), (part, start)])
+        assert joint[1] is not None and joint[2] is None
+    fast.remember_split(whole, [(one, zeros), (moved, cut)])
+    calls = []
+    fast._MEMO.get(moved.arrays(), moved.scalars(), lambda: calls.append(1))
+    assert calls == [1], "a part that is not the whole's rows was remembered"
+
+
+def test_split_merge_evaluates_the_parts_once_with_the_whole(monkeypatch):
+    calls = []
+    real = fast.evaluate
+    monkeypatch.setattr(fast, "evaluate", lambda inputs: calls.append(inputs) or real(inputs))
+    config = CONFIGS["llama3.2-3b"]
+    case = explicit_decode_case(config, [45, 0, 17], seed=9, rotary_mode=1)
+    first, second, cut = split_context(case, config)
+    KERNEL.prepare_split(config, case, ((first, np.zeros_like(cut)), (second, cut)))
+    for c in (case, first, second):
+        KERNEL.expected(config, c)
+    assert calls == []
 
 
 @pytest.mark.parametrize("name", ["llama3.2-3b", "mha-f32-window", "llama3.2-1b-window"])

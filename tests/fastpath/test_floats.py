@@ -95,3 +95,41 @@ def test_faithful_bound_needs_no_range_check_below_the_top_of_range(dtype):
     x = x[x < floats.top_of_range(dtype)]
     assert x.size > 1000
     assert_same(floats.faithful_rounding_bound(x, dtype, in_range=True), roundoff.faithful_rounding_bound(x, dtype))
+
+
+def plain_rounding(x: np.ndarray, dtype: str) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return x.astype(roundoff.numpy_dtype(dtype)).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", FORMATS)
+def test_round_to_is_numpys_conversion_at_every_binades_rounding_boundaries(dtype):
+    """Each value, the ties between neighbours and one float64 ulp either side of them, subnormals,
+    the top of the range (65504 stays, 65520 overflows), infinities and NaN."""
+    exponents = np.arange(-160, 130) if dtype == "f32" else np.arange(-30, 17)
+    mantissas = np.random.default_rng(9).integers(1 << 20, 1 << 21, (exponents.size, 8)) / 2.0**20
+    x = neighbourhoods((mantissas * 2.0 ** exponents[:, None]).ravel(), dtype)
+    if dtype == "f16":
+        finite = every_float16()
+        with np.errstate(over="ignore"):  # 65504's upper neighbour is inf
+            x = np.concatenate([x, neighbourhoods(finite[np.isfinite(finite)], dtype)])
+    for extra in ([0.0, -0.0, 2.0**-1074, 2.0**-25, 3 * 2.0**-26, 65504.0, 65519.0, 65520.0], [np.inf], [np.nan]):
+        x = np.concatenate([x, extra])
+        out = np.full(x.shape, 7.0)
+        assert floats.round_to(x, dtype, out) is out
+        assert_same(out, plain_rounding(x, dtype))
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(FORMATS), st.lists(st.floats(allow_nan=False, allow_infinity=False, max_value=7e4,
+                                                    min_value=-7e4), min_size=1, max_size=64))
+def test_round_to_is_numpys_conversion_on_any_float64(dtype, values):
+    x = np.array(values, np.float64)
+    assert_same(floats.round_to(x, dtype, np.empty_like(x)), plain_rounding(x, dtype))
+
+
+def test_round_to_refuses_an_output_it_cannot_write_whole():
+    x = np.ones((4, 6))
+    for out in (x, np.empty((4, 12))[:, :6], np.empty(24)):
+        with pytest.raises(ValueError, match="C-contiguous"):
+            floats.round_to(x, "f16", out)

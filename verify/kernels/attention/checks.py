@@ -44,6 +44,9 @@ class SplitMergeCheck(Check):
         merged = merge.launch(ctx.device, merge.wgsl(merge_config), merge_config, pair).outputs
 
         with ctx.timer.stage("reference"):
+            prepare = getattr(kernel, "prepare_split", None)  # the parts share the whole's per-row work
+            if prepare is not None:
+                prepare(config, case, ((first, np.zeros_like(cut)), (second, cut)))
             expected_full = {e.name: e for e in kernel.expected(config, case)}
             exp_a = {e.name: e for e in kernel.expected(config, first)}
             exp_b = {e.name: e for e in kernel.expected(config, second)}

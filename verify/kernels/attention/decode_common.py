@@ -37,7 +37,7 @@ from verify.kernels.attention.common import (
     dtype_enables,
     dtype_features,
 )
-from verify.kernels.attention.fastpath import DecodeEvaluation, DecodeInputs, remembered
+from verify.kernels.attention.fastpath import DecodeEvaluation, DecodeInputs, remember_split, remembered
 from verify.kernels.attention.rope_variant import (
     LLAMA_3_2,
     SCALING_KEYS,
@@ -139,6 +139,12 @@ class DecodeKernel(Kernel):
         """The case's reference outputs and budgets (verify.kernels.attention.fastpath: the numbers of
         decode_attention and decode_budget), computed once for a case however many checks ask."""
         return remembered(self.decode_inputs(config, case))
+
+    def prepare_split(self, config, case, parts) -> None:
+        """Evaluate `case` and the parts split_context cut from it ((part, first row) pairs) together,
+        so that the expected() of each reads the shared evaluation (fastpath.remember_split)."""
+        remember_split(self.decode_inputs(config, case),
+                       [(self.decode_inputs(config, part), first) for part, first in parts])
 
     def expected(self, config, case):
         result = self.evaluation(config, case)

@@ -7,7 +7,8 @@ vector-matrix product per query head. Here the same numbers come from:
 
 - a ragged gather: only attended rows, one fancy index for K and V of all sequences;
 - the same elementwise rotation (the same angles; numpy's float64 cos and sin are libm's,
-  elementwise), so the rotated, rounded q and k are bit for bit the plain ones;
+  elementwise), so the rotated, rounded q and k are bit for bit the plain ones (the store to f16
+  on the float64 bits: verify.fastpath.floats.round_to);
 - work in blocks of kv heads whose buffers stay in cache and are reused;
 - logits from the very BLAS call the plain path makes per (sequence, kv head) (G x D times
   D x Lmax), so logits, softmax weights, d and lse are bit for bit the plain ones;
@@ -19,7 +20,11 @@ vector-matrix product per query head. Here the same numbers come from:
   exactly into two matrix products with |k| and ulp(k):
     delta_j / c = P.|k_j| + |pos_j| R.|k_j| + W.ulp(k_j) + 3 sqrt2 FTZ sum_d W_d,
   W = |q| + e_q, V_d = W_d + W_pair(d), P = (gamma_{D+3} + u)|q| + e_q + sqrt2 (trig + 2r) V,
-  R = sqrt2 |f| rel V.
+  R = sqrt2 |f| rel V;
+- the softmax's weight terms on each sequence's attended rows, not padded to the longest
+  (fastpath_budget.Budget.of);
+- split_merge's two parts evaluated with the whole (remember_split): their rows are the whole's,
+  so the per-row work is done once.
 
 Why this cannot weaken a check: the budget's delta, spread and A_d are sums of non-negative
 products of the same float64 inputs as the plain path's, only associated differently; each
@@ -136,6 +141,22 @@ _MEMO = CaseMemo()
 def remembered(inputs: DecodeInputs) -> DecodeEvaluation:
     """evaluate(inputs), computed once for the same input arrays and scalars (verify.fastpath.memo)."""
     return _MEMO.get(inputs.arrays(), inputs.scalars(), lambda: evaluate(inputs))
+
+
+def remember_split(x: DecodeInputs, parts) -> None:
+    """Evaluate a case and parts of its context together and remember each (so `remembered` finds
+    them): `parts` holds (inputs, first) pairs, a part being sequence b's attended rows first[b]
+    onwards of x's, as split_context cuts them. Each part's per-row work (gather, rotation, |k|,
+    ulp(k), the logit error's products) is the whole's rows', computed once; what depends on the
+    part's extent (its logits' BLAS calls of its own Lmax, softmax, o and the budget's sums) is its
+    own, so each evaluation has the contract evaluate() has (docs/fastpath.md §2.5). A part that is
+    not x's rows (checked), or a case the fast path does not take, is left to `remembered`."""
+    evaluations = _evaluate_fast(x, parts) if parts and _takes(x) else None
+    if evaluations is None:
+        return
+    for inputs, evaluation in zip([x] + [inputs for inputs, _ in parts], evaluations):
+        if evaluation is not None:
+            _MEMO.get(inputs.arrays(), inputs.scalars(), lambda evaluation=evaluation: evaluation)
 
 
 def leading_rows(x: DecodeInputs, count: int) -> DecodeInputs:
@@ -290,15 +311,68 @@ class _Rotation:
         scratch = self.sin * upper
         rotated = np.multiply(self.cos, lower)
         np.subtract(rotated, scratch, out=rotated)
-        with np.errstate(over="ignore"):  # beyond the dtype's range it stores inf, as the plain rounder does
-            out[..., :half] = rotated.astype(dtype)
-            np.multiply(self.sin, lower, out=scratch)
-            np.multiply(self.cos, upper, out=rotated)
-            np.add(rotated, scratch, out=rotated)
-            out[..., half:] = rotated.astype(dtype)
+        # The store to dtype (inf beyond its range, as the plain rounder stores), by
+        # verify.fastpath.floats.round_to: numpy's conversion's values, from the float64 bits.
+        out[..., :half] = floats.round_to(rotated, dtype, out=scratch)
+        np.multiply(self.sin, lower, out=scratch)
+        np.multiply(self.cos, upper, out=rotated)
+        np.add(rotated, scratch, out=rotated)
+        out[..., half:] = floats.round_to(rotated, dtype, out=scratch)
 
 
-def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
+@dataclass
+class _View:
+    """One evaluation the block loops of _evaluate_fast serve: the case itself, or a part of its
+    context that is a case of its own (split_context's), sequence b's attended rows first[b] ..
+    first[b] + length[b] of the whole's, at the whole's positions."""
+
+    inputs: DecodeInputs
+    first: np.ndarray   # [B] int64, 0 for the whole
+    length: np.ndarray  # [B] int64
+
+    def __post_init__(self):
+        self.longest = int(self.length.max(initial=0))
+        self.live = [b for b in range(self.length.size) if self.length[b] > 0]
+
+
+def _part_view(x: DecodeInputs, rows: _Rows, k_stored: np.ndarray, v_stored: np.ndarray,
+               part: DecodeInputs, first) -> _View | None:
+    """A view of `part` if it is, row for row, the whole's attended rows from `first` on (the same
+    query, scalars and positions, and stored keys and values equal to the whole's rows, checked
+    here), else None. Every per-row quantity of the fast path (rotated, rounded key, |k|, ulp(k),
+    the logit error delta_j) is a function of the stored row, its position, the query and the
+    scalars only, so the part's are the whole's."""
+    first = np.asarray(first).astype(np.int64)
+    q, q_part = np.asarray(x.q), np.asarray(part.q)
+    if first.shape != rows.length.shape or (first < 0).any() or part.scalars() != x.scalars() or not _takes(part):
+        return None
+    if q_part.dtype != q.dtype or not np.array_equal(q_part, q):
+        return None
+    rows_part = _rows(part)
+    if (first + rows_part.length > rows.length).any():
+        return None
+    if x.rotary_mode == 1:
+        offsets = [np.asarray(a).astype(np.int64) for a in (x.k_rope_pos_offset, part.k_rope_pos_offset)]
+        if not np.array_equal(offsets[1], offsets[0] + first) or \
+                not np.array_equal(np.asarray(part.q_rope_position), np.asarray(x.q_rope_position)):
+            return None
+    k_part, v_part = _gather(part, rows_part)
+    if k_part.dtype != k_stored.dtype:
+        return None
+    bits = np.dtype(f"u{k_part.dtype.itemsize}")  # the same bit patterns, compared as integers
+    for b in np.flatnonzero(rows_part.length):
+        begin = rows.start[b] + first[b]
+        whole = slice(begin, begin + rows_part.length[b])
+        for ours, theirs in ((k_part, k_stored), (v_part, v_stored)):
+            if not np.array_equal(ours[:, rows_part.span(b)].view(bits), theirs[:, whole].view(bits)):
+                return None
+    return _View(part, first, rows_part.length)
+
+
+def _evaluate_fast(x: DecodeInputs, parts=()) -> DecodeEvaluation | None:
+    """The fast path's evaluation of x; with `parts` ((inputs, first) pairs, see _View), a list of
+    x's evaluation and each part's (None for a part that is not x's rows), the parts computed from
+    x's per-row work."""
     q_stored = np.asarray(x.q)
     batch, qo_heads, head_dim = q_stored.shape
     kv_heads = np.asarray(x.pages).shape[2]
@@ -308,6 +382,9 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
     live = [b for b in range(batch) if rows.length[b] > 0]
     k_stored, v_stored = _gather(x, rows)
     dtype = numpy_dtype(x.qkv_dtype)
+    whole = _View(x, np.zeros(batch, np.int64), rows.length)
+    found = [_part_view(x, rows, k_stored, v_stored, *part) for part in parts]
+    views = [whole] + [view for view in found if view is not None]
 
     q = np.asarray(q_stored, np.float64)
     rotation = None
@@ -323,14 +400,15 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
 
     # Per block of kv heads: the keys (rotated and rounded with rotary_mode 1) followed by
     # `longest` zero rows, so each sequence has the [Lmax, D] window the plain path's logits
-    # product (one BLAS call per sequence and head) runs on; then |k| and ulp(k) for the budget.
+    # product (one BLAS call per sequence and head) runs on (a part's window, of its own Lmax,
+    # starts at its first row); then |k| and ulp(k) for the budget.
     blocks = _head_blocks(kv_heads, total, head_dim)
     width = max(h.stop - h.start for h in blocks)
     keys = np.empty((width, total + longest, head_dim))
     keys[:, total:] = 0.0
     abs_k = np.empty((width, total, head_dim))
     ulp_k = np.empty((width, total, head_dim)) if rotation is not None else None
-    scores = np.zeros((batch, kv_heads, group, longest))
+    scores = [np.zeros((batch, kv_heads, group, view.longest)) for view in views]
     magnitude_terms = np.zeros((batch, kv_heads, logit_error.by_magnitude.shape[2], longest))
     ulp_terms = np.zeros((batch, kv_heads, group, longest)) if rotation is not None else None
     for heads in blocks:
@@ -340,9 +418,11 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
             rotation.rotate_into(k_stored[heads], k, dtype)
         else:
             k[...] = k_stored[heads]
-        for b in live:
-            window = keys[:n, rows.start[b]:rows.start[b] + longest]
-            scores[b, heads] = qg[b, heads] @ window.transpose(0, 2, 1)
+        for view, view_scores in zip(views, scores):
+            for b in view.live:
+                begin = rows.start[b] + view.first[b]
+                window = keys[:n, begin:begin + view.longest]
+                view_scores[b, heads] = qg[b, heads] @ window.transpose(0, 2, 1)
         np.abs(k, out=a)
         if e is not None:
             floats.ulp(a, x.qkv_dtype, out=e)
@@ -352,36 +432,50 @@ def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None:
             if e is not None:
                 ulp_terms[b, heads, :, :length] = logit_error.by_ulp[b, heads] @ e[:, span].transpose(0, 2, 1)
     del keys, abs_k, ulp_k
-
-    valid = (np.arange(longest) < rows.length[:, None])[:, None, None, :]
-    logits2 = np.where(valid, scores * (x.sm_scale * LOG2E), -np.inf)
-    if np.isnan(logits2).any() or np.isposinf(logits2).any():
-        return None  # the plain reference rejects these logits
-    # references.softmax.softmax_state's m, weights and d.
-    m = np.max(logits2, axis=-1, initial=-np.inf)
-    weights = np.exp2(logits2 - np.where(np.isfinite(m), m, 0.0)[..., None])
-    d = weights.sum(axis=-1)
-    logits2 = logits2.reshape(batch, qo_heads, longest)
     delta = logit_error.combine(x, rows.longest, magnitude_terms, ulp_terms)
-    budget = Budget.of(rows.length, logits2, delta)
+
+    states = []
+    for view, view_scores in zip(views, scores):
+        valid = (np.arange(view.longest) < view.length[:, None])[:, None, None, :]
+        logits2 = np.where(valid, view_scores * (x.sm_scale * LOG2E), -np.inf)
+        if np.isnan(logits2).any() or np.isposinf(logits2).any():
+            return None  # the plain reference rejects these logits
+        # references.softmax.softmax_state's m, weights and d.
+        m = np.max(logits2, axis=-1, initial=-np.inf)
+        weights = np.exp2(logits2 - np.where(np.isfinite(m), m, 0.0)[..., None])
+        d = weights.sum(axis=-1)
+        logits2 = logits2.reshape(batch, qo_heads, view.longest)
+        # A part's rows have the whole's delta_j (the same q, |k_j|, ulp(k_j) and position).
+        view_delta = delta if view is whole else np.zeros(weights.shape)
+        if view is not whole:
+            for b in view.live:
+                view_delta[b, ..., :view.length[b]] = delta[b, ..., view.first[b]:view.first[b] + view.length[b]]
+        states.append((logits2, m, weights, d, Budget.of(view.length, logits2, view_delta, d)))
 
     # Per block of kv heads: o's sums over the attended rows, then the budget's over |v|.
-    o_sum = np.zeros((batch, kv_heads, group, head_dim))
-    sums = np.zeros((batch, kv_heads, 2 * group, head_dim))
+    o_sums = [np.zeros((batch, kv_heads, group, head_dim)) for _ in views]
+    sums = [np.zeros((batch, kv_heads, 2 * group, head_dim)) for _ in views]
     values = np.empty((width, total, head_dim))
     for heads in blocks:
         v = values[:heads.stop - heads.start]
         v[...] = v_stored[heads]
-        for b in live:
-            o_sum[b, heads] = weights[b, heads, :, :rows.length[b]] @ v[:, rows.span(b)]
+        for view, (_, _, weights, _, _), o_sum in zip(views, states, o_sums):
+            for b in view.live:
+                begin = rows.start[b] + view.first[b]
+                o_sum[b, heads] = weights[b, heads, :, :view.length[b]] @ v[:, begin:begin + view.length[b]]
         np.abs(v, out=v)
-        for b in live:
-            sums[b, heads] = budget.weighted[b, heads, :, :rows.length[b]] @ v[:, rows.span(b)]
-    o, lse2 = state_to_output(m, d, o_sum, base=2)
-    o, lse2 = o.reshape(batch, qo_heads, head_dim), lse2.reshape(batch, qo_heads)
-    o_budget, lse_budget = budget.finish(x.qkv_dtype, sums, o, lse2)
-    if not (np.isfinite(o_budget).all() and np.isfinite(lse_budget).all()):
-        return None  # the plain budget decides what a non-finite term means
-    return DecodeEvaluation(o, lse2, logits2, rows.length, o_budget, lse_budget)
-
-
+        for view, (_, _, _, _, budget), view_sums in zip(views, states, sums):
+            for b in view.live:
+                begin = rows.start[b] + view.first[b]
+                view_sums[b, heads] = budget.weighted[b, heads, :, :view.length[b]] @ v[:, begin:begin + view.length[b]]
+    evaluations = {}
+    for view, (logits2, m, _, d, budget), o_sum, view_sums in zip(views, states, o_sums, sums):
+        o, lse2 = state_to_output(m, d, o_sum, base=2)
+        o, lse2 = o.reshape(batch, qo_heads, head_dim), lse2.reshape(batch, qo_heads)
+        o_budget, lse_budget = budget.finish(x.qkv_dtype, view_sums, o, lse2)
+        if not (np.isfinite(o_budget).all() and np.isfinite(lse_budget).all()):
+            return None  # the plain budget decides what a non-finite term means
+        evaluations[id(view)] = DecodeEvaluation(o, lse2, logits2, view.length, o_budget, lse_budget)
+    if not parts:
+        return evaluations[id(whole)]
+    return [evaluations[id(whole)]] + [None if view is None else evaluations[id(view)] for view in found]

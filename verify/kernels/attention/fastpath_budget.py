@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from references.rope import rope_frequencies
-from verify.budgets.attention import ACC, FTZ_ABS, weight_errors
+from verify.budgets.attention import ACC, FTZ_ABS, LN2, _second_order
 from verify.budgets.rope import partner_dims, rope_angle_rel, rope_error
 from verify.budgets.roundoff import gamma, unit_roundoff
 from verify.budgets.roundoff import ulp as plain_ulp
 from verify.budgets.wgsl_accuracy import (
     division_rel,
+    exp2_rel,
     log2_abs,
     rounding_rel,
     trig_abs,
@@ -122,16 +123,55 @@ class Budget:
     weighted: np.ndarray
 
     @classmethod
-    def of(cls, length: np.ndarray, logits: np.ndarray, delta4: np.ndarray) -> "Budget":
-        batch, qo_heads, _ = logits.shape
+    def of(cls, length: np.ndarray, logits: np.ndarray, delta4: np.ndarray, d: np.ndarray) -> "Budget":
+        """weight_errors's terms (verify.budgets.attention) on each sequence's attended rows only,
+        where the plain code works on every sequence padded to the longest: `d` [B, Hkv, G] is the
+        softmax's sum of weights over the padded row (the fast path's, which is weight_errors's
+        own sum of the same padded weights, bit for bit), so p = w / d, kappa, the logit range,
+        eps_chain, gamma_n, pi's elementwise terms and d are the plain values. The two sums over
+        rows, mean_kappa and mean_delta (non-negative terms), are taken over the attended rows in
+        another order and lifted by `inflation`; everything that reads them (pi, eps_d, the lse
+        budget) is non-decreasing in them, so the budget stays >= the plain one."""
+        r = rounding_rel(ACC)
+        u = unit_roundoff(ACC)
+        batch, qo_heads, longest = logits.shape
         kv_heads, group = delta4.shape[1], delta4.shape[2]
         n = length.astype(np.float64)[:, None]
-        delta = np.where(np.isfinite(logits), delta4.reshape(batch, qo_heads, -1), 0.0)
-        w = weight_errors(logits, delta, n)
-        p, pi = w.p, w.pi
-        pg = p.reshape(batch, kv_heads, group, -1)
-        weighted = np.concatenate([pg * pi.reshape(pg.shape), pg], axis=2)
-        return cls(n, w.nonempty, w.d, w.mean_kappa, w.mean_delta, w.eps_chain, w.gamma_n, weighted)
+        d = d.reshape(batch, qo_heads)
+        nonempty = np.zeros((batch, qo_heads), bool)
+        d_budget = np.ones((batch, qo_heads))
+        mean_kappa, mean_delta, logit_range = (np.zeros((batch, qo_heads)) for _ in range(3))
+        weighted = np.zeros((batch, kv_heads, 2 * group, longest))
+        live = [b for b in range(batch) if length[b] > 0]
+        rows_of = [(b, int(length[b])) for b in live]
+        pi_of = []
+        for b, rows in rows_of:
+            own = logits[b, :, :rows]
+            valid = np.isfinite(own)
+            m = np.max(np.where(valid, own, -np.inf), axis=-1, initial=-np.inf)
+            nonempty[b] = np.isfinite(m)
+            x = np.where(valid, own - np.where(nonempty[b], m, 0.0)[:, None], 0.0)
+            w = np.where(valid, np.exp2(x), 0.0)
+            d_budget[b] = np.where(nonempty[b], d[b], 1.0)
+            p = w / d_budget[b][:, None]
+            kappa = np.where(valid, exp2_rel(x) + LN2 * r * np.abs(x), 0.0)
+            logit_range[b] = np.where(nonempty[b], m - np.min(np.where(valid, own, np.inf), axis=-1, initial=np.inf),
+                                      0.0)
+            delta = np.where(valid, delta4[b].reshape(qo_heads, -1)[:, :rows], 0.0)
+            lift = inflation(2 * longest + 8)
+            mean_kappa[b] = (p * kappa).sum(-1) * lift
+            mean_delta[b] = (p * delta).sum(-1) * lift
+            pi_of.append((p, kappa, delta))
+        events = 2.0 * n
+        eps_chain = 2 * u * (3 * events + 2 * logit_range) + events * r + LN2 * r * logit_range
+        gamma_n = gamma(n, r)
+        for (b, rows), (p, kappa, delta) in zip(rows_of, pi_of):
+            pi = kappa + mean_kappa[b][:, None] + LN2 * (delta + mean_delta[b][:, None]) + \
+                (2 * eps_chain[b] + gamma_n[b])[:, None]
+            pi = _second_order(pi + (gamma_n[b] + r)[:, None])
+            weighted[b, :, :group, :rows] = (p * pi).reshape(kv_heads, group, rows)
+            weighted[b, :, group:, :rows] = p.reshape(kv_heads, group, rows)
+        return cls(n, nonempty, d_budget, mean_kappa, mean_delta, eps_chain, gamma_n, weighted)
 
     def finish(self, qkv_dtype: str, sums: np.ndarray, o: np.ndarray, lse2: np.ndarray):
         """The budgets from the sums over rows ([B, Hkv, 2G, D]: spread, then A_d) and o, lse2."""
