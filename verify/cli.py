@@ -412,16 +412,21 @@ def cmd_gate(args) -> int:
 
 def _reuse(args, jobs: list) -> tuple[list, list]:
     """(jobs to run, records reused): with --reuse, a job whose inputs are unchanged since a PASS in
-    the given results files (default: the output folder's results.json) takes that record."""
+    the given results files (default: the output folder's results.json) takes that record.
+
+    Every run digests its jobs' inputs, --reuse or not, so each record carries them
+    (CheckResult.inputs_sha256) and any later `--reuse` can take it: a first plain `verify gate`
+    followed by `verify gate --reuse` after an edit re-runs only what the edit touched."""
+    from verify.plan import with_inputs
+
+    jobs = with_inputs(jobs, args.adapter)
     if args.reuse is None:
         return jobs, []
-    from verify.plan import with_inputs
     from verify.results.reuse import reusable, reused
     from verify.results.store import load_results
 
     files = args.reuse or [path for path in [Path(args.out) / "results.json"] if path.exists()]
     earlier = reusable([load_results(path) for path in files])
-    jobs = with_inputs(jobs, args.adapter)
     kept = [reused(*earlier[job.inputs], job.id) for job in jobs if job.inputs in earlier]
     print(f"verify: reusing {len(kept)} of {len(jobs)} checks whose inputs are unchanged since they passed "
           f"({', '.join(map(str, files)) or 'no earlier results'})", file=sys.stderr)

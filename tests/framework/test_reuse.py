@@ -37,6 +37,19 @@ def test_an_unchanged_check_is_reused_and_a_changed_one_runs_again(tmp_path):
 
 
 @pytest.mark.webgpu
+def test_a_run_without_reuse_leaves_records_a_later_reuse_can_take(tmp_path):
+    """The usual sequence: a plain gate, an edit, then `--reuse`. The plain run must record each
+    check's inputs, or the first `--reuse` after it would run everything again."""
+    out = tmp_path / "out"
+    base = ["check", "merge_state", "--checks", "reference,determinism", "--examples", "5", "--out", str(out)]
+    plain = verify(*base)
+    assert plain.returncode == 0, plain.stderr
+    assert all(r["inputs_sha256"] and not r["reused_from"] for r in records(out))
+    again = verify(*base, "--reuse")
+    assert again.returncode == 0 and "reusing 2 of 2 checks" in again.stderr, again.stderr
+
+
+@pytest.mark.webgpu
 def test_a_failure_is_never_reused(tmp_path):
     out = tmp_path / "out"
     wgsl = MUTANTS / "merge_state" / "natural_log.wgsl"
