@@ -293,14 +293,21 @@ def with_inputs(jobs: list[Job], adapter: str | None) -> list[Job]:
     from verify.results.reuse import inputs_digest
 
     wgsl: dict[tuple, str] = {}
+    others: dict[tuple, tuple] = {}
     adapters: dict = {}
     found = []
     for job in jobs:
         name = job.implementation or default_implementation()
         if name not in adapters:
             adapters[name] = adapter_identity(name, adapter)
-        found.append(replace(job, inputs=inputs_digest(job, wgsl_sha256(job, wgsl), adapters[name],
-                                                        get_check(job.check).code_modules())))
+        text = wgsl_sha256(job, wgsl)
+        key = (job.kernel_ref, job.check, json.dumps(job.config, sort_keys=True, default=str))
+        if key not in others:
+            kernel = get_kernel(job.kernel_ref)
+            others[key] = tuple(sha256(other) for other in get_check(job.check).other_wgsl(kernel, kernel.config(job.config)))
+        if others[key]:  # the other kernels' WGSL the check launches decides its verdict too
+            text = sha256("|".join((text,) + others[key]))
+        found.append(replace(job, inputs=inputs_digest(job, text, adapters[name], get_check(job.check).code_modules())))
     return found
 
 

@@ -59,6 +59,33 @@ def test_a_failure_is_never_reused(tmp_path):
     assert again.returncode == 1 and "reusing 0 of 1 checks" in again.stderr
 
 
+def test_a_check_that_launches_another_kernel_is_run_again_when_that_kernels_wgsl_changes(monkeypatch):
+    """decode.sharded's `differential` launches decode.tiled's WGSL and its `split_merge`
+    merge_state's: an edit to either changes those checks' inputs, though not decode.sharded's own
+    WGSL; its `reference` depends on its own WGSL alone."""
+    from verify.kernels.attention.decode_tiled import DecodeTiled
+    from verify.kernels.attention.merge_state import MergeState
+    from verify.plan import gate_jobs, with_inputs
+    from verify.profiles import get_profile
+
+    jobs, _ = gate_jobs(["decode.sharded"], profile=get_profile("quick"), seed=0, out_dir=None, time_limit=None,
+                        implementations=["wgpu"])
+    first = {job.check: job for job in jobs}
+    chosen = [first["differential"], first["split_merge"], first["reference"]]
+
+    def digests():
+        return [job.inputs for job in with_inputs(chosen, None)]
+
+    before = digests()
+    for kernel_class, changed in ((DecodeTiled, 0), (MergeState, 1)):
+        original = kernel_class.wgsl
+        monkeypatch.setattr(kernel_class, "wgsl", lambda self, config, original=original: original(self, config) + "//")
+        after = digests()
+        assert after[changed] != before[changed] and after[2] == before[2]
+        monkeypatch.setattr(kernel_class, "wgsl", original)
+    assert digests() == before
+
+
 def test_the_code_digest_follows_imports_and_changes_with_any_file_they_reach(tmp_path, monkeypatch):
     package = tmp_path / "digestpkg"
     package.mkdir()

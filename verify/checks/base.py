@@ -60,6 +60,13 @@ class Check:
         a passing record whose code is unchanged: verify.results.reuse)."""
         return (type(self).__module__,)
 
+    def other_wgsl(self, kernel, config: dict) -> tuple[str, ...]:
+        """The WGSL of other kernels this check launches beside the kernel's own (a differential
+        partner, split_merge's merge): their text decides the verdict as the kernel's own does, so
+        a passing record is reused only while it is unchanged too (verify.results.reuse).
+        Default: none."""
+        return ()
+
     def device_limits(self, kernel, config: dict) -> dict:
         """The device limits to hold the kernel to while this check runs (default: the kernel's)."""
         return dict(kernel.limits)

@@ -30,6 +30,14 @@ class DifferentialCheck(Check):
         return {key: max(v for v in (mine.get(key), partner.get(key)) if v is not None)
                 for key in set(mine) | set(partner)}
 
+    def other_wgsl(self, kernel, config):
+        from verify.kernels.registry import get_kernel
+
+        if not kernel.differential_partner:
+            return ()
+        partner = get_kernel(kernel.differential_partner)
+        return (partner.wgsl(partner.config(config)),)
+
     def run_example(self, ctx, case):
         from verify.kernels.registry import get_kernel
 

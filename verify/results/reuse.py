@@ -2,7 +2,8 @@
 
 A job's inputs are everything its verdict depends on: verify's version; the job's identity
 (kernel import path, check, config, implementation, subgroup width, examples, seed, profile); the
-sha256 of the WGSL it runs; the adapter and driver it runs on; and the code it runs, which is the
+sha256 of the WGSL it runs, and of the other kernels' WGSL the check launches beside it
+(Check.other_wgsl: a differential partner, split_merge's merge); the adapter and driver it runs on; and the code it runs, which is the
 Python source of every module the kernel's and the check's modules import, transitively, within
 verify, references and the kernel's own package (its references, budgets, strategies, fast paths,
 launch code). `inputs_digest` hashes all of it; `verify gate --reuse` (and `check`) looks the

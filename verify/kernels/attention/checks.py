@@ -31,15 +31,24 @@ class SplitMergeCheck(Check):
     name = "split_merge"
     doc = "decode over a split context, merged by merge_state, equals decode over the whole context (within both budgets)"
 
-    def run_example(self, ctx, case):
+    @staticmethod
+    def _merge(config):
+        """verify's merge_state kernel, and its config, for a decode config's head dim and type."""
         from verify.kernels.attention.merge_state import MergeState
 
+        merge = MergeState()
+        return merge, merge.config({"head_dim": config["head_dim"], "dtype": config["dtype"]})
+
+    def other_wgsl(self, kernel, config):
+        merge, merge_config = self._merge(config)
+        return (merge.wgsl(merge_config),)
+
+    def run_example(self, ctx, case):
         kernel, config = ctx.kernel, ctx.config
         first, second, cut = split_context(case, config)
         full = ctx.launch(case)
         part_a, part_b = ctx.launch(first).outputs, ctx.launch(second).outputs
-        merge = MergeState()
-        merge_config = merge.config({"head_dim": config["head_dim"], "dtype": config["dtype"]})
+        merge, merge_config = self._merge(config)
         pair = Case({"v": part_a["output"], "s": part_a["lse"], "v_other": part_b["output"], "s_other": part_b["lse"]})
         merged = merge.launch(ctx.device, merge.wgsl(merge_config), merge_config, pair).outputs
 
@@ -141,17 +150,28 @@ class PrefillVsDecodeCheck(Check):
     doc = ("the last query row of each prefill sequence equals decode of that token on the same context "
            "(verify's decode kernel; within both budgets)")
 
-    def _decode(self, ctx):
-        def make():
-            from verify.kernels.registry import get_kernel
+    @staticmethod
+    def _partner(config):
+        """The decode kernel, its config for a prefill config, and its WGSL."""
+        from verify.kernels.registry import get_kernel
 
-            decode = get_kernel(DECODE_PARTNER)
-            keys = {key.name for key in decode.config_keys}
-            overrides = {k: v for k, v in ctx.config.items() if k in keys}
-            overrides["sliding_window"] = 0
-            config = decode.config(overrides)
-            return decode, config, decode.wgsl(config)
-        return ctx.cached("decode partner", make)
+        decode = get_kernel(DECODE_PARTNER)
+        keys = {key.name for key in decode.config_keys}
+        overrides = {k: v for k, v in config.items() if k in keys}
+        overrides["sliding_window"] = 0
+        decode_config = decode.config(overrides)
+        return decode, decode_config, decode.wgsl(decode_config)
+
+    def _decode(self, ctx):
+        return ctx.cached("decode partner", lambda: self._partner(ctx.config))
+
+    def other_wgsl(self, kernel, config):
+        from verify.errors import UsageError
+
+        try:
+            return (self._partner(config)[2],)
+        except UsageError:  # a config the decode kernel does not offer: the check is a SKIP
+            return ()
 
     def preflight(self, ctx):
         from verify.checks.base import Preflight
