@@ -304,7 +304,11 @@ def with_inputs(jobs: list[Job], adapter: str | None) -> list[Job]:
         key = (job.kernel_ref, job.check, json.dumps(job.config, sort_keys=True, default=str))
         if key not in others:
             kernel = get_kernel(job.kernel_ref)
-            others[key] = tuple(sha256(other) for other in get_check(job.check).other_wgsl(kernel, kernel.config(job.config)))
+            try:
+                others[key] = tuple(sha256(text) for text in get_check(job.check).other_wgsl(kernel,
+                                                                                             kernel.config(job.config)))
+            except (UsageError, SetupError):  # the check cannot launch them here: its own record says so
+                others[key] = ("unavailable",)
         if others[key]:  # the other kernels' WGSL the check launches decides its verdict too
             text = sha256("|".join((text,) + others[key]))
         found.append(replace(job, inputs=inputs_digest(job, text, adapters[name], get_check(job.check).code_modules())))

@@ -86,6 +86,27 @@ def test_a_check_that_launches_another_kernel_is_run_again_when_that_kernels_wgs
     assert digests() == before
 
 
+def test_a_partner_that_cannot_be_built_leaves_the_plan_to_the_checks_own_record(monkeypatch):
+    """Digesting inputs never stops a run: a check whose other kernel refuses the config still gets
+    a digest (its record, an error or skip, says why), unlike the one it had with the partner."""
+    from verify.checks.differential import DifferentialCheck
+    from verify.errors import UsageError
+    from verify.plan import gate_jobs, with_inputs
+    from verify.profiles import get_profile
+
+    jobs, _ = gate_jobs(["decode.sharded"], profile=get_profile("quick"), seed=0, out_dir=None, time_limit=None,
+                        implementations=["wgpu"])
+    differential = [job for job in jobs if job.check == "differential"][:1]
+    before = with_inputs(differential, None)[0].inputs
+
+    def refuses(self, kernel, config):
+        raise UsageError("the partner does not take this config")
+
+    monkeypatch.setattr(DifferentialCheck, "other_wgsl", refuses)
+    after = with_inputs(differential, None)[0].inputs
+    assert after and after != before
+
+
 def test_the_code_digest_follows_imports_and_changes_with_any_file_they_reach(tmp_path, monkeypatch):
     package = tmp_path / "digestpkg"
     package.mkdir()
