@@ -21,6 +21,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -46,8 +47,12 @@ class Chromium:
         self._read, from_child = map(_high, os.pipe())
         command = " ".join([f"exec 3<&{to_child} 4>&{from_child} {to_child}<&- {from_child}>&-;", "exec", CHROMIUM,
                             *FLAGS, *extra, f"--user-data-dir={self.profile}", "--remote-debugging-pipe", '"$0"'])
+        # TMPDIR inside the profile: Chromium's own scratch folders (org.chromium.Chromium.*) go
+        # with the profile instead of staying behind in /tmp; its own session keeps the group killable.
+        env = dict(os.environ, TMPDIR=self.profile)
         self.process = subprocess.Popen(["bash", "-c", command, url], pass_fds=(to_child, from_child),
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                        start_new_session=True)
         os.close(to_child)
         os.close(from_child)
         self._buffer = b""
@@ -57,7 +62,7 @@ class Chromium:
     def _send(self, method: str, params=None) -> int:
         ident = next(self._ids)
         message = {"id": ident, "method": method, "params": params or {}}
-        if self._session and not method.startswith("Target."):
+        if self._session and not method.startswith(("Target.", "Browser.")):
             message["sessionId"] = self._session
         os.write(self._write, json.dumps(message).encode() + b"\0")
         return ident
@@ -108,7 +113,19 @@ class Chromium:
         return "" if self.process.poll() is None else self.process.stderr.read().decode(errors="replace")
 
     def close(self) -> None:
-        self.process.kill()
+        """Ask Chromium to quit, then kill what is left of its process group, then drop the profile.
+
+        A bare kill of the browser process leaves its helpers (GPU process, renderer) to die on their
+        own, and one of them may still write into the profile after it is removed."""
+        try:
+            self._send("Browser.close")
+            self.process.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait()
         for fd in (self._write, self._read):
             os.close(fd)
