@@ -85,7 +85,8 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
                          source=source, out_dir=str(out_dir) if out_dir is not None else None, adapter=adapter,
                          implementation=check_implementation(instance, check, own, available),
                          time_limit=time_limit or profile.time_limit,
-                         subgroup_width=subgroup_width, profile_data=encode_profile(profile)) for check in selected])
+                         subgroup_width=subgroup_width, profile_data=encode_profile(profile),
+                         weight=profile.examples / max(instance.gate_examples(profile), 1)) for check in selected])
 
 
 def width_jobs(kernel, overrides: dict | None, planned: list[Job], **options) -> list[Job]:
@@ -124,7 +125,8 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
     """The gate's jobs for `kernels` (default: every kernel by name), and a SKIP result for each
     kernel whose configs cannot be built on this machine (e.g. apache-tvm missing).
 
-    A kernel's examples are shared among its gate configs: ceil(profile.examples / configs) each.
+    A kernel's examples (Kernel.gate_examples: the profile's unless the kernel says otherwise) are
+    shared among its gate configs: ceil(examples / configs) each.
     `implementations` (default: the default one) are the WebGPU implementations to run on: the
     first runs every check of the kernel; each further one runs the checks that run on every
     implementation (Check.on_every_implementation; every check under a profile that says so), and
@@ -160,7 +162,7 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
             continue
         if not configs:  # the kernel leaves this profile to others (its gate_configs say why)
             continue
-        per_config = max(1, math.ceil(profile.examples / len(configs)))
+        per_config = max(1, math.ceil(instance.gate_examples(profile) / len(configs)))
         declared = tuple(instance.implementations or ())
         if unplanned is not None and declared and not set(declared) & set(implementations):
             unplanned.append((instance.name, declared))
@@ -349,11 +351,12 @@ def sliced(jobs: list[Job], slice_examples: int | None) -> list[Job]:
 def longest_first(jobs: list[Job], history: dict | None = None) -> list[Job]:
     """The order to run jobs in: the longest first, by their durations in an earlier run (`history`:
     (kernel, check, config, implementation, subgroup width) -> seconds) where known, else by their
-    examples; the plan's order breaks ties. Records still come out in plan order (their ids)."""
+    examples times their weight (Job.weight: a kernel taking fewer examples says each costs more);
+    the plan's order breaks ties. Records still come out in plan order (their ids)."""
     def key(job):
         past = (history or {}).get(job_key(job))
         per_slice = past / job.slice[1] if past is not None and job.slice else past
-        return (-(per_slice if per_slice is not None else job.examples * 1e-3), job.id)
+        return (-(per_slice if per_slice is not None else job.examples * job.weight * 1e-3), job.id)
     return sorted(jobs, key=key)
 
 

@@ -53,6 +53,10 @@ class Job:
     #: (k, n): this job is slice k of n of its check's examples, with a seed stream of its own
     #: (verify.plan.sliced); the parent merges the n records into one (verify.results.slices).
     slice: tuple | None = None
+    #: What one example of this job costs against a usual one, as its kernel declares by taking
+    #: fewer examples (profile examples / Kernel.gate_examples): the plan runs heavy jobs first
+    #: where no earlier run gives their durations (verify.plan.longest_first).
+    weight: float = 1.0
 
     @property
     def slice_seed(self) -> int:

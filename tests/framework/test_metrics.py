@@ -67,3 +67,18 @@ def test_a_nan_budget_fails_rather_than_excusing_the_element():
 def test_an_infinite_output_is_never_within_an_infinite_budget():
     m = compare(np.array([np.inf, 2.0]), _expected([1.0, 1.0], [np.inf, np.inf]))
     assert not m.passed and m.failing == 1
+
+
+def test_f16_ulp_is_numpys_spacing_of_the_rounded_value():
+    """roundoff.ulp reads f16 spacings from a table: it equals np.spacing on every f16 value, on
+    values between them (rounded first), and past the largest finite value and on NaN."""
+    from verify.budgets.roundoff import ulp
+
+    values = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float64)
+    between = np.random.default_rng(0).standard_normal(10_000) * np.exp2(np.random.default_rng(1).uniform(-30, 17, 10_000))
+    edges = np.array([0.0, -0.0, 65504.0, 65519.0, 65520.0, 1e9, np.inf, -np.inf, np.nan, 2.0**-25, 2.0**-14])
+    for x in (values, between, edges):
+        with np.errstate(over="ignore", invalid="ignore"):
+            expected = np.spacing(np.minimum(np.abs(x), 65504.0).astype(np.float16)).astype(np.float64)
+        np.testing.assert_array_equal(ulp(x, "f16"), expected)
+    assert ulp(1.0, "f16") == 2.0**-10 and np.ndim(ulp(1.0, "f16")) == 0

@@ -35,6 +35,23 @@ def test_a_check_with_capped_examples_is_never_split():
     assert sliced([job], 10) == [job]
 
 
+def test_a_kernel_taking_fewer_examples_runs_its_slices_first():
+    """Without an earlier run's durations the plan orders jobs by examples times Job.weight: a
+    nightly prefill check (200 examples where the profile has 1000, each five times the work)
+    goes before a decode check's slices of as many examples."""
+    from verify.plan import longest_first
+
+    nightly = get_profile("nightly")
+    [decode] = check_jobs("merge_state", {}, profile=nightly, examples=50, seed=0, out_dir=None, time_limit=None,
+                          checks=["reference"])
+    [prefill] = check_jobs("tvm.prefill_ragged", {}, profile=nightly, examples=50, seed=0, out_dir=None,
+                           time_limit=None, checks=["determinism"])
+    assert decode.weight == 1.0 and prefill.weight == 5.0
+    decode, prefill = decode.__class__(**{**decode.__dict__, "id": 0}), prefill.__class__(**{**prefill.__dict__, "id": 1})
+    assert [j.kernel for j in longest_first([decode, prefill])] == ["tvm.prefill_ragged", "merge_state"]
+    assert [j.kernel for j in longest_first([decode, prefill], {})] == ["tvm.prefill_ragged", "merge_state"]
+
+
 def test_the_ci_profile_does_not_slice():
     assert get_profile("ci").slice_examples is None and get_profile("quick").slice_examples is None
 

@@ -244,6 +244,78 @@ def test_chunk_split_rebuilds_the_whole_prefill_row_order():
         assert context == kv - qo + cut  # the context as it stood when the first rows ran
 
 
+def test_prefill_values_draw_only_the_rows_each_sequence_holds():
+    """K and V come back padded to the longest context and zero past each sequence's own, for every
+    value kind; a kind's structure holds per sequence (equal_logits: one key direction per sequence
+    and head; rising: the ramp restarts at each sequence's first row)."""
+    rng = np.random.default_rng(3)
+    qo_lens, kv_lens = [2, 0, 5], [40, 7, 0]
+    for kind in pc.PREFILL_VALUE_KINDS:
+        q, k, v = pc.prefill_values(rng, kind, qo_lens, kv_lens, 8, 2, 64, 32, np.float32, 0.125)
+        assert q.shape == (7, 8, 64) and k.shape == (3, 2, 40, 64) and v.shape == (3, 2, 40, 32)
+        assert not k[1, :, 7:].any() and not v[1, :, 7:].any() and not k[2].any() and not v[2].any()
+        assert np.all(np.abs(k[0]).sum(axis=-1) > 0) and np.all(np.abs(k[1, :, :7]).sum(axis=-1) > 0)
+    _, k, _ = pc.prefill_values(rng, "equal_logits", qo_lens, kv_lens, 8, 2, 64, 32, np.float32, 0.125)
+    assert np.abs(k[0] - k[0, :, :1]).max() < 0.02 and np.abs(k[0, :, 0] - k[1, :, 0]).max() > 0.1
+
+
+def test_nightly_prefill_cases_keep_to_the_work_bound():
+    """Nightly: prompts up to 4096 tokens and contexts up to 8192 rows, but query rows x heads x
+    context rows of a case (a sequence without rows counting as one) within the sizes' bound."""
+    from verify.kernels.attention.sizes import SIZES
+
+    bound = SIZES("nightly").max_prefill_work
+    config = dict(CONFIG16, qo_heads=32, kv_heads=8, head_dim=128)
+    limits = pc.prefill_limits("nightly", config["qo_heads"])
+    assert limits.max_q_len == 4096 and limits.max_context == 8192
+    assert limits.cells * config["qo_heads"] <= bound < limits.max_q_len * limits.max_context
+    for causal in (False, True):
+        lengths = pc.prefill_lengths(limits, 4, causal=causal)
+        # a causal chunk attends itself, so its rows are at most the bound's square root (362 here)
+        long_prompt = found(lengths, lambda ql: ql[0].max() >= (256 if causal else 2048))
+        long_context = found(lengths, lambda ql: ql[1].max() >= 6000)
+        for qo, kv in (long_prompt, long_context):
+            assert (np.maximum(qo, 1) * kv).sum() * config["qo_heads"] <= bound
+    assert pc.prefill_limits("ci", 32).cells == 12 * 64  # ci and quick keep one maximal sequence
+
+
+def test_the_gate_gives_prefill_kernels_the_sizes_examples():
+    from verify.kernels.attention.sizes import SIZES
+    from verify.profiles import get_profile
+
+    for name in PREFILL_KERNELS:
+        kernel = get_kernel(name)
+        assert kernel.gate_examples(get_profile("nightly")) == SIZES("nightly").prefill_examples == 200
+        assert kernel.gate_examples(get_profile("ci")) == get_profile("ci").examples
+    assert get_kernel("tvm.decode").gate_examples(get_profile("nightly")) == get_profile("nightly").examples
+
+
+@pytest.mark.parametrize("name", PREFILL_KERNELS)
+def test_the_floor_bound_settles_only_cases_inside_the_floor(name):
+    """clear_of_floor is a shortcut of within_floor: where it says True, the reference's largest
+    logit of every row that sees anything is above the floor; it says True for ordinary values and
+    nothing for a case whose logits reach the floor."""
+    from verify.sources.tvm.kernels import FLOOR_MARGIN
+    from verify.sources.tvm.prefill import clear_of_floor
+
+    kernel = get_kernel(name)
+    config = kernel.config(kernel.ci_shapes[0])
+    settled = 0
+    for seed in range(12):
+        case = found(kernel.raw_cases(config, "ci"), lambda c, s=seed: c.params["seed"] % 12 == s, examples=500)
+        problem = kernel.problem(config, case)
+        top = evaluate_plain(problem).top_logit2
+        inside = bool(np.all(np.isneginf(top) | (top > EMPTY_MAX + FLOOR_MARGIN)))
+        if clear_of_floor(problem):
+            settled += 1
+            assert inside, case.params
+    assert settled >= 6
+    if hasattr(kernel, "below_floor"):
+        deep = kernel.below_floor(config, found(kernel.raw_cases(config, "ci"),
+                                                lambda c: max(c.params.get("kv_lens", [1])) > 0), 600.0)
+        assert not clear_of_floor(kernel.problem(config, deep)) and not kernel.within_floor(config, deep)
+
+
 # -- budget and its evaluation -----------------------------------------------------------------------------
 def test_chunked_evaluation_equals_one_reference_call():
     """The row blocks of prefill_eval give the plain reference's numbers and budgets."""

@@ -60,7 +60,23 @@ def ulp(x, dtype) -> np.ndarray:
     finfo = np.finfo(t)
     with np.errstate(over="ignore", invalid="ignore"):
         rounded = np.minimum(ax, float(finfo.max)).astype(t)
+        if t is np.float16:  # numpy's f16 spacing is emulated per element: read it from a table
+            return np.take(_f16_spacing(), rounded.view(np.uint16))
         return np.spacing(rounded).astype(np.float64)
+
+
+def _f16_spacing() -> np.ndarray:
+    """np.spacing of every f16 bit pattern, as float64 (65536 entries), made once."""
+    global _F16_SPACING
+    if _F16_SPACING is None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            table = np.spacing(np.arange(1 << 16, dtype=np.uint16).view(np.float16)).astype(np.float64)
+        table.flags.writeable = False
+        _F16_SPACING = table
+    return _F16_SPACING
+
+
+_F16_SPACING = None
 
 
 def faithful_rounding_bound(y, dtype) -> np.ndarray:

@@ -14,7 +14,7 @@ from verify.budgets.expected import Expected
 from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu.device import Launched
-from verify.profiles import Profile
+from verify.profiles import Profile, get_profile
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,12 @@ class Kernel(ABC):
     def gate_configs(self, profile: Profile) -> list[dict]:
         """The configs `verify gate` runs for a profile (default: just the defaults)."""
         return [self.config()]
+
+    def gate_examples(self, profile: Profile) -> int:
+        """Examples the gate gives each of this kernel's checks under `profile`, shared among its
+        gate configs (default: the profile's). A kernel whose one case holds the work of hundreds
+        of another's (a prefill batch of thousands of query rows) declares fewer, and says why."""
+        return get_profile(profile).examples
 
     def known_finding(self, check: str, config: dict):
         """The evidence of a documented failure of this kernel's own WGSL under `check` and

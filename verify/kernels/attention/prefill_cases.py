@@ -54,16 +54,23 @@ class PrefillLimits:
     max_q_len: int
     max_context: int
     max_tree: int
+    #: Query-row x context-row products one case may hold in all (0: one sequence at both maxima).
+    max_cells: int = 0
 
     @property
     def cells(self) -> int:
-        """Query-row x context-row products one case may hold in all: one sequence at both maxima."""
-        return self.max_q_len * self.max_context
+        """Query-row x context-row products one case may hold in all."""
+        return self.max_cells or self.max_q_len * self.max_context
 
 
-def prefill_limits(profile: Profile | str) -> PrefillLimits:
+def prefill_limits(profile: Profile | str, qo_heads: int = 1) -> PrefillLimits:
+    """The profile's prefill limits for a config of `qo_heads` query heads: the sizes' work bound
+    (query rows x heads x context rows, AttentionSizes.max_prefill_work) shared among the heads."""
     sizes = SIZES(profile)
-    return PrefillLimits(sizes.max_batch, sizes.max_q_len, sizes.max_prefill_context, sizes.max_tree)
+    cells = sizes.max_prefill_work // max(qo_heads, 1) if sizes.max_prefill_work else 0
+    if cells >= sizes.max_q_len * sizes.max_prefill_context:
+        cells = 0
+    return PrefillLimits(sizes.max_batch, sizes.max_q_len, sizes.max_prefill_context, sizes.max_tree, max(cells, 0))
 
 
 def special_q_lens(group: int, max_q_len: int) -> tuple:
@@ -81,7 +88,8 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     """(qo_lens, kv_lens) per sequence: qo_len mostly 1, tile edges or anything up to max_q_len,
     now and then 0; for causal chunks kv_len = qo_len + a history (0, page and tile edges, or
     anything); without the causal mask kv_len is independent (now and then 0). The sum of
-    qo_len x kv_len stays within one maximal sequence (limits.cells)."""
+    qo_len x kv_len stays within limits.cells (one maximal sequence, or the profile's work bound,
+    under which a sequence without query rows counts as one)."""
     batch = batch or draw(st.integers(1, limits.max_batch))
     special_q = special_q_lens(group, limits.max_q_len)
     qo_lens, kv_lens, left = [], [], limits.cells
@@ -93,7 +101,10 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
             kv = qo + min(history, max(room, 0))
         else:
             kv = draw(_contexts(0 if allow_empty_context else 1, limits.max_context, qo))
-        if qo * kv > left:  # keep the batch within one maximal sequence's work
+        # Under a work bound (limits.max_cells) a sequence without query rows still holds a
+        # context to draw, page and upload: it is charged as one row.
+        rows = max(qo, 1) if limits.max_cells else qo
+        if rows * kv > left:  # keep the batch within one maximal sequence's work
             if causal:
                 qo = min(qo, math.isqrt(left))
                 kv = max(qo, min(kv, left // max(qo, 1)))
@@ -101,7 +112,8 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
                 kv = min(kv, left // max(qo, 1))
             if qo * kv > left:
                 qo = 0
-        left -= qo * kv
+            rows = max(qo, 1) if limits.max_cells else qo
+        left -= min(rows * kv, left)
         qo_lens.append(qo)
         kv_lens.append(kv)
     if not any(qo_lens):  # a launch needs one query row
@@ -150,10 +162,16 @@ def _indptr(lengths) -> np.ndarray:
 def prefill_values(rng, kind: str, qo_lens, kv_lens, qo_heads: int, kv_heads: int, head_dim: int, v_dim: int, dtype,
                    sm_scale: float):
     """q [T, Hq, D], and each sequence's K [B, Hkv, Lmax, D] and V [B, Hkv, Lmax, Dv] in logical row
-    order (zero past kv_len), for a value kind (PREFILL_VALUE_KINDS; see the module docstring)."""
+    order (zero past kv_len), for a value kind (PREFILL_VALUE_KINDS; see the module docstring).
+
+    Values are drawn for the rows the sequences hold (sum of kv_len), not for the padded
+    [B, Hkv, Lmax] block: a batch of one 8192-row context beside seven short ones would otherwise
+    draw, convert and mask eight times the values it uses."""
+    kv_lens = np.asarray(kv_lens, np.int64)
     total, batch, longest = int(np.sum(qo_lens)), len(kv_lens), int(np.max(kv_lens, initial=0))
-    q_shape, k_shape, v_shape = (total, qo_heads, head_dim), (batch, kv_heads, longest, head_dim), \
-        (batch, kv_heads, longest, v_dim)
+    rows = int(kv_lens.sum())
+    q_shape, k_shape, v_shape = (total, qo_heads, head_dim), (rows, kv_heads, head_dim), (rows, kv_heads, v_dim)
+    sequence = np.repeat(np.arange(batch), kv_lens)  # the sequence of each drawn K/V row
     if kind in ("normal", "uniform", "spiky"):
         q, k, v = (make_values(rng, kind, shape, dtype) for shape in (q_shape, k_shape, v_shape))
     elif kind == "large":
@@ -166,30 +184,39 @@ def prefill_values(rng, kind: str, qo_lens, kv_lens, qo_heads: int, kv_heads: in
         q = rng.standard_normal(q_shape)
         v = rng.standard_normal(v_shape)
         noise = rng.standard_normal(k_shape)
-        sequence = np.repeat(np.arange(batch), qo_lens)
-        direction = np.zeros((batch, kv_heads, 1, head_dim))
+        q_sequence = np.repeat(np.arange(batch), qo_lens)
+        direction = np.zeros((batch, kv_heads, head_dim))
         for b in range(batch):  # the mean direction of each sequence's queries, per kv head
-            rows = q[sequence == b].reshape(-1, kv_heads, qo_heads // kv_heads, head_dim)
-            if rows.size:
-                direction[b, :, 0] = rows.mean(axis=(0, 2))
+            group_rows = q[q_sequence == b].reshape(-1, kv_heads, qo_heads // kv_heads, head_dim)
+            if group_rows.size:
+                direction[b] = group_rows.mean(axis=(0, 2))
         direction /= np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
         if kind == "equal_logits":
-            k = np.broadcast_to(rng.standard_normal((batch, kv_heads, 1, head_dim)), k_shape) + 1e-3 * noise
+            k = rng.standard_normal((batch, kv_heads, head_dim))[sequence] + 1e-3 * noise
         elif kind == "rising":
-            ramp = np.linspace(-4.0, 4.0, max(longest, 1))[None, None, :, None]
-            k = direction * ramp * np.sqrt(head_dim) + 0.1 * noise
+            position = np.arange(rows) - np.repeat(np.cumsum(kv_lens) - kv_lens, kv_lens)  # row within its sequence
+            ramp = np.linspace(-4.0, 4.0, max(longest, 1))[position][:, None, None]
+            k = direction[sequence] * ramp * np.sqrt(head_dim) + 0.1 * noise
         elif kind == "peaked":
             k = 0.3 * noise
+            starts = np.cumsum(kv_lens) - kv_lens
             for b in range(batch):
                 if kv_lens[b]:
-                    k[b, :, rng.integers(0, kv_lens[b])] += direction[b, :, 0] * 3.0 * np.sqrt(head_dim)
+                    k[starts[b] + rng.integers(0, kv_lens[b])] += direction[b] * 3.0 * np.sqrt(head_dim)
         else:
             raise ValueError(f"unknown prefill value kind {kind!r}; expected one of {PREFILL_VALUE_KINDS}")
         q, k, v = (np.asarray(x).astype(dtype) for x in (q, k, v))
-    valid = np.arange(longest) < np.asarray(kv_lens)[:, None]
-    k = np.where(valid[:, None, :, None], k, 0).astype(dtype)
-    v = np.where(valid[:, None, :, None], v, 0).astype(dtype)
-    return q, k, v
+    return q, _padded(k, kv_lens, longest), _padded(v, kv_lens, longest)
+
+
+def _padded(rows: np.ndarray, lengths, longest: int) -> np.ndarray:
+    """Ragged rows [sum(lengths), Hkv, X] -> [B, Hkv, Lmax, X], zero past each sequence's length."""
+    out = np.zeros((len(lengths), rows.shape[1], longest, rows.shape[2]), rows.dtype)
+    start = 0
+    for b, n in enumerate(int(n) for n in lengths):
+        out[b, :, :n] = rows[start:start + n].transpose(1, 0, 2)
+        start += n
+    return out
 
 
 def _ragged_rows(rows: np.ndarray, lengths) -> np.ndarray:
@@ -253,7 +280,7 @@ def paged_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: b
     q_indptr [B+1], the paged context (pages [P, 2, Hkv, 16, D], page_indptr, page_values,
     length_info [B], or [3, B] with sinks and window offsets when `sliding`), k_rope_pos_offset [B]
     and q_rope_position [T]."""
-    limits = prefill_limits(profile)
+    limits = prefill_limits(profile, config["qo_heads"])
     group = config["qo_heads"] // config["kv_heads"]
     qo_lens, kv_lens = draw(prefill_lengths(limits, group, causal=causal))
     batch = len(qo_lens)
@@ -287,7 +314,7 @@ def ragged_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: 
     """A ragged prefill case (`batch_prefill_ragged_kv`): q [T, Hq, D], q_indptr, k [N, Hkv, D],
     v [N, Hkv, Dv], kv_indptr, k_rope_pos_offset [B], q_rope_position [T]. Half the causal cases are
     the runtime's own call, the chunk attending itself (kv_indptr == q_indptr)."""
-    limits = prefill_limits(profile)
+    limits = prefill_limits(profile, config["qo_heads"])
     group = config["qo_heads"] // config["kv_heads"]
     qo_lens, kv_lens = draw(prefill_lengths(limits, group, causal=causal))
     if causal and draw(st.booleans()):
@@ -369,7 +396,7 @@ def tree_cases(draw, config: dict, profile: Profile | str, *, paged: bool, llama
     and then (rope off) a context holding earlier rows and queries only the last nodes.
     Paged (`tree_attn_paged_kv`): the tree after a paged history; tree_order_indptr and tree_order.
     Both carry token_tree_parent_ptr for the reference."""
-    limits = prefill_limits(profile)
+    limits = prefill_limits(profile, config["qo_heads"])
     batch = draw(st.integers(1, limits.max_batch))
     trees = [draw(token_trees(limits.max_tree)) for _ in range(batch)]
     sizes = np.array([len(parents) for _, parents in trees], np.int64)
@@ -377,7 +404,9 @@ def tree_cases(draw, config: dict, profile: Profile | str, *, paged: bool, llama
     if paged or not runtime_form:
         qo_lens = np.array([draw(_tree_queries(int(n))) for n in sizes], np.int64)
         # the tree reference is evaluated whole ([rows, Hq, context] logits): keep it to TREE_CELLS
-        cap = TREE_CELLS // (config["qo_heads"] * int(qo_lens.sum())) - int(sizes.max())
+        # and to the profile's work bound
+        work = min(TREE_CELLS, limits.max_cells * config["qo_heads"]) if limits.max_cells else TREE_CELLS
+        cap = work // (config["qo_heads"] * int(qo_lens.sum())) - int(sizes.max())
         history_room = max(0, min(limits.max_context - int(sizes.max()), cap))
         histories = np.array([draw(_tree_histories(history_room)) for _ in range(batch)], np.int64)
     else:
@@ -418,10 +447,10 @@ def tree_cases(draw, config: dict, profile: Profile | str, *, paged: bool, llama
 def dense_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: bool):
     """A dense batch (`batch_sequence_prefill_kv`): q [B, qo_len, Hq, D], k and v [B, kv_len, Hkv, D],
     every sequence of the same lengths; kv_len >= 1 (and >= qo_len with the causal mask)."""
-    limits = prefill_limits(profile)
+    limits = prefill_limits(profile, config["qo_heads"])
     group = config["qo_heads"] // config["kv_heads"]
     batch = draw(st.integers(1, limits.max_batch))
-    single = PrefillLimits(1, limits.max_q_len, limits.max_context, limits.max_tree)
+    single = PrefillLimits(1, limits.max_q_len, limits.max_context, limits.max_tree, limits.max_cells)
     qo_lens, kv_lens = draw(prefill_lengths(single, group, causal=causal, batch=1, allow_empty_context=False))
     qo, kv = max(int(qo_lens[0]), 1), max(int(kv_lens[0]), int(qo_lens[0]) if causal else 1, 1)
     while batch > 1 and batch * qo * kv > limits.cells:

@@ -34,9 +34,12 @@ the regular cases stay inside TVM's domain (every row that sees anything has a b
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import strategies as st
 
+from references.decode import LOG2E
 from verify.budgets.expected import Expected
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import faithful_rounding_bound, gamma
@@ -55,6 +58,7 @@ from verify.kernels.attention.prefill_cases import (
 )
 from verify.kernels.attention.prefill_eval import PrefillProblem, remembered
 from verify.kernels.attention.rope_variant import LLAMA_3_1, SCALING_KEYS, RopeVariant, trim_config, validate_variant
+from verify.kernels.attention.sizes import SIZES
 from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.profiles import get_profile
 from verify.sources.tvm.build import (
@@ -204,6 +208,12 @@ class TvmPrefillKernel(Kernel):
             self.wgsl(config)
         return configs
 
+    def gate_examples(self, profile):
+        """The attention sizes' prefill_examples at the profile's scale, else the profile's: a
+        nightly prefill case holds up to 2^22 query-row x head x context-row cells, about a second
+        of float64 reference and budget (verify.kernels.attention.sizes)."""
+        return SIZES(profile).prefill_examples or super().gate_examples(profile)
+
     def build(self, config):
         raise NotImplementedError
 
@@ -234,8 +244,14 @@ class TvmPrefillKernel(Kernel):
 
     def within_floor(self, config, case) -> bool:
         """Every row that sees anything has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN (decode's
-        domain, verify.sources.tvm.kernels)."""
-        top = self.evaluation(config, case).top_logit2
+        domain, verify.sources.tvm.kernels). The cases filter on this as they are drawn, so it is
+        first asked of a bound on every logit (clear_of_floor), which settles nearly every case
+        without the reference; only a case it leaves open costs the whole reference here
+        (remembered: the check reads it again)."""
+        problem = self.problem(config, case)
+        if clear_of_floor(problem):
+            return True
+        top = remembered(problem).top_logit2
         return bool(np.all(np.isneginf(top) | (top > EMPTY_MAX + FLOOR_MARGIN)))
 
     # -- reference and budget --------------------------------------------------------------------------------
@@ -480,6 +496,43 @@ class TvmPrefillRagged(TvmPrefillKernel):
 
     def known_finding(self, check, config):
         return {"below_floor": BELOW_FLOOR_PREFILL}.get(check)
+
+
+def clear_of_floor(problem: PrefillProblem) -> bool:
+    """True when no logit of the case can come within FLOOR_MARGIN of TVM's floor, so every row that
+    sees anything is inside TVM's domain; False decides nothing.
+
+    A base-2 logit is c q.k with c = sm_scale log2(e), and |q.k| <= |q| |k| (Cauchy-Schwarz), so
+    every logit lies within c max|q| max|k| of 0, the maxima over the case's query rows and heads
+    and over the key rows it holds. The reference multiplies the rotated keys and queries rounded
+    to the storage type: a rotation keeps the norm (its float64 error is far below what follows),
+    and the rounding moves each component by at most 2^-11 of itself (f16; f32 less) or half a
+    subnormal step, so each norm grows by at most a factor 1 + 2^-10 plus sqrt(D) 2^-24. Its float64
+    sum of D products errs by at most gamma_D |q| |k|, covered with the final scaling by the factor
+    1 + 1e-12, and 1 more covers this bound's own float64 rounding. Key rows come from the pages the
+    page table names (paged kinds; the NaN in their unused slots is no row's key: the strategies
+    poison only slots nobody attends) or from k (ragged kinds)."""
+    arrays = problem.arrays
+    q = np.asarray(arrays["q"], np.float64)
+    if "pages" in arrays:
+        used = np.unique(np.asarray(arrays["page_values"], np.int64))
+        keys = np.asarray(arrays["pages"])[used, 0] if used.size else np.zeros((0, 1))
+    else:
+        keys = np.asarray(arrays["k"])
+    if q.size == 0 or keys.size == 0:  # no logit at all: every row sees nothing
+        return True
+    dim = q.shape[-1]
+    with np.errstate(invalid="ignore"):
+        q_norm = np.sqrt(np.max(np.sum(q * q, axis=-1)))
+        k_rows = np.asarray(keys, np.float64)
+        k_norm = np.sqrt(np.nanmax(np.sum(k_rows * k_rows, axis=-1)))
+    if not (np.isfinite(q_norm) and np.isfinite(k_norm)):
+        return False
+    grow = 1.0 + 2.0**-10
+    extra = math.sqrt(dim) * 2.0**-24
+    c = abs(float(problem.options["sm_scale"])) * LOG2E
+    bound = c * (q_norm * grow + extra) * (k_norm * grow + extra) * (1.0 + 1e-12) + 1.0
+    return bool(bound < -(EMPTY_MAX + FLOOR_MARGIN))
 
 
 # -- token trees --------------------------------------------------------------------------------------------
