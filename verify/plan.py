@@ -350,13 +350,18 @@ def sliced(jobs: list[Job], slice_examples: int | None) -> list[Job]:
 
 def longest_first(jobs: list[Job], history: dict | None = None) -> list[Job]:
     """The order to run jobs in: the longest first, by their durations in an earlier run (`history`:
-    (kernel, check, config, implementation, subgroup width) -> seconds) where known, else by their
-    examples times their weight (Job.weight: a kernel taking fewer examples says each costs more);
-    the plan's order breaks ties. Records still come out in plan order (their ids)."""
+    (kernel, check, config, implementation, subgroup width) -> seconds) where known, else by the
+    examples they run times what each costs: their weight (Job.weight: a kernel taking fewer
+    examples says each costs more) and their check's Check.example_cost (a sanitized example costs
+    tens of plain ones); the plan's order breaks ties. Records still come out in plan order (ids)."""
     def key(job):
         past = (history or {}).get(job_key(job))
         per_slice = past / job.slice[1] if past is not None and job.slice else past
-        return (-(per_slice if per_slice is not None else job.examples * job.weight * 1e-3), job.id)
+        if per_slice is None:
+            check = get_check(job.check)
+            examples = min(job.examples, check.max_examples or job.examples)
+            per_slice = examples * check.example_cost * job.weight * 1e-3
+        return (-per_slice, job.id)
     return sorted(jobs, key=key)
 
 

@@ -52,6 +52,15 @@ def test_a_kernel_taking_fewer_examples_runs_its_slices_first():
     assert [j.kernel for j in longest_first([decode, prefill], {})] == ["tvm.prefill_ragged", "merge_state"]
 
 
+def test_sanitized_jobs_start_before_plain_ones_without_history():
+    """A sanitize job runs a handful of examples, each tens of plain ones (Check.example_cost)."""
+    from verify.plan import longest_first
+
+    jobs = check_jobs("merge_state", {}, profile=get_profile("ci"), examples=200, seed=0, out_dir=None,
+                      time_limit=None, checks=["reference", "determinism", "sanitize"])
+    assert [j.check for j in longest_first(jobs)] == ["sanitize", "reference", "determinism"]
+
+
 def test_the_ci_profile_does_not_slice():
     assert get_profile("ci").slice_examples is None and get_profile("quick").slice_examples is None
 

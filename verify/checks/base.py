@@ -45,6 +45,9 @@ class Check:
     #: At most this many examples per config, whatever the run asks for (None: no cap), for a
     #: check whose examples are costly and small cases suffice.
     max_examples: int | None = None
+    #: What one example costs against one plain launch and reference of the same case: the plan
+    #: starts costly jobs first where no earlier run gives their durations (verify.plan.longest_first).
+    example_cost: float = 1.0
     #: The check compares the kernel on two WebGPU implementations (CheckContext.other_implementation).
     needs_other_implementation: bool = False
     #: The gate also runs this check on each further implementation (the first runs every check).

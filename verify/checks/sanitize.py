@@ -27,6 +27,10 @@ class SanitizeCheck(Check):
     doc = ("every workgroup and storage access logged by the kernel itself: no data race, no out-of-bounds "
            "access (even one the driver drops), no read of unwritten workgroup memory")
     max_examples = MAX_EXAMPLES
+    #: A sanitized example costs 13-169 times a plain one on lavapipe and 100-160 times on an
+    #: NVIDIA H200 (benchmarks/bench_instrument.py), and the first also compiles the instrumented
+    #: program (11 s for TVM's prefill on the H200): such a job goes before the plain checks.
+    example_cost = 50.0
 
     def device_limits(self, kernel, config):
         """The kernel's limits with one more storage buffer per shader stage: the sanitizer binds its
