@@ -7,6 +7,8 @@ subnormal inputs and results to zero. Every bound here allows for both.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 #: Significand bits (implicit bit included) of the formats that occur in kernels.
@@ -65,18 +67,13 @@ def ulp(x, dtype) -> np.ndarray:
         return np.spacing(rounded).astype(np.float64)
 
 
+@lru_cache(maxsize=1)
 def _f16_spacing() -> np.ndarray:
     """np.spacing of every f16 bit pattern, as float64 (65536 entries), made once."""
-    global _F16_SPACING
-    if _F16_SPACING is None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            table = np.spacing(np.arange(1 << 16, dtype=np.uint16).view(np.float16)).astype(np.float64)
-        table.flags.writeable = False
-        _F16_SPACING = table
-    return _F16_SPACING
-
-
-_F16_SPACING = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        table = np.spacing(np.arange(1 << 16, dtype=np.uint16).view(np.float16)).astype(np.float64)
+    table.flags.writeable = False
+    return table
 
 
 def faithful_rounding_bound(y, dtype) -> np.ndarray:

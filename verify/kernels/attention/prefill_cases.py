@@ -70,7 +70,7 @@ def prefill_limits(profile: Profile | str, qo_heads: int = 1) -> PrefillLimits:
     cells = sizes.max_prefill_work // max(qo_heads, 1) if sizes.max_prefill_work else 0
     if cells >= sizes.max_q_len * sizes.max_prefill_context:
         cells = 0
-    return PrefillLimits(sizes.max_batch, sizes.max_q_len, sizes.max_prefill_context, sizes.max_tree, max(cells, 0))
+    return PrefillLimits(sizes.max_batch, sizes.max_q_len, sizes.max_prefill_context, sizes.max_tree, cells)
 
 
 def special_q_lens(group: int, max_q_len: int) -> tuple:
