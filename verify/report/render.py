@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from verify._version import __version__
 from verify.report import plots
+from verify.report.kept import kept_svg
 from verify.report.model import (
     CARDS,
     VERDICTS,
@@ -125,13 +126,15 @@ def _scatter(samples: list[dict], salt: str, marks_from: dict | None = None) -> 
     if not points and not marks:
         return None
     name = feature or "example #"
-    return _drawn(lambda: plots.err_budget_scatter(points, name, salt, marks), _SCATTER_CAPTION.format(feature=name))
+    return _drawn(plots.err_budget_scatter, salt, _SCATTER_CAPTION.format(feature=name), points=points, feature=name,
+                  marks=marks)
 
 
-def _drawn(draw, caption: str) -> Plot:
-    """A plot, or where drawing it fails, a note saying so: a plot never takes the report down."""
+def _drawn(draw, salt: str, caption: str, **data) -> Plot:
+    """`draw(**data)` as a plot (kept.py draws each distinct plot once), or where drawing it fails,
+    a note saying so: a plot never takes the report down."""
     try:
-        return Plot(Markup(draw()), caption)
+        return Plot(Markup(kept_svg(draw, salt, **data)), caption)
     except Exception as exc:
         return Plot(Markup(""), f"This plot could not be drawn ({type(exc).__name__}: {exc}); the record's numbers "
                                 "above are complete.")
@@ -150,14 +153,15 @@ def _failure_plots(view: RecordView) -> list[Plot]:
     for output, detail in (record.worst.detail if record.worst else {}).items():
         histogram, heatmap = detail.get("histogram"), detail.get("heatmap")
         if histogram and sum(histogram.get("counts", [])) > 1:
-            found.append(_drawn(lambda: plots.err_budget_histogram(output, histogram, f"{view.anchor}-hist-{output}"),
+            found.append(_drawn(plots.err_budget_histogram, f"{view.anchor}-hist-{output}",
                                 f"{output}: elements of the worst case by log10(err/budget); red bars exceed the "
-                                "budget, zeros sit in the first bin, inf/NaN in the last."))
+                                "budget, zeros sit in the first bin, inf/NaN in the last.", output=output,
+                                histogram=histogram))
         values = (heatmap or {}).get("values") or []
         if sum(len(row) for row in values) > 1:
-            found.append(_drawn(lambda: plots.err_budget_heatmap(output, heatmap, f"{view.anchor}-heat-{output}"),
+            found.append(_drawn(plots.err_budget_heatmap, f"{view.anchor}-heat-{output}",
                                 f"{output}: the worst case's err/budget per cell (max over blocks and leading axes); "
-                                "red exceeds the budget."))
+                                "red exceeds the budget.", output=output, heatmap=heatmap))
     return [p for p in found if p is not None]
 
 
