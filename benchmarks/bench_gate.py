@@ -4,7 +4,9 @@ Runs `verify gate --profile PROFILE` once per `--jobs` value, side by side on th
 and writes JSON: wall time per run (and its ratio to the first), its CPU utilisation (the gate's
 processes' CPU seconds over wall time and cores), its ten longest checks, and the shares of
 check time spent drawing cases, in the float64 reference and budget, on the GPU (upload,
-dispatch, readback), comparing, and in the sanitize check; the load average before the first run;
+dispatch, readback), comparing, and in the sanitize check; its timeline (when it printed its
+first and its last record, and when it exited: planning and starting workers before, results
+and the report after); the load average before the first run;
 and per kernel and WebGPU implementation (from the first run's records) the examples,
 examples per second of check time, and milliseconds per case of each stage: reference (float64
 reference and budget), upload, dispatch, readback, compare, and generation (Hypothesis drawing
@@ -28,10 +30,13 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
 
+#: The first word of a record's line in the gate's output (verify/display.py).
+RECORD_WORDS = ("PASS", "FAIL", "KNOWN", "SKIP", "ERROR", "DIVERGENCE")
 STAGES = ("reference", "upload", "dispatch", "readback", "compare", "generation")
 
 
@@ -45,14 +50,20 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
         command += ["--implementation", implementation]
     start, cpu_before = time.perf_counter(), _children_cpu()
     stopped = False
+    lines: list[tuple[float, str]] = []  # (seconds since start, line): when each record was printed
     with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as gate:
+        reader = threading.Thread(target=lambda: lines.extend((time.perf_counter() - start, line)
+                                                              for line in gate.stderr), daemon=True)
+        reader.start()
         try:
-            _, stderr = gate.communicate(timeout=stop_after)
+            gate.wait(timeout=stop_after)
         except subprocess.TimeoutExpired:
             # SIGTERM stops verify as Ctrl-C does: the records finished so far stay in results.json.
             stopped = True
             gate.terminate()
-            _, stderr = gate.communicate()
+            gate.wait()
+        reader.join()
+    stderr = "".join(line for _, line in lines)
     wall = time.perf_counter() - start
     cpu = _children_cpu() - cpu_before
     if gate.returncode not in (0, 1) and not stopped:
@@ -69,7 +80,18 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
             "cpu_utilisation": round(cpu / wall / (os.cpu_count() or 1), 3),
             "longest": [{"check": f"{r['kernel']} {r['check']} [{_config(r)}]", "s": r.get("duration_s")}
                         for r in sorted(records, key=lambda r: -float(r.get("duration_s") or 0))[:10]],
-            "shares": shares(records), "records": records}
+            "shares": shares(records), "timeline": timeline(lines, wall), "records": records}
+
+
+def timeline(lines: list[tuple[float, str]], wall: float) -> dict:
+    """When the gate printed its first and its last record, and when it exited, in seconds from
+    its start: the time before the first is planning and starting workers, the time after the
+    last is writing results and the report."""
+    printed = [t for t, line in lines if line.split(" ", 1)[0] in RECORD_WORDS]
+    if not printed:
+        return {"exit_s": round(wall, 2)}
+    return {"first_record_s": round(min(printed), 2), "last_record_s": round(max(printed), 2),
+            "exit_s": round(wall, 2)}
 
 
 def _children_cpu() -> float:

@@ -235,8 +235,8 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
             if written:
                 show_held()
             display.close()
-            if written:
-                _write_report(writer.document, out_dir)
+            if written:  # the workers are done: every core draws the plots not kept yet
+                _write_report(writer.document, out_dir, processes=os.cpu_count() or 1)
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
@@ -316,13 +316,14 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
-def _write_report(document, out_dir: Path) -> None:
+def _write_report(document, out_dir: Path, processes: int = 1) -> None:
     """The run's report.html; a report that cannot be written is a warning, never the end of the
-    run (results.json holds every record whatever happens here)."""
+    run (results.json holds every record whatever happens here). Refreshes during the run draw
+    in this process, beside the workers; the last render uses `processes`."""
     from verify.report import render_report
 
     try:
-        render_report([document], out_dir / "report.html")
+        render_report([document], out_dir / "report.html", processes=processes)
     except Exception as exc:
         print(f"verify: warning: {out_dir / 'report.html'} was not written ({type(exc).__name__}: {exc}); "
               f"{out_dir / 'results.json'} is complete, and `verify report` renders it again", file=sys.stderr)
@@ -498,7 +499,7 @@ def cmd_report(args) -> int:
         raise UsageError(f"-o {args.output}: is one of the results files to render; name the HTML file to write")
     _refuse_results_file(output, "-o")
     try:
-        render_report(documents, output, findings_dir=args.findings_dir)
+        render_report(documents, output, findings_dir=args.findings_dir, processes=os.cpu_count() or 1)
     except OSError as exc:
         raise UsageError(f"-o {args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"report: {args.output}", file=sys.stderr)

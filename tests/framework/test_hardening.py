@@ -113,7 +113,7 @@ def test_a_report_that_cannot_be_drawn_does_not_end_the_run(tmp_path, monkeypatc
     from verify import cli
     from verify.results.store import ResultsDocument
 
-    def broken(documents, path):
+    def broken(documents, path, **options):
         raise IndexError("a plot that cannot be drawn")
 
     monkeypatch.setattr(verify.report, "render_report", broken)

@@ -132,3 +132,43 @@ def test_a_plot_that_cannot_be_drawn_is_a_note_and_is_not_kept(tmp_path, store, 
     assert html.count("This plot could not be drawn (ValueError: no figure)") == 2
     assert html.count("<svg") == sum(drawings.values()) and drawings["err_budget_histogram"] == 2
     assert len(list(store.glob("*.svg"))) == sum(drawings.values())
+
+
+def histograms(count: int) -> list[kept.PlotRequest]:
+    return [kept.PlotRequest(plots.err_budget_histogram, f"r{i}",
+                             dict(output="v", histogram={"log10_edges": [-2.0, -1.0, 0.0, 1.0],
+                                                         "counts": [i + 2, 3, i % 2], "over_budget": i % 2}))
+            for i in range(count)]
+
+
+def test_plots_drawn_by_several_processes_are_those_one_draws(tmp_path, monkeypatch):
+    asked = histograms(kept.PARALLEL_FROM + 2)
+    monkeypatch.setenv("VERIFY_CACHE", str(tmp_path / "parallel"))
+    kept.forget()
+    parallel = kept.kept_svgs(asked, processes=2)
+    assert len(list((tmp_path / "parallel" / "plots").glob("*.svg"))) == len(asked)
+    monkeypatch.setenv("VERIFY_CACHE", str(tmp_path / "serial"))
+    kept.forget()
+    assert kept.kept_svgs(asked) == parallel and all(svg.startswith("<svg") for svg in parallel)
+    kept.forget()
+
+
+def test_a_pool_that_breaks_leaves_the_drawing_to_this_process(store, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    class Broken:
+        def __init__(self, **options):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, *args):
+            raise BrokenProcessPool("a drawing process was killed")
+
+    monkeypatch.setattr(kept, "ProcessPoolExecutor", Broken)
+    svgs = kept.kept_svgs(histograms(kept.PARALLEL_FROM), processes=4)
+    assert all(isinstance(svg, str) and svg.startswith("<svg") for svg in svgs)

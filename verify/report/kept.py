@@ -13,6 +13,11 @@ $VERIFY_CACHE/plots (else ~/.cache/verify/plots) for later runs; the files are a
 nothing more: one that cannot be read or written is drawn again, and the oldest go when there
 are more than `KEPT_FILES`.
 
+Plots not kept yet can be drawn by several processes at once (`processes`): the last render of
+a gate, when its workers are done, and `verify report` use every core, so the known findings of
+a first run cost seconds rather than a minute. Those processes are spawned, not forked (the gate
+has threads running), and end with the render.
+
 matplotlib names the clip paths and markers inside an SVG by a salted hash, and several SVGs
 inline in one page must not share a name. A kept plot is drawn with its own name as the salt,
 and its ids get a suffix from the page's salt each time it is placed.
@@ -25,8 +30,11 @@ import json
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
+from dataclasses import dataclass, field
 from functools import lru_cache
+from multiprocessing import get_context
 from pathlib import Path
 
 import matplotlib
@@ -38,27 +46,94 @@ KEPT_FILES = 4096
 #: Plots kept in memory at most (one process renders one run's report, again and again).
 KEPT_IN_MEMORY = 2048
 
+#: Below this many plots to draw, one process draws them (starting one costs about a second).
+PARALLEL_FROM = 16
+#: Plots per drawing process at least, so each process's start is paid for.
+PLOTS_PER_PROCESS = 8
+
 _memory: OrderedDict[str, str] = OrderedDict()
 _pruned = False
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
+@dataclass(frozen=True)
+class PlotRequest:
+    """One plot of a page: `draw` (a function of plots.py) called with `data` and a salt;
+    `salt` makes its ids unique in the page."""
+
+    draw: Callable[..., str]
+    salt: str
+    data: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return _name(self.draw.__name__, self.data)
+
+
 def kept_svg(draw: Callable[..., str], salt: str, **data) -> str:
     """`draw(**data, salt=...)` as inline SVG whose ids are salted by `salt`, drawn only when no
-    plot of the same name is kept."""
-    name = _name(draw.__name__, data)
-    svg = _memory.get(name)
-    if svg is None:
-        svg = _read(name)
+    plot of the same name is kept; an exception of `draw` is raised."""
+    (svg,) = kept_svgs([PlotRequest(draw, salt, data)])
+    if isinstance(svg, Exception):
+        raise svg
+    return svg
+
+
+def kept_svgs(requests: Sequence[PlotRequest], processes: int = 1) -> list[str | Exception]:
+    """The SVG of each request (or the exception drawing it raised), each distinct plot drawn at
+    most once, those not kept drawn by up to `processes` processes."""
+    names = [request.name for request in requests]
+    found: dict[str, str | Exception] = {}
+    missing: dict[str, PlotRequest] = {}
+    for name, request in zip(names, requests):
+        svg = _memory.get(name) or _read(name)
         if svg is None:
-            svg = draw(**data, salt=name)
-            _write(name, svg)
-        _memory[name] = svg
-        if len(_memory) > KEPT_IN_MEMORY:
-            _memory.popitem(last=False)
-    else:
-        _memory.move_to_end(name)
-    return _salted(svg, salt)
+            missing.setdefault(name, request)
+        else:
+            found[name] = svg
+    found.update(_draw_all(missing, processes))
+    for name in dict.fromkeys(names):
+        svg = found[name]
+        if isinstance(svg, str):
+            if name in missing:
+                _write(name, svg)
+            _memory[name] = svg
+            _memory.move_to_end(name)
+    while len(_memory) > KEPT_IN_MEMORY:
+        _memory.popitem(last=False)
+    return [found[name] if isinstance(found[name], Exception) else _salted(found[name], request.salt)
+            for name, request in zip(names, requests)]
+
+
+def _draw_all(missing: dict[str, PlotRequest], processes: int) -> dict[str, str | Exception]:
+    drawn: dict[str, str | Exception] = {}
+    count = min(processes, len(missing) // PLOTS_PER_PROCESS)
+    if count > 1 and len(missing) >= PARALLEL_FROM:
+        try:
+            with ProcessPoolExecutor(max_workers=count, mp_context=get_context("spawn")) as pool:
+                futures = {name: pool.submit(_draw, request.draw.__name__, request.data, name)
+                           for name, request in missing.items()}
+                for name, future in futures.items():
+                    try:
+                        drawn[name] = future.result()
+                    except BrokenExecutor:
+                        raise
+                    except Exception as exc:  # the plot's own failure: a note in the page
+                        drawn[name] = exc
+        except Exception:  # the pool itself failed (a process killed): draw the rest here
+            drawn = {name: svg for name, svg in drawn.items() if isinstance(svg, str)}
+    for name, request in missing.items():
+        if name not in drawn:
+            try:
+                drawn[name] = request.draw(**request.data, salt=name)
+            except Exception as exc:
+                drawn[name] = exc
+    return drawn
+
+
+def _draw(plot: str, data: dict, salt: str) -> str:
+    """Runs in a drawing process: plots.py's `plot`."""
+    return getattr(plots, plot)(**data, salt=salt)
 
 
 def forget() -> None:

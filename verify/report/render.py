@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from verify._version import __version__
 from verify.report import plots
-from verify.report.kept import kept_svg
+from verify.report.kept import PlotRequest, kept_svgs
 from verify.report.model import (
     CARDS,
     VERDICTS,
@@ -89,6 +89,9 @@ class PassGroup:
     plot: Plot | None = None
 
 
+#: A plot asked for, and its caption.
+_Asked = tuple[PlotRequest, str]
+
 _SCATTER_CAPTION = ("Each drawn example's largest err/budget against {feature}; points above the dashed "
                     "line at 1 exceed the derived budget.")
 
@@ -114,7 +117,7 @@ def _environment() -> Environment:
     return env
 
 
-def _scatter(samples: list[dict], salt: str, marks_from: dict | None = None) -> Plot | None:
+def _scatter(samples: list[dict], salt: str, marks_from: dict | None = None) -> _Asked | None:
     feature = scatter_feature(samples or [dict(r.features) for r in (marks_from or {}).values()])
     points = scatter_points(samples, feature)
     marks = {}
@@ -126,21 +129,22 @@ def _scatter(samples: list[dict], salt: str, marks_from: dict | None = None) -> 
     if not points and not marks:
         return None
     name = feature or "example #"
-    return _drawn(plots.err_budget_scatter, salt, _SCATTER_CAPTION.format(feature=name), points=points, feature=name,
-                  marks=marks)
+    return (PlotRequest(plots.err_budget_scatter, salt, dict(points=points, feature=name, marks=marks)),
+            _SCATTER_CAPTION.format(feature=name))
 
 
-def _drawn(draw, salt: str, caption: str, **data) -> Plot:
-    """`draw(**data)` as a plot (kept.py draws each distinct plot once), or where drawing it fails,
-    a note saying so: a plot never takes the report down."""
-    try:
-        return Plot(Markup(kept_svg(draw, salt, **data)), caption)
-    except Exception as exc:
-        return Plot(Markup(""), f"This plot could not be drawn ({type(exc).__name__}: {exc}); the record's numbers "
-                                "above are complete.")
+def _drawn(asked: list[_Asked], processes: int) -> list[Plot]:
+    """The plots asked for, drawn together (kept.py draws each distinct plot once, by up to
+    `processes` processes); one whose drawing fails becomes a note saying so: a plot never takes
+    the report down."""
+    svgs = kept_svgs([request for request, _ in asked], processes)
+    return [Plot(Markup(svg), caption) if isinstance(svg, str)
+            else Plot(Markup(""), f"This plot could not be drawn ({type(svg).__name__}: {svg}); the record's numbers "
+                                  "above are complete.")
+            for svg, (_, caption) in zip(svgs, asked)]
 
 
-def _failure_plots(view: RecordView) -> list[Plot]:
+def _failure_plots(view: RecordView) -> list[_Asked]:
     """Scatter of the drawn examples (worst and shrunk marked), then per output of the worst
     case its err/budget histogram and heatmap; bitwise checks have no err/budget to plot."""
     record = view.record
@@ -153,15 +157,16 @@ def _failure_plots(view: RecordView) -> list[Plot]:
     for output, detail in (record.worst.detail if record.worst else {}).items():
         histogram, heatmap = detail.get("histogram"), detail.get("heatmap")
         if histogram and sum(histogram.get("counts", [])) > 1:
-            found.append(_drawn(plots.err_budget_histogram, f"{view.anchor}-hist-{output}",
-                                f"{output}: elements of the worst case by log10(err/budget); red bars exceed the "
-                                "budget, zeros sit in the first bin, inf/NaN in the last.", output=output,
-                                histogram=histogram))
+            found.append((PlotRequest(plots.err_budget_histogram, f"{view.anchor}-hist-{output}",
+                                      dict(output=output, histogram=histogram)),
+                          f"{output}: elements of the worst case by log10(err/budget); red bars exceed the "
+                          "budget, zeros sit in the first bin, inf/NaN in the last."))
         values = (heatmap or {}).get("values") or []
         if sum(len(row) for row in values) > 1:
-            found.append(_drawn(plots.err_budget_heatmap, f"{view.anchor}-heat-{output}",
-                                f"{output}: the worst case's err/budget per cell (max over blocks and leading axes); "
-                                "red exceeds the budget.", output=output, heatmap=heatmap))
+            found.append((PlotRequest(plots.err_budget_heatmap, f"{view.anchor}-heat-{output}",
+                                      dict(output=output, heatmap=heatmap)),
+                          f"{output}: the worst case's err/budget per cell (max over blocks and leading axes); "
+                          "red exceeds the budget."))
     return [p for p in found if p is not None]
 
 
@@ -170,18 +175,31 @@ def _pass_groups(passes: list[RecordView]) -> list[PassGroup]:
     for view in passes:
         key = (view.record.kernel, view.adapter.key)
         groups.setdefault(key, PassGroup(key[0], view.adapter)).records.append(view)
-    for i, group in enumerate(groups.values()):
-        samples = [s for v in group.records if v.has_metrics for s in v.record.samples]
-        group.plot = _scatter(samples, f"pass{i}") if samples else None
     return list(groups.values())
 
 
-def render_report(documents: list[ResultsDocument], path: Path, findings_dir: Path | None = None) -> None:
+def _plot_all(cards: list[RecordView], groups: list[PassGroup], processes: int) -> None:
+    """Every plot of the page, asked for first and then drawn in one go (so that the plots not
+    kept yet can be drawn in parallel): the cards' failure plots and each pass group's scatter."""
+    asked = {id(view): _failure_plots(view) for view in cards}
+    for i, group in enumerate(groups):
+        samples = [s for v in group.records if v.has_metrics for s in v.record.samples]
+        asked[id(group)] = [scatter] if samples and (scatter := _scatter(samples, f"pass{i}")) else []
+    drawn = iter(_drawn([pair for pairs in asked.values() for pair in pairs], processes))
+    for view in cards:
+        view.plots = [next(drawn) for _ in asked[id(view)]]
+    for group in groups:
+        group.plot = next(drawn) if asked[id(group)] else None
+
+
+def render_report(documents: list[ResultsDocument], path: Path, findings_dir: Path | None = None,
+                  processes: int = 1) -> None:
     """Write the HTML report of `documents` (results documents, merged) to `path`; known findings
-    link to their reproductions in `findings_dir` (default: a `findings` folder beside `path`)."""
+    link to their reproductions in `findings_dir` (default: a `findings` folder beside `path`).
+    Plots not kept from an earlier render are drawn by up to `processes` processes."""
     report = build_report(documents)
-    for view in report.section(*CARDS):
-        view.plots = _failure_plots(view)
+    pass_groups = _pass_groups(report.section("pass"))
+    _plot_all(report.section(*CARDS), pass_groups, processes)
     entries = finding_entries(Path(findings_dir) if findings_dir else Path(path).parent / "findings", Path(path).parent)
     for view in report.section("known"):
         view.reproductions = reproductions_of(view.record, entries)
@@ -191,7 +209,7 @@ def render_report(documents: list[ResultsDocument], path: Path, findings_dir: Pa
         failures=report.section("fail", "divergence", "error"),
         knowns=report.section("known"),
         skips=report.section("skip"),
-        pass_groups=_pass_groups(report.section("pass")),
+        pass_groups=pass_groups,
         verify_version=__version__,
     )
     write_atomic(Path(path), html)
