@@ -279,6 +279,9 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, log_path
                 try:
                     job = pending.get_nowait()
                 except queue.Empty:
+                    # Nothing left for this worker: it exits now, beside the others' last jobs,
+                    # instead of one after another once all are done.
+                    session.close()
                     return
                 if started:
                     started(job)

@@ -67,9 +67,11 @@ def _imports(name: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+@lru_cache(maxsize=None)
 def code_digest(*modules: str) -> str:
     """sha256 of the source of `modules` and of everything they import within verify, references
-    and their own top-level packages, transitively."""
+    and their own top-level packages, transitively. Kept per process: a gate plans hundreds of
+    jobs over a few dozen (kernel, check) modules, and the source does not change under it."""
     followed = set(_FOLLOWED) | {m.split(".")[0] for m in modules}
     seen, todo = set(), list(modules)
     while todo:
