@@ -9,11 +9,13 @@ documented to have (verdict "known", Kernel.known_finding) is reported but does 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -186,6 +188,9 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
 
     writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile, shard=shard,
                            planned=planned, plan=plan)
+    # The report's modules (matplotlib, Jinja2: about a second) load while the workers start,
+    # not after the last check.
+    threading.Thread(target=importlib.import_module, args=("verify.report",), daemon=True).start()
 
     def plan_order(record):
         return record.job_id if record.job_id is not None else -1
