@@ -441,18 +441,20 @@ def _reuse(args, jobs: list) -> tuple[list, list]:
 
 def _scheduled(args, jobs: list, profile) -> list:
     """The jobs as they run: sliced where a check draws many examples (--slice-examples, else the
-    profile's), longest first by the durations of the output folder's earlier run, if any."""
+    profile's), longest first by the durations of earlier runs: the output folder's results.json,
+    and the results files given to --reuse (a re-gate into a new folder then orders the checks it
+    runs again by what they took there)."""
     from verify.plan import job_key, longest_first, sliced
+    from verify.results.store import load_results
 
     history = {}
-    earlier = Path(args.out) / "results.json"
-    if earlier.exists():
-        from verify.results.store import load_results
-
+    for earlier in [*(args.reuse or []), Path(args.out) / "results.json"]:  # the output folder's last: it wins
+        if not Path(earlier).exists():
+            continue
         try:
-            history = {job_key(r): r.duration_s for r in load_results(earlier).records if r.duration_s}
+            history.update({job_key(r): r.duration_s for r in load_results(earlier).records if r.duration_s})
         except UsageError:
-            history = {}  # an unreadable earlier file only costs the order
+            pass  # an unreadable earlier file only costs the order
     size = profile.slice_examples if args.slice_examples is None else (args.slice_examples or None)
     return longest_first(sliced(jobs, size), history)
 

@@ -88,3 +88,35 @@ def test_a_sliced_check_finds_what_the_whole_one_finds(tmp_path):
     assert result.returncode == 1, result.stderr
     [record] = json.loads((tmp_path / "results.json").read_text())["records"]
     assert record["verdict"] == "fail" and record["shrunk"]["case_file"].endswith("-s1-shrunk.npz")
+
+
+def test_a_regate_into_a_new_folder_orders_its_checks_by_the_reused_runs_durations(tmp_path):
+    """--reuse files are a history too: a re-gate into a new output folder runs its longest checks
+    first by what they took in the run it reuses; the output folder's own earlier run wins."""
+    from argparse import Namespace
+
+    from verify.cli import _scheduled
+    from verify.gpu.implementations import default_implementation
+    from verify.results.record import AdapterRecord
+    from verify.results.store import ResultsWriter
+
+    jobs = check_jobs("merge_state", {}, profile=get_profile("ci"), examples=200, seed=0, out_dir=None,
+                      time_limit=None, checks=["reference", "determinism", "sanitize"])
+    adapter = AdapterRecord("a", implementation=default_implementation())
+
+    def results(path, seconds):
+        writer = ResultsWriter(path, command="gate", argv=[], profile="ci")
+        for job in jobs:
+            writer.add(job.result(Verdict.PASS, duration_s=seconds[job.check], adapter=adapter), write=False)
+        writer.finish()
+        return path
+
+    earlier = results(tmp_path / "earlier.json", {"reference": 2.0, "determinism": 9.0, "sanitize": 1.0})
+    args = Namespace(reuse=[str(earlier)], out=str(tmp_path / "new"), slice_examples=None)
+    assert [j.check for j in _scheduled(args, jobs, get_profile("ci"))] == ["determinism", "reference", "sanitize"]
+    (tmp_path / "new").mkdir()
+    results(tmp_path / "new" / "results.json", {"reference": 9.0, "determinism": 1.0, "sanitize": 2.0})
+    assert [j.check for j in _scheduled(args, jobs, get_profile("ci"))] == ["reference", "sanitize", "determinism"]
+    (tmp_path / "new" / "results.json").unlink()
+    args.reuse = None  # without --reuse and without an earlier run in the folder: examples x cost
+    assert [j.check for j in _scheduled(args, jobs, get_profile("ci"))] == ["sanitize", "reference", "determinism"]
