@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from verify._cache import cache_dir
 from verify.errors import FailureKind, UsageError
 from verify.protocol import (
     Finished,
@@ -61,7 +62,7 @@ class _Worker:
         # (a test module's folder that pytest put on sys.path, a package added by path).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         # Hypothesis keeps its files in .hypothesis/ of the working directory unless told otherwise.
-        env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_cache_dir() / "hypothesis"))
+        env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(cache_dir() / "hypothesis"))
         for name, value in _WORKER_TUNING.items():
             env.setdefault(name, value)
         self.proc = subprocess.Popen(
@@ -343,11 +344,6 @@ def _time_limit_reason(job: Job, started: float | None, done: int, last_progress
     since = f", none in the last {now - last_progress:.0f} s" if last_progress is not None else ""
     return (f"did not finish within the {job.time_limit:g} s time limit (a kernel that never terminates?); "
             f"{done} of {job.examples} examples passed before it{since}")
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "verify"
 
 
 def _log_hint(log_path: Path | None) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import matplotlib
 
+from verify._cache import cache_dir
 from verify.report import plots
 
 #: Plots kept on disk at most; beyond this the least recently used go (a few 10 kB each).
@@ -143,8 +144,7 @@ def forget() -> None:
 
 def folder() -> Path:
     """Where plots are kept between runs: $VERIFY_CACHE/plots, else $XDG_CACHE_HOME/verify/plots."""
-    base = os.environ.get("VERIFY_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "verify"
-    return Path(base) / "plots"
+    return cache_dir() / "plots"
 
 
 @lru_cache(maxsize=1)
