@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from verify._version import DISTRIBUTION, __version__
@@ -429,14 +430,31 @@ def _reuse(args, jobs: list) -> tuple[list, list]:
     if args.reuse is None:
         return jobs, []
     from verify.results.reuse import reusable, reused
-    from verify.results.store import load_results
 
     files = args.reuse or [path for path in [Path(args.out) / "results.json"] if path.exists()]
-    earlier = reusable([load_results(path) for path in files])
+    earlier = reusable([_earlier_results(path) for path in files])
     kept = [reused(*earlier[job.inputs], job.id) for job in jobs if job.inputs in earlier]
     print(f"verify: reusing {len(kept)} of {len(jobs)} checks whose inputs are unchanged since they passed "
           f"({', '.join(map(str, files)) or 'no earlier results'})", file=sys.stderr)
     return [job for job in jobs if job.inputs not in earlier], kept
+
+
+def _earlier_results(path):
+    """An earlier run's results file, parsed once while it is unchanged: --reuse and the plan's
+    order both read it, and a whole gate's is ten megabytes of JSON."""
+    path = Path(path).resolve()
+    try:
+        stat = path.stat()
+    except OSError:
+        stat = None
+    return _parsed_results(path, stat and (stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=8)
+def _parsed_results(path: Path, version):
+    from verify.results.store import load_results
+
+    return load_results(path)
 
 
 def _scheduled(args, jobs: list, profile) -> list:
@@ -445,14 +463,13 @@ def _scheduled(args, jobs: list, profile) -> list:
     and the results files given to --reuse (a re-gate into a new folder then orders the checks it
     runs again by what they took there)."""
     from verify.plan import job_key, longest_first, sliced
-    from verify.results.store import load_results
 
     history = {}
     for earlier in [*(args.reuse or []), Path(args.out) / "results.json"]:  # the output folder's last: it wins
         if not Path(earlier).exists():
             continue
         try:
-            history.update({job_key(r): r.duration_s for r in load_results(earlier).records if r.duration_s})
+            history.update({job_key(r): r.duration_s for r in _earlier_results(earlier).records if r.duration_s})
         except UsageError:
             pass  # an unreadable earlier file only costs the order
     size = profile.slice_examples if args.slice_examples is None else (args.slice_examples or None)
