@@ -124,9 +124,18 @@ def test_out_of_bounds_records_name_the_index_and_the_length():
 
 
 def test_a_full_log_is_reported_as_truncated():
-    report = analyze(log((WRITE, 0, 0, 0, 0, 0), capacity=1, attempted=5), sanitized())
+    report = analyze(log((WRITE, 0, 0, 0, 0, 0), capacity=2, attempted=5), sanitized())
     assert [type(f) for f in report.findings] == [LogTruncated] and not report.clean
     assert "5 accesses, room for 1" in report.findings[0].message()
+
+
+def test_the_last_slot_of_a_full_log_is_never_read():
+    """Past the room every record lands in the last slot, so there it is a mix of several: read, it
+    could pair a write with another's address. Here the last slot alone would race with the first."""
+    racing = log((WRITE, 0, 0, 0, 0, 0), (WRITE, 1, 0, 0, 0, 0))
+    assert any(isinstance(f, Race) for f in analyze(racing, sanitized()).findings)
+    full = log((WRITE, 0, 0, 0, 0, 0), (WRITE, 1, 0, 0, 0, 0), capacity=2, attempted=3)
+    assert [type(f) for f in analyze(full, sanitized()).findings] == [LogTruncated]
 
 
 def tiled_log(rng: np.random.Generator, clean: bool) -> np.ndarray:

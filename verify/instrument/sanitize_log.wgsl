@@ -11,11 +11,15 @@
 // write the same value unordered can be told from a race that loses data.
 // A loop that starts a trip past _san_loop_bound is left, and appends one record after it:
 //   unbounded loop: loop | lane << 20 | 1 << 30, workgroup, bound, 0, 0, 0
-// A full log sets `overflow`: the host then knows the log is truncated, never takes it as whole.
+// `count` counts every record asked for, so a count past the room says the log is truncated;
+// records past the room all land in its last slot, which the host then never reads.
+//
+// The record functions have no branches: every site inlines them (lavapipe and NVIDIA's compiler
+// inline every call), and branches in each copy multiplied the blocks a driver compiles (the
+// sanitized TVM prefill kernel compiled in minutes on lavapipe; see docs/architecture.md).
 
 struct _SanLog {
   count: atomic<u32>,
-  overflow: atomic<u32>,
   records: array<u32>,
 }
 
@@ -32,28 +36,22 @@ const _san_loop_bound: u32 = ${loop_bound}u;
 
 fn _san_record(head: u32, group: u32, a: u32, b: u32, c: u32, d: u32) {
   let slot = atomicAdd(&_san_log.count, 1u);
-  if (slot < arrayLength(&_san_log.records) / 6u) {
-    let at = slot * 6u;
-    _san_log.records[at] = head;
-    _san_log.records[at + 1u] = group;
-    _san_log.records[at + 2u] = a;
-    _san_log.records[at + 3u] = b;
-    _san_log.records[at + 4u] = c;
-    _san_log.records[at + 5u] = d;
-  } else {
-    atomicStore(&_san_log.overflow, 1u);
-  }
+  let at = min(slot, arrayLength(&_san_log.records) / 6u - 1u) * 6u;
+  _san_log.records[at] = head;
+  _san_log.records[at + 1u] = group;
+  _san_log.records[at + 2u] = a;
+  _san_log.records[at + 3u] = b;
+  _san_log.records[at + 4u] = c;
+  _san_log.records[at + 5u] = d;
 }
 
 // bad: 0 when every index is in bounds, else the 1-based dimension of the first that is not,
 // with that index and its length.
 fn _san_note(site: u32, offset: u32, bad: u32, index: u32, length: u32, space_epoch: u32, value: u32) {
-  let head = site | (_san_lane << 20u);
-  if (bad == 0u) {
-    _san_record(head, _san_group, _san_epoch, space_epoch, offset, value);
-  } else {
-    _san_record(head | 0x80000000u, _san_group, length, bad, index, 0u);
-  }
+  let inside = bad == 0u;
+  let head = site | (_san_lane << 20u) | select(0x80000000u, 0u, inside);
+  _san_record(head, _san_group, select(length, _san_epoch, inside), select(bad, space_epoch, inside),
+              select(index, offset, inside), select(0u, value, inside));
 }
 
 // Loop `site` (a loop's number, not an access site's) began trip _san_loop_bound + 1 and was

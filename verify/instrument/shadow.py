@@ -37,7 +37,7 @@ from verify.instrument.findings import (
 from verify.instrument.sanitize import MAX_SITES, Sanitized
 
 RECORD_WORDS = 6
-HEADER_WORDS = 2
+HEADER_WORDS = 1
 LANE_SHIFT = 20
 LANE_MASK = 0x3FF
 OUT_OF_BOUNDS = 1 << 31
@@ -55,14 +55,15 @@ def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | N
     """Add the findings of one dispatch's log (`words`, the u32 log buffer) to `report`."""
     report = report if report is not None else SanitizerReport()
     words = np.asarray(words, dtype=np.uint32).ravel()
-    attempted, overflow = int(words[0]), bool(words[1])
+    attempted = int(words[0])
     capacity = (words.size - HEADER_WORDS) // RECORD_WORDS
-    count = min(attempted, capacity)
+    # Past the room, every record lands in the last slot (sanitize_log.wgsl): it is then a mix.
+    count = attempted if attempted <= capacity else capacity - 1
     records = words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS)
     report.dispatches += 1
     report.accesses += attempted
-    if overflow or attempted > capacity:
-        report.findings.append(LogTruncated(capacity, attempted))
+    if attempted > capacity:
+        report.findings.append(LogTruncated(count, attempted))
     tables = _SiteTables(sanitized)
     flags = records[:, 0] & np.uint32(UNBOUNDED_LOOP | OUT_OF_BOUNDS)
     if flags.any():  # records of loops and out-of-bounds accesses are rare: set apart only when there are some
