@@ -10,6 +10,7 @@
 import { pathToFileURL } from 'node:url';
 
 import { send, serve } from './frames.mjs';
+import './polling.mjs'; // before dawn.node's first wait
 
 // The Python side finds the pinned package (verify/gpu/dawn/environment.py) and names its entry file.
 const { create, globals } = await import(pathToFileURL(process.env.VERIFY_WEBGPU_MODULE).href);

@@ -38,6 +38,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import { send, serve } from '../../gpu/dawn/frames.mjs';
+import '../../gpu/dawn/polling.mjs'; // before dawn.node's first wait
 
 const { create, globals } = await import(pathToFileURL(process.env.VERIFY_WEBGPU_MODULE).href);
 Object.assign(globalThis, globals);
