@@ -210,16 +210,37 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
         while held:
             display.record(held.pop(0))
 
+    # Records are printed only once they are in the file (a run killed after a line is printed
+    # still has that record). The file is rewritten whole, so once per batch of records that
+    # arrived together, while the workers go on; printing then runs beside the workers' progress.
+    fresh: list = []
+    printing = threading.Lock()
+
     def on_record(record):
-        writer.add(record)
-        show_held()
-        display.record(record)
+        writer.add(record, write=False)
+        fresh.append(record)
+
+    def on_progress(*args):
+        with printing:
+            display.progress(*args)
+
+    def on_start(job):
+        with printing:
+            display.start(job)
+
+    def on_batch():
+        writer.flush()
+        with printing:
+            show_held()
+            for record in fresh:
+                display.record(record)
+        fresh.clear()
         if time.monotonic() - last_render[0] > refresh_after[0]:  # a killed run still leaves a report
             began = time.monotonic()
             _write_report(writer.document, out_dir)
             last_render[0] = time.monotonic()
-            # Workers wait for their next job while the report renders (seconds, for hundreds of
-            # records): refresh no more often than REPORT_REFRESH_SHARE of the run's time allows.
+            # Records wait to be written and printed while the report renders (seconds, for hundreds
+            # of records): refresh no more often than REPORT_REFRESH_SHARE of the run's time allows.
             refresh_after[0] = max(REPORT_REFRESH_S, (last_render[0] - began) / REPORT_REFRESH_SHARE)
 
     interrupted, aborted, written = False, None, False
@@ -227,7 +248,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
     _stopping = False
     previous = {s: signal.signal(s, _terminate) for s in stops}  # a CI timeout stops the run like Ctrl-C
     try:
-        run_jobs(jobs, on_record=on_record, on_progress=display.progress, on_start=display.start,
+        run_jobs(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start, on_batch=on_batch,
                  log_path=out_dir / "worker.log", workers=workers)
     except KeyboardInterrupt:
         interrupted = True
@@ -238,8 +259,10 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
             signal.signal(s, signal.SIG_IGN)
         try:
             written = _finish(writer, interrupted, aborted, plan_order)
-            if written:
+            if written:  # with the records of a batch cut short, now in the file too
                 show_held()
+                for record in fresh:
+                    display.record(record)
             display.close()
             if written:  # the workers are done: every core draws the plots not kept yet
                 _write_report(writer.document, out_dir, processes=os.cpu_count() or 1)

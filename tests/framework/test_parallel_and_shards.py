@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from verify.plan import gate_jobs, select_shard
 from verify.profiles import get_profile
+from verify.session import run_jobs
 
 KERNELS = "merge_state,rope,dp4a.quantize"
 
@@ -34,6 +36,35 @@ def test_parallel_workers_give_the_records_of_a_serial_run_in_plan_order(tmp_pat
     assert serial.returncode == parallel.returncode == 0, parallel.stderr
     assert comparable(tmp_path / "serial" / "results.json") == comparable(tmp_path / "parallel" / "results.json")
     assert (tmp_path / "parallel" / "worker-2.log").exists()
+
+
+@pytest.mark.webgpu
+def test_workers_start_their_next_jobs_while_records_are_written(tmp_path):
+    """The results file is rewritten whole for each batch of records; the workers must not wait
+    for it. Here writing the first batch blocks until every job has started: with the workers
+    waiting on the recording, that could never happen, and the wait would end at its timeout."""
+    jobs, _ = gate_jobs(["merge_state"], profile=get_profile("quick"), seed=0, out_dir=None, time_limit=None)
+    jobs = jobs[:4]
+    started, recorded, waits = [], [], []
+    all_started = threading.Event()
+
+    def on_start(job):
+        started.append(job.id)
+        if len(started) == len(jobs):
+            all_started.set()
+
+    def on_record(record):
+        recorded.append((record.job_id, threading.current_thread() is threading.main_thread()))
+
+    def on_batch():
+        if not waits:
+            waits.append(all_started.wait(timeout=300))
+
+    run_jobs(jobs, on_record=on_record, on_start=on_start, on_batch=on_batch,
+             log_path=tmp_path / "worker.log", workers=2)
+    assert waits == [True]
+    assert sorted(job_id for job_id, _ in recorded) == sorted(job.id for job in jobs)
+    assert all(in_main for _, in_main in recorded)
 
 
 def test_shards_partition_the_plan_and_are_the_same_everywhere():
