@@ -286,6 +286,25 @@ def main() -> None:
             _replay_job(job, devices, emit)
         else:
             _check_job(job, devices, emit)
+    _leave(protocol)
+
+
+def _leave(protocol) -> None:
+    """Exit at once once the parent closed stdin: every record is sent, nothing is left to do.
+
+    A normal exit finalises the interpreter and lets the drivers tear their devices down: 0.7-1 s
+    a worker on lavapipe and about 2.4 s on NVIDIA's Vulkan driver, and the parent waits for each
+    worker it closes, the last one after the gate's last record. The system frees the devices
+    with the process; the Node processes of Dawn and ONNX Runtime are killed and reaped first
+    (they would die with it anyway, PR_SET_PDEATHSIG, but a moment after the parent saw it go)."""
+    if "verify.gpu.dawn.process" in sys.modules:
+        sys.modules["verify.gpu.dawn.process"].kill_all()
+    for stream in (protocol, sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 def _check_job(job: Job, devices: DeviceCache, emit) -> None:

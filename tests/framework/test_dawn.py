@@ -250,6 +250,35 @@ def test_the_node_process_dies_when_its_python_parent_is_killed():
         parent.kill()
 
 
+def test_a_closed_worker_leaves_at_once_and_takes_its_node_process_along():
+    """A worker whose stdin closes leaves without finalisers (verify.worker._leave): its Node
+    process must be gone by the time the parent has reaped the worker, not a moment later."""
+    from verify.gpu.dawn import environment
+    from verify.gpu.dawn.process import NodeProcess, kill_all
+
+    node = NodeProcess(environment.find_node(), "process.stdin.resume()", {}, node_options=("-e",))
+    assert node.alive
+    kill_all()
+    assert node.proc.poll() is not None
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""\
+        import io, sys
+        from verify.gpu.dawn import DawnDevice
+        from verify.worker import _leave
+        device = DawnDevice()
+        print(device.pid, flush=True)
+        sys.stdin.read()
+        _leave(io.StringIO())
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        node_pid = int(child.stdout.readline())
+        assert _alive(node_pid)
+        child.stdin.close()
+        assert child.wait(timeout=60) == 0
+        assert not _alive(node_pid), f"node process {node_pid} outlived the worker that left"
+    finally:
+        child.kill()
+
+
 def _orphaned_dawn_workers() -> set[int]:
     """Live Node processes running our worker.mjs whose parent is no longer a Python process
     (an orphan is re-parented to init or a subreaper): each is a leak."""

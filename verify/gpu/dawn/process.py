@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 from verify.errors import InfrastructureError, SetupError
 from verify.gpu.environment import quiet_environment
@@ -63,6 +64,19 @@ def _die_with_parent(parent: int):
     return preexec
 
 
+#: The NodeProcesses alive in this process (kill_all).
+_LIVE: "weakref.WeakSet[NodeProcess]" = weakref.WeakSet()
+
+
+def kill_all() -> None:
+    """SIGKILL every Node process this process started and still runs, and reap them: for a
+    process about to leave without its finalisers (verify.worker)."""
+    for node in list(_LIVE):
+        if node.proc.poll() is None:
+            node.proc.kill()
+            node.proc.wait()
+
+
 class NodeProcess:
     """One `node [node_options] script` child (worker.mjs, or another script speaking the same
     frames): send a request frame, read its reply frame.
@@ -77,6 +91,7 @@ class NodeProcess:
             [node, *node_options, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, **env}, preexec_fn=_die_with_parent(os.getpid()) if _LIBC else None,
         )
+        _LIVE.add(self)
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._pending = bytearray()
         self._drain = threading.Thread(target=self._keep_stderr, daemon=True)
