@@ -128,8 +128,8 @@ class ResultsWriter:
     def flush(self) -> None:
         """Write the document; UsageError (one line) when the disk refuses.
 
-        The whole file is written after every record, so a run killed at any moment leaves every
-        record it printed. Serialising the whole document each time grew with the run (0.3 s per
+        The gate writes the whole file after every batch of records that arrived together, before
+        it prints them, so a run killed at any moment leaves every record it printed. Serialising the whole document each time grew with the run (0.3 s per
         record at 337 records, in the parent, while workers waited for their next job), so each
         record is serialised once and the file is assembled from those texts: the same bytes as
         json.dumps(document.to_dict(), indent=1)."""
