@@ -41,4 +41,3 @@ fn rms_norm(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_i
     y[base + i] = io_t(f32(x[base + i]) * inv * f32(weight[i]));
   }
 }
-// a one-line edit: re-gating one kernel
