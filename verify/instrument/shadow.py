@@ -58,7 +58,7 @@ def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | N
     attempted = int(words[0])
     capacity = (words.size - HEADER_WORDS) // RECORD_WORDS
     # Past the room, every record lands in the last slot (sanitize_log.wgsl): it is then a mix.
-    count = attempted if attempted <= capacity else capacity - 1
+    count = attempted if attempted <= capacity else max(0, capacity - 1)
     records = words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS)
     report.dispatches += 1
     report.accesses += attempted
