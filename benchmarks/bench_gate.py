@@ -7,6 +7,7 @@ check time spent drawing cases, in the float64 reference and budget, on the GPU 
 dispatch, readback), comparing, and in the sanitize check; its timeline (when it printed its
 first and its last record, and when it exited: planning and starting workers before, results
 and the report after); the load average before the first run;
+with --cold, each run starts with empty caches, as a fresh machine's first gate does;
 and per kernel and WebGPU implementation (from the first run's records) the examples,
 examples per second of check time, and milliseconds per case of each stage: reference (float64
 reference and budget), upload, dispatch, readback, compare, and generation (Hypothesis drawing
@@ -15,6 +16,7 @@ cases, targeting, shrinking). Measure on a quiet machine.
     python benchmarks/bench_gate.py --profile ci --jobs 1,2 --out benchmarks/results/gate_ci.json
     python benchmarks/bench_gate.py --profile quick --kernels merge_state,rope
     python benchmarks/bench_gate.py --profile nightly --jobs 16 --stop-after 540   # a bounded window
+    python benchmarks/bench_gate.py --profile ci --jobs 2 --cold    # a fresh machine's first gate
 
 A gate stopped by `--stop-after` keeps the checks it finished (results.json is written as each
 ends): the run says `complete: false`, how many of the planned checks finished, and its shares.
@@ -40,8 +42,24 @@ RECORD_WORDS = ("PASS", "FAIL", "KNOWN", "SKIP", "ERROR", "DIVERGENCE")
 STAGES = ("reference", "upload", "dispatch", "readback", "compare", "generation")
 
 
+#: What a machine keeps between gates, each pointed at an empty folder by --cold: ORT's captured
+#: programs, TVM's built kernels, Mesa's and NVIDIA's shader caches.
+COLD_CACHES = {"VERIFY_ORT_CACHE": "ort", "VERIFY_TVM_CACHE": "tvm", "MESA_SHADER_CACHE_DIR": "mesa",
+               "__GL_SHADER_DISK_CACHE_PATH": "nvidia"}
+
+
+def cold_environment(folder: Path) -> dict:
+    """The environment of a gate that starts as a fresh machine's first one: every cache a gate
+    fills (COLD_CACHES) empty, under `folder`."""
+    environment = dict(os.environ)
+    for variable, name in COLD_CACHES.items():
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        environment[variable] = str(folder / name)
+    return environment
+
+
 def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path, implementation: str | None = None,
-             extra: tuple = (), stop_after: float | None = None) -> dict:
+             extra: tuple = (), stop_after: float | None = None, env: dict | None = None) -> dict:
     command = [sys.executable, "-m", "verify", "gate", "--profile", profile, "--jobs", str(jobs), "--seed", str(seed),
                "--out", str(out), "--allow-skip", *extra]
     if kernels:
@@ -51,7 +69,7 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
     start, cpu_before = time.perf_counter(), _children_cpu()
     stopped = False
     lines: list[tuple[float, str]] = []  # (seconds since start, line): when each record was printed
-    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as gate:
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) as gate:
         reader = threading.Thread(target=lambda: lines.extend((time.perf_counter() - start, line)
                                                               for line in gate.stderr), daemon=True)
         reader.start()
@@ -88,10 +106,13 @@ def timeline(lines: list[tuple[float, str]], wall: float) -> dict:
     its start: the time before the first is planning and starting workers, the time after the
     last is writing results and the report."""
     printed = [t for t, line in lines if line.split(" ", 1)[0] in RECORD_WORDS]
+    # Planning that met WGSL not kept yet plans the kernels left in parallel (verify/prepare.py).
+    pool = [round(t, 2) for t, line in lines if line.startswith(("verify: planning ", "verify: made in "))]
+    found = {"planning_pool_s": pool} if pool else {}
     if not printed:
-        return {"exit_s": round(wall, 2)}
-    return {"first_record_s": round(min(printed), 2), "last_record_s": round(max(printed), 2),
-            "exit_s": round(wall, 2)}
+        return found | {"exit_s": round(wall, 2)}
+    return found | {"first_record_s": round(min(printed), 2), "last_record_s": round(max(printed), 2),
+                    "exit_s": round(wall, 2)}
 
 
 def _children_cpu() -> float:
@@ -163,6 +184,9 @@ def main() -> None:
     parser.add_argument("--stop-after", type=float, metavar="S",
                         help="stop each gate after S seconds (as Ctrl-C does) and report the checks it finished; "
                         "the run then says complete: false")
+    parser.add_argument("--cold", action="store_true",
+                        help="start each gate with empty caches of its own (ORT's captured programs, TVM's builds, "
+                        "Mesa's and NVIDIA's shader caches), as a fresh machine's first gate does")
     args = parser.parse_args()
     load_before = os.getloadavg()  # a busy machine skews every figure: say what it was doing
     runs = []
@@ -170,14 +194,16 @@ def main() -> None:
         folder = args.keep or scratch
         for jobs in dict.fromkeys(int(j) for j in args.jobs.split(",")):
             print(f"bench_gate: verify gate --profile {args.profile} --jobs {jobs} ...", file=sys.stderr, flush=True)
+            env = cold_environment(Path(scratch) / f"cold{jobs}") if args.cold else None
             runs.append(run_gate(args.profile, jobs, args.kernels, args.seed, Path(folder) / f"jobs{jobs}",
-                                 args.implementation, tuple(args.gate_args.split()), args.stop_after))
+                                 args.implementation, tuple(args.gate_args.split()), args.stop_after, env))
             print(f"bench_gate:   {runs[-1]['wall_s']} s, {runs[-1]['verdicts']}", file=sys.stderr, flush=True)
     base = runs[0]["wall_s"]
     report = {
         "command": " ".join(sys.argv),
         "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
         "profile": args.profile, "seed": args.seed, "implementation": args.implementation or "every one installed",
+        "caches": "empty at each run's start (--cold)" if args.cold else "as the machine has them",
         "load_average_before": [round(x, 2) for x in load_before],
         "runs": [{k: v for k, v in run.items() if k != "records"} | {"speed_up": round(base / run["wall_s"], 2)}
                  for run in runs],

@@ -414,7 +414,7 @@ def cmd_gate(args) -> int:
     unplanned: list | None = [] if args.implementation else None
     jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
                               time_limit=args.time_limit, adapter=args.adapter, implementations=list(chosen.run_on),
-                              unavailable=tuple(chosen.unavailable), unplanned=unplanned)
+                              unavailable=tuple(chosen.unavailable), unplanned=unplanned, workers=args.jobs)
     if unplanned:
         print(f"verify: not planned, as they run only on implementations this gate does not run on "
               f"(--implementation {args.implementation}): "

@@ -12,6 +12,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from verify._version import __version__
@@ -26,6 +27,7 @@ from verify.gpu.implementations import (
 )
 from verify.kernels.registry import KernelLoadError, get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
+from verify.prepare import planned_in_order
 from verify.profiles import Profile, encode_profile
 from verify.protocol import Job
 from verify.results.record import CheckResult, Source, Verdict
@@ -121,7 +123,8 @@ def broken(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile |
 
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,
               adapter: str | None = None, implementations: list | None = None,
-              unavailable: tuple = (), unplanned: list | None = None) -> tuple[list[Job], list[CheckResult]]:
+              unavailable: tuple = (), unplanned: list | None = None,
+              workers: int = 1) -> tuple[list[Job], list[CheckResult]]:
     """The gate's jobs for `kernels` (default: every kernel by name), and a SKIP result for each
     kernel whose configs cannot be built on this machine (e.g. apache-tvm missing).
 
@@ -136,10 +139,16 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
     meant only for implementations not chosen is not planned; its name and theirs go into the list.
     A kernel built on subgroups also runs the checks that say so
     (Check.at_every_subgroup_width) at each of the profile's subgroup widths, emulated.
+    Once one kernel takes long to plan (its WGSL is not kept on this machine yet: an ORT capture),
+    the kernels left are planned in `workers` processes at once first (verify.prepare).
     """
+    # One kernel planned alone, with the same arguments: what a planning pool process does.
+    alone = partial(gate_jobs, profile=profile, seed=seed, out_dir=out_dir, time_limit=time_limit, adapter=adapter,
+                    implementations=implementations, unavailable=unavailable,
+                    unplanned=None if unplanned is None else [])
     implementations = list(implementations or [None])
     jobs, skips = [], []
-    for name in kernels or kernel_names():
+    for name in planned_in_order(kernels or kernel_names(), alone, workers):
         spec, instance = spec_of(name), None
         try:
             instance = get_kernel(name)
