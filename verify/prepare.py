@@ -28,7 +28,7 @@ from multiprocessing import get_context
 from typing import Callable
 
 #: Seconds one kernel's planning may take before the kernels left are planned in parallel.
-SLOW_S = 10.0
+SLOW_S = 5.0
 
 
 def planned_in_order(names: list[str], plan_alone: Callable[[list[str]], object], workers: int, *,

@@ -123,3 +123,38 @@ def test_a_quick_plan_starts_no_pool():
     heard = []
     assert list(planned_in_order(["a", "b", "c"], print, workers=4, report=heard.append)) == ["a", "b", "c"]
     assert heard == []
+
+
+def _waiting_for_a_lock() -> bool:
+    """Whether some process waits for an flock (Linux lists a waiter as `N: -> FLOCK ...`)."""
+    return any("-> FLOCK" in line for line in Path("/proc/locks").read_text().splitlines())
+
+
+def test_a_text_wanted_by_two_at_once_is_made_once(tmp_path):
+    """The second caller of made_once, arriving while the first makes the text, waits for it and
+    reads it: an ORT capture of minutes wanted by two planning processes is captured once."""
+    import threading
+    import time
+
+    from verify.results.atomic import made_once
+
+    path, made, second = tmp_path / "kept" / "capture.json", [], {}
+
+    def make_second():
+        second["text"] = made_once(path, lambda: made.append("second") or "second's")
+
+    def make_first():
+        made.append("first")
+        waiter = threading.Thread(target=make_second)
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while not _waiting_for_a_lock():  # the second caller is queued behind this one
+            assert time.monotonic() < deadline, "the second caller never waited for the first"
+            time.sleep(0.01)
+        second["thread"] = waiter
+        return "first's"
+
+    assert made_once(path, make_first) == "first's"
+    second["thread"].join(60)
+    assert second["text"] == "first's" and made == ["first"]
+    assert made_once(path, lambda: made.append("again") or "again") == "first's" and made == ["first"]

@@ -1,10 +1,13 @@
-"""Write-then-rename, so a reader (or a crash) never sees a half-written file."""
+"""Write-then-rename, so a reader (or a crash) never sees a half-written file; and texts kept on
+disk that one process makes while the others that want them wait."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 
 def _umask() -> int:
@@ -28,3 +31,21 @@ def write_atomic(path: Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def made_once(path: Path, make: Callable[[], str]) -> str:
+    """The text kept at `path`, else `make()`'s, kept there. One process makes it at a time (an
+    advisory flock on a file beside it, released however its holder ends), so processes that want
+    one slow text at once (an ORT capture of minutes, planned by two processes or two workers)
+    make it once: the others wait for it and read it."""
+    path = Path(path)
+    if path.is_file():
+        return path.read_text()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f".{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():  # made while this process waited
+            return path.read_text()
+        text = make()
+        write_atomic(path, text)
+        return text

@@ -32,7 +32,7 @@ from verify.cases import Case
 from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
-from verify.results.atomic import write_atomic
+from verify.results.atomic import made_once
 from verify.results.record import KnownFinding
 from verify.sources.ort.attention_cases import (
     ATTENTION_PROGRAMS,
@@ -274,13 +274,17 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         runtime, path = _capture_cache_path(self.name, model, self.capture_key(config))
         if path.is_file():
             return json.loads(path.read_text())
-        case = self.capture_case(config)
-        run = runtime.run(model, self.feeds(model, case), aliases=self.capture_aliases(model))
-        data = {"provenance": f"// onnxruntime-web {runtime.version} on {runtime.adapter.get('description') or '?'}"
-                              f": {model.describe()}, {case.summary()}",
-                "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}
-        write_atomic(path, json.dumps(data, indent=1))
-        return data
+
+        def capture() -> str:
+            case = self.capture_case(config)
+            run = runtime.run(model, self.feeds(model, case), aliases=self.capture_aliases(model))
+            return json.dumps({"provenance": f"// onnxruntime-web {runtime.version} on "
+                                             f"{runtime.adapter.get('description') or '?'}: {model.describe()}, "
+                                             f"{case.summary()}",
+                               "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}, indent=1)
+
+        # Two processes wanting one capture (a planning pool, two workers): one captures, the other waits.
+        return json.loads(made_once(path, capture))
 
     def wgsl(self, config):
         """Every program ORT dispatches for one small case of this config, in order, after its

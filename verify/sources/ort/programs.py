@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from verify.errors import SetupError
-from verify.results.atomic import write_atomic
+from verify.results.atomic import made_once
 from verify.sources.ort.model import MatMulNBitsModel
 
 CACHE_ENV = "VERIFY_ORT_CACHE"
@@ -129,15 +129,16 @@ def captured_programs(config: CaptureConfig, root: Path | None = None) -> Captur
             raise SetupError(f"{missing} ({config.describe()} is not in the ORT WGSL cache {root})") from None
         return _read(cached[0])
     path = root / runtime.version / _vendor_folder(runtime.adapter) / config.filename
-    if path.is_file():
-        return _read(path)
-    model = config.model
-    run = runtime.run(model, capture_feeds(model, config.m))
-    adapter = runtime.adapter.get("description") or "?"
-    captured = CapturedPrograms(
-        f"// onnxruntime-web {runtime.version} on {adapter} (vendor {runtime.adapter.get('vendor') or '?'}): "
-        f"{config.describe()}",
-        {d.program.label: d.program.wgsl for d in run.dispatches})
-    # Two workers capturing one config: a reader sees nothing or all.
-    write_atomic(path, json.dumps({"provenance": captured.provenance, "programs": captured.programs}, indent=1))
-    return captured
+
+    def capture() -> str:
+        model = config.model
+        run = runtime.run(model, capture_feeds(model, config.m))
+        adapter = runtime.adapter.get("description") or "?"
+        provenance = (f"// onnxruntime-web {runtime.version} on {adapter} (vendor {runtime.adapter.get('vendor') or '?'}"
+                      f"): {config.describe()}")
+        return json.dumps({"provenance": provenance, "programs": {d.program.label: d.program.wgsl
+                                                                 for d in run.dispatches}}, indent=1)
+
+    # Two processes wanting one config: one captures, the other waits and reads.
+    data = json.loads(made_once(path, capture))
+    return CapturedPrograms(data["provenance"], data["programs"])

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 
 from verify.errors import SetupError, UsageError
-from verify.results.atomic import write_atomic
+from verify.results.atomic import made_once
 
 #: The TVM releases whose kernels and launch rules these contracts describe.
 REQUIREMENT = "apache-tvm>=0.27,<0.28"
@@ -179,12 +179,9 @@ def load(build: TvmBuild, root: Path | None = None) -> str:
                              f"is not in the WGSL cache {root}; install it with: {INSTALL}")
         return cached.read_text()
     _require_supported(version)
-    path = root / version / build.filename
-    if path.is_file():
-        return path.read_text()
-    text = f"// apache-tvm {version}, target webgpu: {build.describe()}\n" + build_wgsl(build)
-    write_atomic(path, text)  # two workers building one config: a reader sees nothing or all
-    return text
+    # Two processes wanting one build (a planning pool, two workers): one builds, the other waits.
+    return made_once(root / version / build.filename,
+                     lambda: f"// apache-tvm {version}, target webgpu: {build.describe()}\n" + build_wgsl(build))
 
 
 #: The first line `load` gives every cached text: the TVM version and the factory call.
