@@ -125,9 +125,12 @@ def test_a_quick_plan_starts_no_pool():
     assert heard == []
 
 
-def _waiting_for_a_lock() -> bool:
-    """Whether some process waits for an flock (Linux lists a waiter as `N: -> FLOCK ...`)."""
-    return any("-> FLOCK" in line for line in Path("/proc/locks").read_text().splitlines())
+def _waited_for(lock: Path) -> bool:
+    """Whether someone waits for an flock of `lock` (Linux lists a waiter as
+    `N: -> FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF`)."""
+    inode = lock.stat().st_ino
+    return any(line.split()[1] == "->" and line.split()[6].endswith(f":{inode}")
+               for line in Path("/proc/locks").read_text().splitlines())
 
 
 def test_a_text_wanted_by_two_at_once_is_made_once(tmp_path):
@@ -148,7 +151,7 @@ def test_a_text_wanted_by_two_at_once_is_made_once(tmp_path):
         waiter = threading.Thread(target=make_second)
         waiter.start()
         deadline = time.monotonic() + 60
-        while not _waiting_for_a_lock():  # the second caller is queued behind this one
+        while not _waited_for(path.parent / ".capture.json.lock"):  # the second caller is queued behind this one
             assert time.monotonic() < deadline, "the second caller never waited for the first"
             time.sleep(0.01)
         second["thread"] = waiter
