@@ -12,7 +12,6 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from verify._version import __version__
@@ -27,7 +26,7 @@ from verify.gpu.implementations import (
 )
 from verify.kernels.registry import KernelLoadError, get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
-from verify.prepare import planned_in_order
+from verify.prepare import made_in_order
 from verify.profiles import Profile, encode_profile
 from verify.protocol import Job
 from verify.results.record import CheckResult, Source, Verdict
@@ -139,50 +138,57 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
     meant only for implementations not chosen is not planned; its name and theirs go into the list.
     A kernel built on subgroups also runs the checks that say so
     (Check.at_every_subgroup_width) at each of the profile's subgroup widths, emulated.
-    Once one kernel takes long to plan (its WGSL is not kept on this machine yet: an ORT capture),
-    the kernels left are planned in `workers` processes at once first (verify.prepare).
+    Planning makes the WGSL of every config it plans (the plan's identity hashes it): a kernel
+    whose WGSL cannot be made here (apache-tvm or ORT missing) is a SKIP record, one whose WGSL
+    refuses a config an ERROR record. Once one config's WGSL takes long to make (not kept on this
+    machine yet: an ORT capture), the configs left are made in `workers` processes at once first
+    (verify.prepare).
     """
-    # One kernel planned alone, with the same arguments: what a planning pool process does.
-    alone = partial(gate_jobs, profile=profile, seed=seed, out_dir=out_dir, time_limit=time_limit, adapter=adapter,
-                    implementations=implementations, unavailable=unavailable,
-                    unplanned=None if unplanned is None else [])
     implementations = list(implementations or [None])
-    jobs, skips = [], []
-    for name in planned_in_order(kernels or kernel_names(), alone, workers):
+    planned: list = []  # in kernel order: a _Planned kernel, or the SKIP/ERROR record of one
+    for name in kernels or kernel_names():
         spec, instance = spec_of(name), None
         try:
             instance = get_kernel(name)
             source = _source(spec, instance)
             configs = instance.gate_configs(profile)
         except KernelLoadError as exc:  # a broken package is an error of that kernel; the others still run
-            skips.append(broken(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed))
+            planned.append(broken(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed))
             continue
         except SetupError as exc:  # what it needs is missing here (apache-tvm, a cache): not verified
-            skips.append(skipped(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed,
-                                 source=_source(spec, instance) if instance is not None else None))
+            planned.append(skipped(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed,
+                                   source=_source(spec, instance) if instance is not None else None))
             continue
         except UsageError as exc:
-            skips.append(broken(spec.name, f"{spec.name}: its gate configs are refused: {exc}", kernel_ref=spec.ref,
-                                profile=profile, seed=seed))
+            planned.append(broken(spec.name, f"{spec.name}: its gate configs are refused: {exc}",
+                                  kernel_ref=spec.ref, profile=profile, seed=seed))
             continue
         except Exception as exc:
-            skips.append(broken(spec.name, f"{spec.name}: gate_configs() in {spec.provenance} raised "
-                                f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile, seed=seed))
+            planned.append(broken(spec.name, f"{spec.name}: gate_configs() in {spec.provenance} raised "
+                                  f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile, seed=seed))
             continue
         if not configs:  # the kernel leaves this profile to others (its gate_configs say why)
             continue
-        per_config = max(1, math.ceil(instance.gate_examples(profile) / len(configs)))
         declared = tuple(instance.implementations or ())
         if unplanned is not None and declared and not set(declared) & set(implementations):
             unplanned.append((instance.name, declared))
             continue
         runs_on = kernel_implementations(instance, implementations)
         if runs_on[0] in unavailable:
-            skips.append(skipped(instance.name, f"{instance.name} runs on {' or '.join(instance.implementations)} "
-                                 "only, which cannot run here", kernel_ref=spec.ref, profile=profile, seed=seed,
-                                 source=source))
+            planned.append(skipped(instance.name, f"{instance.name} runs on {' or '.join(instance.implementations)} "
+                                   "only, which cannot run here", kernel_ref=spec.ref, profile=profile, seed=seed,
+                                   source=source))
             continue
-        primary, others = runs_on[0], runs_on[1:]
+        planned.append(_Planned(name, spec, instance, source, configs, runs_on))
+    planned = _with_wgsl(planned, workers, profile=profile, seed=seed)
+
+    jobs = []
+    for entry in planned:
+        if isinstance(entry, CheckResult):
+            continue
+        name, instance, configs = entry.name, entry.instance, entry.configs
+        per_config = max(1, math.ceil(instance.gate_examples(profile) / len(configs)))
+        primary, others = entry.runs_on[0], entry.runs_on[1:]
         available = tuple(default_implementation() if i is None else i for i in implementations)
         checks = [get_check(c) for c in instance.checks]
         # A check comparing implementations runs wherever the run has a second one, also for a
@@ -205,7 +211,47 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
             if width_checks and "subgroup" in instance.requirements(instance.config(config)):
                 for width in profile.subgroup_widths:
                     jobs += plan(width_checks, implementation=primary, subgroup_width=width)
+    skips = [entry for entry in planned if isinstance(entry, CheckResult)]
     return numbered(jobs), skips
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A kernel the gate plans: its configs and the implementations it runs on (default first)."""
+
+    name: str
+    spec: object
+    instance: object
+    source: Source
+    configs: list
+    runs_on: list
+
+
+def _with_wgsl(planned: list, workers: int, *, profile: Profile, seed: int) -> list:
+    """`planned` with each kernel whose WGSL cannot be made for one of its configs replaced by its
+    SKIP record (what it needs is missing here: apache-tvm, ORT) or ERROR record (the config is
+    refused, or wgsl() raised). Slow WGSL (not kept on this machine yet) is made in `workers`
+    processes at once (verify.prepare)."""
+    kernels = [entry for entry in planned if isinstance(entry, _Planned)]
+    failed: dict[str, CheckResult] = {}
+    for entry, config in made_in_order([(entry, config) for entry in kernels for config in entry.configs],
+                                       lambda item: (item[0].spec.ref, item[1]), workers):
+        if entry.name in failed:
+            continue
+        spec, instance = entry.spec, entry.instance
+        try:
+            instance.wgsl(config)
+        except SetupError as exc:
+            failed[entry.name] = skipped(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed,
+                                         source=entry.source)
+        except UsageError as exc:
+            failed[entry.name] = broken(spec.name, f"{spec.name}: its gate configs are refused: {exc}",
+                                        kernel_ref=spec.ref, profile=profile, seed=seed)
+        except Exception as exc:
+            failed[entry.name] = broken(spec.name, f"{spec.name}: wgsl() in {spec.provenance} raised "
+                                        f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile,
+                                        seed=seed)
+    return [failed.get(entry.name, entry) if isinstance(entry, _Planned) else entry for entry in planned]
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,23 @@
-"""Planning that finds slow work makes the rest of the kernels' WGSL in parallel first.
+"""Planning that meets slow WGSL makes the rest of the configs' WGSL in parallel first.
 
 A plan needs the WGSL of every (kernel, config) it runs: its identity hashes the text, and a
-kernel's gate configs may be checked against it. Most kernels make their WGSL in microseconds,
-but some run someone else's compiler to get it: ONNX Runtime's programs are captured by running
-its session (a few seconds each, minutes for a flash-attention program that LLVM compiles slowly
-on a CPU driver whose shader cache is cold), TVM's are built by apache-tvm. Both keep what they
-made on disk (verify.sources.ort.programs, verify.sources.tvm.build), so this cost is paid once per
-machine, but on a fresh machine the gate paid it one kernel after another in its planning process,
-every other core idle, for over nine minutes on two cores.
+config whose WGSL cannot be made is the kernel's SKIP or ERROR record (verify.plan). Most kernels
+make their WGSL in microseconds, but some run someone else's compiler to get it: ONNX Runtime's
+programs are captured by running its session (a few seconds each, minutes for a flash-attention
+program that LLVM compiles slowly on a CPU driver whose shader cache is cold), TVM's are built by
+apache-tvm. Both keep what they made on disk (verify.sources.ort.programs,
+verify.sources.tvm.build), so this cost is paid once per machine, but on a fresh machine the gate
+paid it one config after another in its planning process, every other core idle, for over nine
+minutes on two cores.
 
-`planned_in_order` hands a planner the kernel names one by one and times what the planner does
-with each. Once one kernel took longer than `SLOW_S` (far above a kernel whose WGSL is kept:
-milliseconds, a second for the first ORT kernel, which starts ORT's Node process), the kernels
-not yet planned are first planned in `workers` processes at once, each planning one kernel
-alone with the same arguments, which makes that kernel's WGSL and keeps it on disk; the planner
-then finds every one ready. What the pool planned is never used, and nothing it fails at is
-reported by it: the planner does the same work afterwards and reports what fails, exactly as
-without a pool, so the plan (and every verdict) is the same whether a pool ran or not.
+`made_in_order` hands the planner the (kernel, config) items one by one and times what the
+planner does with each. Once one took longer than `SLOW_S` (far above a config whose WGSL is
+kept: a millisecond, a second for the first ORT config, which starts ORT's Node process), the
+WGSL of the items not yet handed out is first made in `workers` processes at once (each call
+`kernel.wgsl(config)`, which keeps it on disk); the planner then finds every one ready. What the
+pool made is never used, and nothing it fails at is reported by it: the planner makes the same
+calls afterwards and reports what fails, exactly as without a pool, so the plan (and every
+verdict) is the same whether a pool ran or not.
 """
 
 from __future__ import annotations
@@ -27,46 +28,54 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from typing import Callable
 
-#: Seconds one kernel's planning may take before the kernels left are planned in parallel.
+from verify.kernels.registry import get_kernel
+
+#: Seconds making one config's WGSL may take before the WGSL of the configs left is made in parallel.
 SLOW_S = 5.0
 
 
-def planned_in_order(names: list[str], plan_alone: Callable[[list[str]], object], workers: int, *,
-                     slow_s: float | None = None, report: Callable[[str], None] | None = None):
-    """Yield `names` in order. After the caller spent more than `slow_s` (default SLOW_S) on
-    one, run `plan_alone([name])` for each name left in `workers` processes before yielding the
-    next (once); `plan_alone` must pickle (a module-level function, or a partial of one).
-    `report(line)` hears what happens (default: a line on stderr)."""
+def made_in_order(items: list, kernel_config: Callable[[object], tuple[str, dict]], workers: int, *,
+                  slow_s: float | None = None, report: Callable[[str], None] | None = None):
+    """Yield `items` in order. After the caller spent more than `slow_s` (default SLOW_S) on one,
+    make the WGSL of the items left, each `kernel_config(item)` = (kernel import path, config), in
+    `workers` processes before yielding the next (once). `report(line)` hears what happens
+    (default: a line on stderr)."""
     report = report or _to_stderr
     slow_s = SLOW_S if slow_s is None else slow_s
-    names = list(names)
-    for index, name in enumerate(names):
+    items = list(items)
+    for index, item in enumerate(items):
         started = time.monotonic()
-        yield name
+        yield item
         took = time.monotonic() - started
-        left = names[index + 1:]
-        if took > slow_s and workers > 1 and len(left) > 1:
-            report(f"verify: planning {name} took {took:.0f} s (its WGSL was not kept on this machine yet); "
-                   f"making the WGSL of the {len(left)} kernels left in {min(workers, len(left))} processes at once")
-            _make_in_parallel(left, plan_alone, min(workers, len(left)), report)
+        if took > slow_s and workers > 1 and len(items) - index > 2:
+            left = [kernel_config(later) for later in items[index + 1:]]
+            kernel, config = kernel_config(item)
+            report(f"verify: the WGSL of {kernel} [{_brief(config)}] took {took:.0f} s to make (not kept on this "
+                   f"machine yet?); making the {len(left)} configs left in {min(workers, len(left))} processes "
+                   "at once")
+            _make_in_parallel(left, min(workers, len(left)), report)
             slow_s = float("inf")
 
 
-def _make_in_parallel(names: list[str], plan_alone, workers: int, report) -> None:
-    """Each kernel planned alone in a pool of spawned processes; every failure is left to the
-    planner, which meets it again and reports it (a crashed pool process too)."""
+def _brief(config: dict) -> str:
+    return " ".join(f"{key}={value}" for key, value in config.items())
+
+
+def _make_in_parallel(left: list[tuple[str, dict]], workers: int, report) -> None:
+    """Each (kernel, config)'s WGSL made in a pool of spawned processes; every failure is left to
+    the planner, which meets it again and reports it (a crashed pool process too)."""
     started = time.monotonic()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
                                initializer=_use_path, initargs=(list(sys.path),))
     try:
-        futures = {pool.submit(_plan_one, plan_alone, name): name for name in names}
+        futures = {pool.submit(_make, kernel, config): (kernel, config) for kernel, config in left}
         for done, future in enumerate(as_completed(futures), 1):
+            kernel, config = futures[future]
             try:
-                seconds = future.result()
-                report(f"verify:   [{done}/{len(names)}] {futures[future]}: {seconds:.1f} s")
+                said = f"{future.result():.1f} s"
             except Exception as exc:  # noqa: BLE001 (the planner meets it again and says what it is)
-                report(f"verify:   [{done}/{len(names)}] {futures[future]}: left to the planner "
-                       f"({type(exc).__name__})")
+                said = f"left to the planner ({type(exc).__name__})"
+            report(f"verify:   [{done}/{len(left)}] {kernel} [{_brief(config)}]: {said}")
     except BaseException:
         _stop(pool)  # an interrupt must not wait for a capture that takes minutes
         raise
@@ -81,10 +90,10 @@ def _use_path(path: list[str]) -> None:
     sys.path[:] = path
 
 
-def _plan_one(plan_alone, name: str) -> float:
-    """Runs in a pool process: the kernel planned alone, which keeps its WGSL on disk."""
+def _make(kernel: str, config: dict) -> float:
+    """Runs in a pool process: the config's WGSL, which the kernel keeps on disk."""
     started = time.monotonic()
-    plan_alone([name])
+    get_kernel(kernel).wgsl(config)
     return time.monotonic() - started
 
 

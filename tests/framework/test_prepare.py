@@ -1,5 +1,5 @@
-"""Planning that meets slow WGSL makes the rest in parallel first (verify.prepare), and the plan
-is the same as a serial one's. The kernels here keep their WGSL in files, as ORT's captures and
+"""Planning that meets slow WGSL makes the rest of the configs' in parallel first (verify.prepare),
+and the plan is the same as a serial one's. The kernels here keep their WGSL in files, as ORT's captures and
 TVM's builds do; two of them wait for each other, so they can only finish when made at once."""
 
 from __future__ import annotations
@@ -38,12 +38,6 @@ KERNELS = textwrap.dedent('''
                     raise RuntimeError("this kernel cannot make its WGSL in a pool process")
                 kept.write_text(f"// {self.name}\\n@compute @workgroup_size(1) fn main() {{}}\\n")
             return kept.read_text()
-
-        def gate_configs(self, profile):  # as ORT's kernels do: planning makes the WGSL
-            configs = [self.config()]
-            for config in configs:
-                self.wgsl(config)
-            return configs
 
         def cases(self, config, profile): raise NotImplementedError
         def launch(self, device, wgsl, config, case): raise NotImplementedError
@@ -100,7 +94,7 @@ def test_the_kernels_left_are_made_at_once_once_one_is_slow(tmp_path):
     # Left waits for Right and Right for Left: both were made, so by two processes at once.
     assert len(makers["prep.left"]) == len(makers["prep.right"]) == 1
     assert makers["prep.left"] != makers["prep.right"]
-    assert "making the WGSL of the 3 kernels left in 2 processes at once" in said
+    assert "making the 3 configs left in 2 processes at once" in said
     # A failure in the pool is the planner's to meet: it made that kernel's WGSL itself.
     assert len(makers["prep.fails_in_pool"]) == 2
     assert [job[0] for job in plan["jobs"]] == ["prep.first", "prep.left", "prep.right", "prep.fails_in_pool"]
@@ -118,10 +112,11 @@ def test_the_plan_is_the_same_with_and_without_the_pool(tmp_path):
 
 
 def test_a_quick_plan_starts_no_pool():
-    from verify.prepare import planned_in_order
+    from verify.prepare import made_in_order
 
     heard = []
-    assert list(planned_in_order(["a", "b", "c"], print, workers=4, report=heard.append)) == ["a", "b", "c"]
+    items = list(made_in_order(["a", "b", "c"], lambda item: (item, {}), workers=4, report=heard.append))
+    assert items == ["a", "b", "c"]
     assert heard == []
 
 

@@ -17,12 +17,12 @@ def kernel_modules() -> dict[str, str]:
     modules = {}
     for name in kernel_names():
         kernel = get_kernel(name)
-        try:
-            configs = kernel.gate_configs("ci")
-        except SetupError:  # TVM's kernels without apache-tvm or its cache: their files are below
-            continue
-        for config in configs:
-            for index, module in enumerate(kernel.modules(kernel.wgsl(config))):
+        for config in kernel.gate_configs("ci"):
+            try:
+                wgsl = kernel.wgsl(config)
+            except SetupError:  # TVM's kernels without apache-tvm or its cache: their files are below
+                break
+            for index, module in enumerate(kernel.modules(wgsl)):
                 label = " ".join(f"{k}={v}" for k, v in sorted(config.items()))
                 modules[f"{name}[{label}]#{index}"] = module
     return modules

@@ -143,10 +143,7 @@ class OrtDecodeProgram(DerivedConfig, Kernel):
 
     def gate_configs(self, profile):
         name = getattr(profile, "name", profile)
-        configs = [self.config(c) for c in self.gate_shapes.get(name, self.gate_shapes["ci"])]
-        for config in configs:
-            self.wgsl(config)
-        return configs
+        return [self.config(c) for c in self.gate_shapes.get(name, self.gate_shapes["ci"])]
 
     def upstream(self, config, wgsl):
         return attention_upstream(wgsl, f"program `{self.program}` as a GroupQueryAttention session dispatches it")

@@ -152,11 +152,9 @@ class OrtQuantize(DerivedConfig, Quantize):
         return frozenset({"subgroup", "shader-f16"} if config["dtype"] == "f16" else {"subgroup"})
 
     def gate_configs(self, profile):
-        """f16 and f32; capturing them here makes a machine without ORT skip the kernel (SetupError)."""
-        configs = [self.config({"dtype": dtype}) for dtype in ("f16", "f32")]
-        for config in configs:
-            self.wgsl(config)
-        return configs
+        """f16 and f32. The gate captures them while it plans, so a machine without ORT skips the
+        kernel (SetupError)."""
+        return [self.config({"dtype": dtype}) for dtype in ("f16", "f32")]
 
     def upstream(self, config, wgsl):
         return ort_upstream(QUANTIZE, wgsl)
@@ -268,10 +266,7 @@ class OrtMatmul(DerivedConfig, Matmul):
         return frozenset({"subgroup", "shader-f16"} if config["dtype"] == "f16" else {"subgroup"})
 
     def gate_configs(self, profile):
-        configs = [self.config(c) for c in self.gate_shapes]
-        for config in configs:
-            self.wgsl(config)
-        return configs
+        return [self.config(c) for c in self.gate_shapes]
 
     #: Two configs (each costs a cold compile of its sanitized module on lavapipe, minutes): f16 with
     #: ORT's f16 product and accumulator, and 8-bit f32 with zero points (ORT's zero-point correction)

@@ -98,10 +98,7 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         return frozenset({"shader-f16"}) if config["dtype"] == "f16" else frozenset()
 
     def gate_configs(self, profile):
-        configs = [self.config(c) for c in self.gate_shapes]
-        for config in configs:
-            self.wgsl(config)
-        return configs
+        return [self.config(c) for c in self.gate_shapes]
 
     def known_finding(self, check, config):
         if check == "accumulator_range" and config["dtype"] == "f16":

@@ -227,12 +227,9 @@ class TvmDecode(DecodeKernel):
 
     def gate_configs(self, profile):
         """Llama-3.1-8B with its rope scaling, MHA in f32 (G = 1: two rows per lane), Gemma-like
-        D = 256, and G = 32 (gdz = 4 head slices). Building them here makes a machine without
-        apache-tvm or its cached WGSL skip the kernel (SetupError) instead of failing the gate."""
-        configs = [self.config(shape) for shape in self.gate_shapes]
-        for config in configs:
-            self.wgsl(config)
-        return configs
+        D = 256, and G = 32 (gdz = 4 head slices). The gate builds them while it plans, so a
+        machine without apache-tvm or its cached WGSL skips the kernel (SetupError)."""
+        return [self.config(shape) for shape in self.gate_shapes]
 
     def upstream(self, config, wgsl):
         return tvm_upstream(wgsl)
@@ -502,11 +499,8 @@ class TvmMergeState(MergeState):
     def gate_configs(self, profile):
         """Three head counts the schedule covers, and two it does not (14 heads at D = 256: bdy = 3,
         gdy = 4 covers 12; 7 heads: 6), where the dropped heads are the finding."""
-        configs = [self.config(dict(heads=h, head_dim=d, dtype=t)) for h, d, t in
-                   ((32, 128, "f16"), (8, 64, "f32"), (16, 256, "f16"), (14, 256, "f16"), (7, 256, "f32"))]
-        for config in configs:
-            self.wgsl(config)
-        return configs
+        return [self.config(dict(heads=h, head_dim=d, dtype=t)) for h, d, t in
+                ((32, 128, "f16"), (8, 64, "f32"), (16, 256, "f16"), (14, 256, "f16"), (7, 256, "f32"))]
 
     def upstream(self, config, wgsl):
         return tvm_upstream(wgsl)
