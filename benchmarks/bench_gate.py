@@ -86,7 +86,8 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
     cpu = _children_cpu() - cpu_before
     if gate.returncode not in (0, 1) and not stopped:
         sys.exit(f"bench_gate: the gate could not run (exit {gate.returncode}):\n{stderr[-2000:]}")
-    document = json.loads((out / "results.json").read_text())
+    results = out / "results.json"  # absent when --stop-after stopped the gate while it planned
+    document = json.loads(results.read_text()) if results.is_file() else {"records": [], "complete": False}
     verdicts = defaultdict(int)
     for record in document["records"]:
         verdicts[record["verdict"]] += 1
@@ -107,8 +108,9 @@ def timeline(lines: list[tuple[float, str]], wall: float) -> dict:
     last is writing results and the report."""
     printed = [t for t, line in lines if line.split(" ", 1)[0] in RECORD_WORDS]
     # Planning that met WGSL not kept yet plans the kernels left in parallel (verify/prepare.py).
-    pool = [round(t, 2) for t, line in lines if line.startswith(("verify: planning ", "verify: made in "))]
-    found = {"planning_pool_s": pool} if pool else {}
+    pool = [[round(t, 2), line.strip()] for t, line in lines
+            if line.startswith(("verify: the WGSL of ", "verify:   [", "verify: made in "))]
+    found = {"planning_pool": pool} if pool else {}
     if not printed:
         return found | {"exit_s": round(wall, 2)}
     return found | {"first_record_s": round(min(printed), 2), "last_record_s": round(max(printed), 2),

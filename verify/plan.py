@@ -26,7 +26,7 @@ from verify.gpu.implementations import (
 )
 from verify.kernels.registry import KernelLoadError, get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
-from verify.prepare import made_in_order
+from verify.prepare import KernelConfig, made_in_order
 from verify.profiles import Profile, encode_profile
 from verify.protocol import Job
 from verify.results.record import CheckResult, Source, Verdict
@@ -235,7 +235,8 @@ def _with_wgsl(planned: list, workers: int, *, profile: Profile, seed: int) -> l
     kernels = [entry for entry in planned if isinstance(entry, _Planned)]
     failed: dict[str, CheckResult] = {}
     for entry, config in made_in_order([(entry, config) for entry in kernels for config in entry.configs],
-                                       lambda item: (item[0].spec.ref, item[1]), workers):
+                                       lambda item: KernelConfig(item[0].spec.ref, item[0].instance.name, item[1]),
+                                       workers):
         if entry.name in failed:
             continue
         spec, instance = entry.spec, entry.instance

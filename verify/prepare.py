@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Callable
 
@@ -34,12 +35,25 @@ from verify.kernels.registry import get_kernel
 SLOW_S = 5.0
 
 
-def made_in_order(items: list, kernel_config: Callable[[object], tuple[str, dict]], workers: int, *,
+@dataclass(frozen=True)
+class KernelConfig:
+    """Whose WGSL an item is: the kernel's import path (for the pool), its name (for the lines
+    planning prints) and the config."""
+
+    kernel_ref: str
+    name: str
+    config: dict
+
+    def __str__(self) -> str:
+        return f"{self.name} [{' '.join(f'{key}={value}' for key, value in self.config.items())}]"
+
+
+def made_in_order(items: list, kernel_config: Callable[[object], KernelConfig], workers: int, *,
                   slow_s: float | None = None, report: Callable[[str], None] | None = None):
     """Yield `items` in order. After the caller spent more than `slow_s` (default SLOW_S) on one,
-    make the WGSL of the items left, each `kernel_config(item)` = (kernel import path, config), in
-    `workers` processes before yielding the next (once). `report(line)` hears what happens
-    (default: a line on stderr)."""
+    make the WGSL of the items left (`kernel_config(item)` says whose) in `workers` processes
+    before yielding the next (once). `report(line)` hears what happens (default: a line on
+    stderr)."""
     report = report or _to_stderr
     slow_s = SLOW_S if slow_s is None else slow_s
     items = list(items)
@@ -49,33 +63,26 @@ def made_in_order(items: list, kernel_config: Callable[[object], tuple[str, dict
         took = time.monotonic() - started
         if took > slow_s and workers > 1 and len(items) - index > 2:
             left = [kernel_config(later) for later in items[index + 1:]]
-            kernel, config = kernel_config(item)
-            report(f"verify: the WGSL of {kernel} [{_brief(config)}] took {took:.0f} s to make (not kept on this "
-                   f"machine yet?); making the {len(left)} configs left in {min(workers, len(left))} processes "
-                   "at once")
+            report(f"verify: the WGSL of {kernel_config(item)} took {took:.0f} s to make (not kept on this machine "
+                   f"yet?); making the {len(left)} configs left in {min(workers, len(left))} processes at once")
             _make_in_parallel(left, min(workers, len(left)), report)
             slow_s = float("inf")
 
 
-def _brief(config: dict) -> str:
-    return " ".join(f"{key}={value}" for key, value in config.items())
-
-
-def _make_in_parallel(left: list[tuple[str, dict]], workers: int, report) -> None:
+def _make_in_parallel(left: list[KernelConfig], workers: int, report) -> None:
     """Each (kernel, config)'s WGSL made in a pool of spawned processes; every failure is left to
     the planner, which meets it again and reports it (a crashed pool process too)."""
     started = time.monotonic()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
                                initializer=_use_path, initargs=(list(sys.path),))
     try:
-        futures = {pool.submit(_make, kernel, config): (kernel, config) for kernel, config in left}
+        futures = {pool.submit(_make, item.kernel_ref, item.config): item for item in left}
         for done, future in enumerate(as_completed(futures), 1):
-            kernel, config = futures[future]
             try:
                 said = f"{future.result():.1f} s"
             except Exception as exc:  # noqa: BLE001 (the planner meets it again and says what it is)
                 said = f"left to the planner ({type(exc).__name__})"
-            report(f"verify:   [{done}/{len(left)}] {kernel} [{_brief(config)}]: {said}")
+            report(f"verify:   [{done}/{len(left)}] {futures[future]}: {said}")
     except BaseException:
         _stop(pool)  # an interrupt must not wait for a capture that takes minutes
         raise

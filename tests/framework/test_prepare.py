@@ -112,10 +112,11 @@ def test_the_plan_is_the_same_with_and_without_the_pool(tmp_path):
 
 
 def test_a_quick_plan_starts_no_pool():
-    from verify.prepare import made_in_order
+    from verify.prepare import KernelConfig, made_in_order
 
     heard = []
-    items = list(made_in_order(["a", "b", "c"], lambda item: (item, {}), workers=4, report=heard.append))
+    items = list(made_in_order(["a", "b", "c"], lambda item: KernelConfig(item, item, {}), workers=4,
+                               report=heard.append))
     assert items == ["a", "b", "c"]
     assert heard == []
 
