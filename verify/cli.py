@@ -431,8 +431,8 @@ def cmd_gate(args) -> int:
         index, count = args.shard
         jobs, skipped = select_shard(jobs, index, count), (skipped if index == 1 else [])
         shard = f"{index}/{count}"
-    _check_adapter(args.adapter, chosen.run_on[0])
-    jobs, reused = _reuse(args, jobs)
+    chosen.require_adapter(chosen.run_on[0], args.adapter)  # a typo in --adapter: one line before anything is written
+    jobs, reused = _reuse(args, jobs, chosen.adapters)
     skipped += reused
     jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
@@ -440,7 +440,7 @@ def cmd_gate(args) -> int:
                     plan=plan)
 
 
-def _reuse(args, jobs: list) -> tuple[list, list]:
+def _reuse(args, jobs: list, listed: dict | None = None) -> tuple[list, list]:
     """(jobs to run, records reused): with --reuse, a job whose inputs are unchanged since a PASS in
     the given results files (default: the output folder's results.json) takes that record.
 
@@ -449,7 +449,7 @@ def _reuse(args, jobs: list) -> tuple[list, list]:
     followed by `verify gate --reuse` after an edit re-runs only what the edit touched."""
     from verify.plan import with_inputs
 
-    jobs = with_inputs(jobs, args.adapter)
+    jobs = with_inputs(jobs, args.adapter, listed)
     if args.reuse is None:
         return jobs, []
     from verify.results.reuse import reusable, reused

@@ -261,6 +261,11 @@ class ImplementationChoice:
 
     run_on: tuple[str, ...]
     unavailable: dict = field(default_factory=dict)
+    #: The adapters each implementation of run_on offers here (AdapterInfo tuples), as listed
+    #: while choosing: every job's inputs name its adapter (with_inputs), and listing them again
+    #: costs a second each (Dawn's starts a Node process). An implementation whose listing
+    #: failed is absent.
+    adapters: dict = field(default_factory=dict)
 
     def skips(self) -> list[CheckResult]:
         """A SKIP record per implementation that cannot run here (a skip fails the gate unless
@@ -268,22 +273,53 @@ class ImplementationChoice:
         return [skipped("*", f"the {name} implementation cannot run here, so no kernel ran on it: {reason}")
                 for name, reason in self.unavailable.items()]
 
+    def require_adapter(self, name: str, adapter: str | None) -> None:
+        """SetupError (one line) unless implementation `name` offers an adapter matching `adapter`
+        here (Implementation.available, from the adapters listed already where they were)."""
+        chosen = implementation(name)
+        if name in self.adapters:
+            chosen.require_adapter(self.adapters[name], adapter)
+        else:
+            chosen.available(adapter)
+
 
 def gate_implementations(chosen: str | None, adapter: str | None) -> ImplementationChoice:
     """The implementations the gate runs on: the chosen one, else every registered one (browsers
-    ship several), default first; the default must be able to run here (SetupError otherwise)."""
+    ship several), default first; the default must be able to run here (SetupError otherwise).
+    Their adapters are listed at once, each in a thread: wgpu's while Dawn's Node process starts."""
+    names = [implementation(chosen).name] if chosen else implementation_names()
+    listed = _adapters_listed(names)
     if chosen:
-        return ImplementationChoice((implementation(chosen).name,))
-    names, unavailable = [], {}
-    for position, name in enumerate(implementation_names()):
+        return ImplementationChoice(tuple(names), adapters={n: a for n, a in listed.items() if isinstance(a, tuple)})
+    run_on, unavailable = [], {}
+    for position, name in enumerate(names):
         try:
-            implementation(name).available(adapter)
-            names.append(name)
+            found = listed[name]
+            if isinstance(found, SetupError):
+                raise found
+            implementation(name).require_adapter(found, adapter)
+            run_on.append(name)
         except SetupError as exc:
             if position == 0:
                 raise  # nothing can be verified without the default implementation
             unavailable[name] = str(exc)
-    return ImplementationChoice(tuple(names), unavailable)
+    return ImplementationChoice(tuple(run_on), unavailable, {name: listed[name] for name in run_on})
+
+
+def _adapters_listed(names: list[str]) -> dict:
+    """name -> the implementation's adapters (a tuple), or the SetupError that says why it has none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def listing(name: str):
+        try:
+            return tuple(implementation(name).adapters())
+        except SetupError as exc:
+            return exc
+
+    if len(names) == 1:
+        return {names[0]: listing(names[0])}
+    with ThreadPoolExecutor(len(names)) as pool:
+        return dict(zip(names, pool.map(listing, names)))
 
 
 def kernel_implementation(kernel, chosen: str | None) -> str | None:
@@ -343,9 +379,10 @@ def plan_identity(jobs: list[Job], skipped: list, profile: Profile, seed: int) -
     return PlanIdentity(digest.hexdigest(), len(jobs), len(skipped))
 
 
-def with_inputs(jobs: list[Job], adapter: str | None) -> list[Job]:
+def with_inputs(jobs: list[Job], adapter: str | None, listed: dict | None = None) -> list[Job]:
     """`jobs` with the digest of their inputs (verify.results.reuse.inputs_digest), for reusing
-    passing records of an earlier run."""
+    passing records of an earlier run; `listed` holds adapters listed already
+    (ImplementationChoice.adapters)."""
     from dataclasses import replace
 
     from verify.results.reuse import inputs_digest
@@ -357,7 +394,7 @@ def with_inputs(jobs: list[Job], adapter: str | None) -> list[Job]:
     for job in jobs:
         name = job.implementation or default_implementation()
         if name not in adapters:
-            adapters[name] = adapter_identity(name, adapter)
+            adapters[name] = adapter_identity(name, adapter, (listed or {}).get(name))
         text = wgsl_sha256(job, wgsl)
         key = (job.kernel_ref, job.check, json.dumps(job.config, sort_keys=True, default=str))
         if key not in others:
@@ -373,10 +410,11 @@ def with_inputs(jobs: list[Job], adapter: str | None) -> list[Job]:
     return found
 
 
-def adapter_identity(name: str, adapter: str | None) -> dict:
-    """The adapter an implementation runs on here, as a reused record must match it."""
+def adapter_identity(name: str, adapter: str | None, found=None) -> dict:
+    """The adapter an implementation runs on here, as a reused record must match it; `found`: its
+    adapters, where listed already."""
     wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT) or ""
-    for info in implementation(name).adapters():
+    for info in found if found is not None else implementation(name).adapters():
         if info.matches(wanted):
             return {"implementation": name, "name": info.name, "backend": info.backend, "driver": info.driver}
     return {"implementation": name, "adapter": wanted}

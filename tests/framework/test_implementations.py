@@ -49,6 +49,46 @@ def test_a_legal_interval_widens_the_joint_budget_by_its_width_and_exact_element
 
 
 # -- the gate's plan ------------------------------------------------------------------------------
+def test_the_gate_lists_each_implementations_adapters_once_and_names_them_in_every_jobs_inputs(monkeypatch):
+    """Listing adapters costs a second each (Dawn's starts a Node process): the gate lists them
+    once, both at once, and the inputs digests, the default's check and the refusals use that list."""
+    from verify.gpu.dawn.device import Dawn
+    from verify.gpu.device import AdapterInfo
+    from verify.gpu.wgpu_device import Wgpu
+    from verify.plan import gate_implementations, with_inputs
+
+    listed = []
+    card = AdapterInfo("Card X", "v", "Vulkan", "DiscreteGPU", "driver 1", implementation="wgpu")
+
+    def wgpu_adapters(self):
+        listed.append("wgpu")
+        return [card]
+
+    def no_dawn(self):
+        listed.append("dawn")
+        raise SetupError("Node is missing")
+
+    monkeypatch.setattr(Wgpu, "adapters", wgpu_adapters)
+    monkeypatch.setattr(Dawn, "adapters", no_dawn)
+    chosen = gate_implementations(None, None)
+    assert chosen.run_on == ("wgpu",) and chosen.unavailable == {"dawn": "Node is missing"}
+    assert chosen.adapters == {"wgpu": (card,)}
+    chosen.require_adapter("wgpu", "card x")  # --adapter matches without listing again
+    with pytest.raises(SetupError, match="no adapter matches 'other'; found: Card X"):
+        chosen.require_adapter("wgpu", "other")
+    jobs, _ = gate_jobs(["merge_state"], profile=get_profile("quick"), seed=0, out_dir=None, time_limit=None,
+                        implementations=list(chosen.run_on))
+    digested = with_inputs(jobs, None, chosen.adapters)
+    assert sorted(listed) == ["dawn", "wgpu"]  # once each
+    assert all(job.inputs for job in digested)
+    card_2 = AdapterInfo("Card X", "v", "Vulkan", "DiscreteGPU", "driver 2", implementation="wgpu")
+    assert [j.inputs for j in with_inputs(jobs, None, {"wgpu": (card_2,)})] != [j.inputs for j in digested]
+
+    monkeypatch.setattr(Wgpu, "adapters", lambda self: [])
+    with pytest.raises(SetupError, match="no WebGPU adapter with compute support"):
+        gate_implementations(None, None)  # nothing can be verified without the default
+
+
 def test_the_gate_runs_every_check_on_the_first_implementation_and_the_shared_ones_on_the_second():
     profile = get_profile("ci")
     jobs, skipped = gate_jobs(["merge_state"], profile=profile, seed=0, out_dir=None, time_limit=None,

@@ -115,16 +115,27 @@ def test_the_code_digest_follows_imports_and_changes_with_any_file_they_reach(tm
     (package / "helper.py").write_text("VALUE = 1\n")
     (package / "unrelated.py").write_text("VALUE = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("VERIFY_CACHE", str(tmp_path / "cache"))
     from verify.results import reuse
 
     def digest():
         reuse._module_file.cache_clear()
         reuse._imports.cache_clear()
+        reuse._known_imports.cache_clear()
         code_digest.cache_clear()  # as a new process: one process digests unchanging source once
         return code_digest("digestpkg.kernel")
 
     before = digest()
+    assert (tmp_path / "cache" / "module-imports.json").is_file()  # the next process reads the imports
+    assert digest() == before  # read back, they give the same digest
     (package / "unrelated.py").write_text("VALUE = 2\n")
     assert digest() == before  # a module the kernel never imports does not decide its verdict
     (package / "helper.py").write_text("VALUE = 2\n")
-    assert digest() != before
+    changed = digest()
+    assert changed != before
+    # The imports kept are those of the source as it is: an edit that imports another module
+    # makes that module's changes count, though the file held the kernel's earlier imports.
+    (package / "kernel.py").write_text("from digestpkg import helper\nfrom digestpkg import unrelated\n")
+    imports_more = digest()
+    (package / "unrelated.py").write_text("VALUE = 3\n")
+    assert digest() != imports_more

@@ -63,7 +63,13 @@ class Implementation(ABC):
 
     def available(self, adapter: str | None = None) -> None:
         """SetupError (one line) unless an adapter matching `adapter` (default: $VERIFY_ADAPTER) is here."""
-        found = self.adapters()
+        self.require_adapter(self.adapters(), adapter)
+
+    def require_adapter(self, found: list[AdapterInfo] | tuple[AdapterInfo, ...], adapter: str | None = None) -> None:
+        """SetupError (one line) unless `found` (what `adapters()` listed) has an adapter matching
+        `adapter` (default: $VERIFY_ADAPTER). Apart from the listing so a caller that has listed
+        the adapters already (the gate, which names them in every job's inputs) need not list them
+        again: listing Dawn's starts a Node process."""
         wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT) or ""
         if not found:
             raise SetupError(f"{self.name}: no WebGPU adapter here")

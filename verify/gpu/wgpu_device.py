@@ -7,6 +7,7 @@ buffers back, timing each stage. It knows no kernel.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from verify.gpu.binding import (
 )
 from verify.gpu.device import OPTIONAL_FEATURES, WANTED_LIMITS, AdapterInfo, Launched, ShaderCompileError, Timing
 from verify.gpu.dialect import for_naga
-from verify.gpu.implementations import Implementation
+from verify.gpu.implementations import ADAPTER_ENVIRONMENT, Implementation
 from verify.gpu.probes import AdapterProbes
 from verify.gpu.wgpu_adapters import NO_ADAPTER_HELP, choose_adapter, list_adapters
 from verify.wgsl import Interface, read_interface, sha256
@@ -204,5 +205,11 @@ class Wgpu(Implementation):
             raise SetupError(NO_ADAPTER_HELP)
         return found
 
-    def available(self, adapter=None) -> None:
-        choose_adapter(adapter)
+    def require_adapter(self, found, adapter=None) -> None:
+        """choose_adapter's refusals, for adapters listed already."""
+        wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT)
+        if not found:
+            raise SetupError(NO_ADAPTER_HELP)
+        if wanted and not any(info.matches(wanted) for info in found):
+            raise SetupError(f"no adapter matches {wanted!r}; found: "
+                             + ", ".join(f"{info.name} ({info.backend})" for info in found))

@@ -44,13 +44,31 @@ def _module_file(name: str) -> Path | None:
 
 @lru_cache(maxsize=None)
 def _imports(name: str) -> tuple[str, ...]:
-    """The modules `name`'s source imports (any level, relative ones resolved), and its packages."""
+    """The modules `name`'s source imports (any level, relative ones resolved), and its packages.
+
+    Looked up by the sha256 of the name and the source in a file kept in verify's cache, as the
+    source alone decides the answer: parsing the few hundred modules a gate's kernels and checks
+    import took a second of every gate's planning."""
     path = _module_file(name)
     if path is None:
         return ()
     try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError):
+        source = path.read_bytes()
+    except OSError:
+        return ()
+    key = hashlib.sha256(name.encode() + b"\0" + source).hexdigest()
+    known = _known_imports()
+    if key not in known.entries:
+        known.entries[key] = _parsed_imports(name, path, source)
+        known.added = True
+    known.used.add(key)
+    return tuple(known.entries[key])
+
+
+def _parsed_imports(name: str, path: Path, source: bytes) -> tuple[str, ...]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
         return ()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = {name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1)}  # parent packages run too
@@ -65,6 +83,55 @@ def _imports(name: str) -> tuple[str, ...]:
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return tuple(sorted(found))
+
+
+#: The file of module imports by source digest, in verify's cache folder.
+_IMPORTS_FILE = "module-imports.json"
+#: Entries the file keeps beyond those this process used: enough for several checkouts' worth of
+#: edits, small enough to read in milliseconds.
+_IMPORTS_KEPT = 4096
+
+
+class _KnownImports:
+    """The imports file as read, what this process used of it, and whether it added any."""
+
+    def __init__(self, entries: dict):
+        self.entries = entries
+        self.used: set[str] = set()
+        self.added = False
+
+    def save(self) -> None:
+        """Write what was added (a full cache folder, or one that cannot be written, only costs speed)."""
+        from verify._cache import cache_dir
+        from verify.results.atomic import write_atomic
+
+        if not self.added:
+            return
+        path = cache_dir() / _IMPORTS_FILE
+        entries = dict(_read_imports(path), **self.entries)
+        if len(entries) > _IMPORTS_KEPT:
+            entries = {key: entries[key] for key in self.used}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps(entries, separators=(",", ":")))
+        except OSError:
+            return
+        self.added = False
+
+
+@lru_cache(maxsize=1)
+def _known_imports() -> _KnownImports:
+    from verify._cache import cache_dir
+
+    return _KnownImports(_read_imports(cache_dir() / _IMPORTS_FILE))
+
+
+def _read_imports(path: Path) -> dict:
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return entries if isinstance(entries, dict) else {}
 
 
 @lru_cache(maxsize=None)
@@ -85,6 +152,7 @@ def code_digest(*modules: str) -> str:
         path = _module_file(name)
         if path is not None:
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    _known_imports().save()
     return digest.hexdigest()
 
 

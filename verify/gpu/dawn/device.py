@@ -252,9 +252,9 @@ class Dawn(Implementation):
     def adapters(self) -> list[AdapterInfo]:
         return list_dawn_adapters()
 
-    def available(self, adapter=None) -> None:
-        """Dawn needs Node, the pinned npm package and a Vulkan driver it accepts, which only asking it tells."""
-        found = list_dawn_adapters()
+    def require_adapter(self, found, adapter=None) -> None:
+        """Dawn needs Node, the pinned npm package and a Vulkan driver it accepts, which only asking
+        it tells (`adapters()`, which raises when it cannot ask)."""
         wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT) or ""
         if not any(info.matches(wanted) for info in found):
             which = f" matching {wanted!r}" if wanted else ""
