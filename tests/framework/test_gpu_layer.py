@@ -111,6 +111,35 @@ def test_inout_buffers_are_read_back(webgpu_device):
     assert run.outputs["dst"].tolist() == [4.0] * 4
 
 
+THREE_OUTPUTS = """
+@group(0) @binding(0) var<storage, read_write> a: array<f32>;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> b: array<u32>;
+@group(0) @binding(3) var<storage, read_write> c: array<i32>;
+@compute @workgroup_size(1)
+fn main() {
+  for (var i = 0u; i < 3u; i++) { a[i] = f32(src[i]) + 0.5; }
+  for (var i = 0u; i < 6u; i++) { b[i] = src[i] * 7u; }
+  c[0] = c[0] - 1;
+}
+"""
+
+
+@pytest.mark.webgpu
+def test_each_of_several_outputs_comes_back_whole_with_its_own_guard(webgpu_device):
+    """The writable buffers are read back through one staging buffer, each at its own offset:
+    outputs of different lengths and types, an InOut among them, and a write past the end of
+    one (b's sixth element lands in its guard) that breaks that output's guard only."""
+    pipeline = webgpu_device.pipeline(THREE_OUTPUTS)
+    src = np.array([1, 2, 3, 4, 5, 6], np.uint32)
+    run = webgpu_device.run(pipeline, {"a": Output(np.float32, (3,)), "src": src, "b": Output(np.uint32, (5,)),
+                                       "c": InOut(np.array([10, 20, 30], np.int32))}, 1)
+    assert run.outputs["a"].tolist() == [1.5, 2.5, 3.5]
+    assert run.outputs["b"].tolist() == [7, 14, 21, 28, 35]
+    assert run.outputs["c"].tolist() == [9, 20, 30]
+    assert run.guard_intact == {"a": True, "b": False, "c": True}
+
+
 @pytest.mark.webgpu
 def test_missing_or_extra_resources_are_a_usage_error(webgpu_device):
     pipeline = webgpu_device.pipeline(_copy(0))

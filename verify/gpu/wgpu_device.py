@@ -125,11 +125,17 @@ class WgpuDevice(AdapterProbes):
             entries=[{"binding": b.binding, "resource": {"buffer": buf}} for b, buf in bound],
         )
         by_name = {b.name: buf for b, buf in bound}
-        staging = {buffer.name: self._staging(by_name[buffer.name].size) for buffer in plan if buffer.readback}
+        # Every writable buffer is copied into one mappable staging buffer, at its own offset:
+        # one map per run, whatever the number of outputs (each map costs about a millisecond).
+        offsets, size = {}, 0
+        for buffer in plan:
+            if buffer.readback:
+                offsets[buffer.name] = size
+                size += by_name[buffer.name].size
         timing.upload = time.perf_counter() - start
 
-        # One submission: the dispatch, then copies of every writable buffer (and the
-        # timestamps) into mappable staging buffers, so reading back costs no extra round trip.
+        # One submission: the dispatch, then the copies (and the timestamps) into the staging
+        # buffer, so reading back costs no extra round trip.
         start = time.perf_counter()
         encoder = dev.create_command_encoder()
         query = self._timestamp_pass_args() if timestamps and "timestamp-query" in self.features else None
@@ -138,20 +144,23 @@ class WgpuDevice(AdapterProbes):
         compute_pass.set_bind_group(0, group)
         compute_pass.dispatch_workgroups(*grid(workgroups))
         compute_pass.end()
-        for name, target in staging.items():
-            encoder.copy_buffer_to_buffer(by_name[name], 0, target, 0, target.size)
+        stamps_at = size
+        staging = self._staging(size + (16 if query else 0)) if offsets or query else None
+        for name, offset in offsets.items():
+            encoder.copy_buffer_to_buffer(by_name[name], 0, staging, offset, by_name[name].size)
         if query:
             encoder.resolve_query_set(query[1], 0, 2, query[2], 0)
-            staging["__timestamps__"] = self._staging(16)
-            encoder.copy_buffer_to_buffer(query[2], 0, staging["__timestamps__"], 0, 16)
+            encoder.copy_buffer_to_buffer(query[2], 0, staging, stamps_at, 16)
         dev.queue.submit([encoder.finish()])
         dev._poll_wait()  # wgpu-py 0.32: on_submitted_work_done_sync is broken; a blocking poll waits
         timing.dispatch = time.perf_counter() - start
 
         start = time.perf_counter()
-        outputs, guards = unpack_readbacks(plan, {b.name: _read(staging[b.name]) for b in plan if b.readback})
+        data = _read(dev, staging) if staging is not None else b""
+        outputs, guards = unpack_readbacks(plan, {name: data[offset:offset + by_name[name].size]
+                                                  for name, offset in offsets.items()})
         if query:
-            stamps = np.frombuffer(_read(staging["__timestamps__"]), dtype="<u8")
+            stamps = np.frombuffer(data[stamps_at:stamps_at + 16], dtype="<u8")
             timing.gpu_ns = float(stamps[1] - stamps[0])
         timing.readback = time.perf_counter() - start
         return Launched(outputs, guards, timing)
@@ -170,9 +179,17 @@ class WgpuDevice(AdapterProbes):
         return writes, query_set, resolved
 
 
-def _read(staging) -> bytes:
-    """The contents of a mappable buffer whose copy has completed."""
-    staging.map_sync("READ")
+def _read(device, staging) -> bytes:
+    """The contents of a mappable buffer whose copy has completed (the dispatch's blocking poll).
+
+    Not wgpu-py's map_sync: it first submits an empty command buffer (for a buffer no submission
+    wrote yet, wgpu-native issue 305; this one's copy has run) and then waits for wgpu-py's
+    polling thread to see the map done, two more hand-offs between threads, which cost a
+    millisecond a run on lavapipe beside a busy worker. Here one blocking poll on this thread
+    completes the map."""
+    promise = staging.map_async("READ_NOSYNC")  # wgpu-py 0.32's map without that submission
+    device._poll_wait()
+    promise.sync_wait()
     try:
         return bytes(staging.read_mapped())
     finally:
