@@ -54,13 +54,20 @@ def choose_adapter(name: str | None = None):
     """
     name = name if name is not None else os.environ.get(ADAPTER_ENVIRONMENT)
     adapters = enumerate_adapters()
-    if not adapters:
-        raise SetupError(NO_ADAPTER_HELP)
-    if not name:
-        return adapters[0], _describe(adapters[0])
-    for adapter in adapters:
-        info = _describe(adapter)
-        if info.matches(name):
+    described = [_describe(adapter) for adapter in adapters]
+    require_match(described, name)
+    for adapter, info in zip(adapters, described):
+        if not name or info.matches(name):
             return adapter, info
-    found = ", ".join(f"{i.name} ({i.backend})" for i in map(_describe, adapters))
-    raise SetupError(f"no adapter matches {name!r}; found: {found}")
+    raise AssertionError("require_match let an unmatched name through")  # pragma: no cover
+
+
+def require_match(found, name: str | None) -> None:
+    """SetupError unless `found` (AdapterInfo) holds an adapter, and one whose name, vendor, backend
+    or driver contains `name` when given: choose_adapter's refusals, also for adapters listed once
+    and kept (the gate's)."""
+    if not found:
+        raise SetupError(NO_ADAPTER_HELP)
+    if name and not any(info.matches(name) for info in found):
+        raise SetupError(f"no adapter matches {name!r}; found: "
+                         + ", ".join(f"{info.name} ({info.backend})" for info in found))

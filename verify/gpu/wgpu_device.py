@@ -25,7 +25,7 @@ from verify.gpu.device import OPTIONAL_FEATURES, WANTED_LIMITS, AdapterInfo, Lau
 from verify.gpu.dialect import for_naga
 from verify.gpu.implementations import ADAPTER_ENVIRONMENT, Implementation
 from verify.gpu.probes import AdapterProbes
-from verify.gpu.wgpu_adapters import NO_ADAPTER_HELP, choose_adapter, list_adapters
+from verify.gpu.wgpu_adapters import NO_ADAPTER_HELP, choose_adapter, list_adapters, require_match
 from verify.wgsl import Interface, read_interface, sha256
 
 
@@ -224,9 +224,4 @@ class Wgpu(Implementation):
 
     def require_adapter(self, found, adapter=None) -> None:
         """choose_adapter's refusals, for adapters listed already."""
-        wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT)
-        if not found:
-            raise SetupError(NO_ADAPTER_HELP)
-        if wanted and not any(info.matches(wanted) for info in found):
-            raise SetupError(f"no adapter matches {wanted!r}; found: "
-                             + ", ".join(f"{info.name} ({info.backend})" for info in found))
+        require_match(found, adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT))

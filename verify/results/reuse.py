@@ -87,8 +87,8 @@ def _parsed_imports(name: str, path: Path, source: bytes) -> tuple[str, ...]:
 
 #: The file of module imports by source digest, in verify's cache folder.
 _IMPORTS_FILE = "module-imports.json"
-#: Entries the file keeps beyond those this process used: enough for several checkouts' worth of
-#: edits, small enough to read in milliseconds.
+#: The most entries the file keeps; past it, a save keeps only those this process used. Enough for
+#: several checkouts' worth of edits, small enough to read in milliseconds.
 _IMPORTS_KEPT = 4096
 
 
