@@ -6,8 +6,8 @@ import os
 
 from verify.errors import SetupError
 from verify.gpu.device import AdapterInfo
-from verify.gpu.environment import quiet_environment
 from verify.gpu.implementations import ADAPTER_ENVIRONMENT
+from verify.gpu.wgpu_types import load_wgpu
 
 #: Backends that run compute shaders with the features LLM kernels need. wgpu's OpenGL
 #: fallback on llvmpipe has neither shader-f16 nor subgroups, so it is only a last resort.
@@ -36,9 +36,7 @@ def _describe(adapter) -> AdapterInfo:
 
 def enumerate_adapters() -> list:
     """All wgpu adapters, best first (native backends before the OpenGL fallback)."""
-    quiet_environment()
-    import wgpu
-
+    wgpu = load_wgpu()
     adapters = list(wgpu.gpu.enumerate_adapters_sync())
     return sorted(adapters, key=lambda a: _BACKEND_PREFERENCE.get(a.info.get("backend_type"), 1))
 

@@ -26,6 +26,7 @@ from verify.gpu.dialect import for_naga
 from verify.gpu.implementations import ADAPTER_ENVIRONMENT, Implementation
 from verify.gpu.probes import AdapterProbes
 from verify.gpu.wgpu_adapters import NO_ADAPTER_HELP, choose_adapter, list_adapters, require_match
+from verify.gpu.wgpu_types import load_wgpu
 from verify.wgsl import Interface, read_interface, sha256
 
 
@@ -45,9 +46,7 @@ class WgpuDevice(AdapterProbes):
     """One wgpu device; `limits` overrides WANTED_LIMITS (e.g. to hold a kernel to 16 KiB)."""
 
     def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
-        import wgpu
-
-        self._wgpu = wgpu
+        self._wgpu = load_wgpu()
         adapter, self.info = choose_adapter(adapter_name)
         self.features = frozenset(f for f in OPTIONAL_FEATURES if f in adapter.features)
         wanted = dict(WANTED_LIMITS, **(limits or {}))
