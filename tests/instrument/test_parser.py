@@ -76,3 +76,24 @@ def test_bad_wgsl_is_one_error_naming_line_column_and_the_line(source, line, col
 def test_an_unterminated_block_comment_is_a_syntax_error():
     with pytest.raises(WgslSyntaxError, match="unterminated block comment"):
         parse("fn f() {}\n/* open /* nested */\n")
+
+
+def test_the_parser_from_lark_s_cache_file_reads_like_one_built_from_the_grammar():
+    """_parser() keeps its LALR tables in a cache file (lark's `cache=True`); the second process
+    on a machine loads them. Trees from a parser loaded that way equal a freshly built one's."""
+    import subprocess
+    import sys
+    from importlib import resources
+
+    from lark import Lark
+
+    from verify.wgsl.parser import _parser
+
+    subprocess.run([sys.executable, "-c", "from verify.wgsl.parser import _parser; _parser()"], check=True)
+    _parser.cache_clear()
+    loaded = _parser()
+    grammar = resources.files("verify.wgsl").joinpath("wgsl.lark").read_text()
+    built = Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    for name, source in list(kernel_modules().items())[:12]:
+        masked = mark_template_lists(blank_comments(source))
+        assert loaded.parse(masked) == built.parse(masked), name

@@ -121,8 +121,13 @@ def parse_declarations(source: str) -> Module:
 
 @cache
 def _parser() -> Lark:
+    """The LALR parser of wgsl.lark. Building its tables takes about 0.3 s, in every process that
+    reads WGSL (the gate's parent and each worker); `cache=True` keeps them in a file of the
+    temporary folder named by the sha256 of the grammar, these options and lark's version (lark
+    builds them again where the file is missing, unreadable or for another grammar): 0.02 s."""
     grammar = resources.files(__package__).joinpath("wgsl.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False,
+                cache=True)
 
 
 def _syntax_error(source: str, exc: UnexpectedInput) -> WgslSyntaxError:
