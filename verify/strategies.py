@@ -24,6 +24,7 @@ built: a bad one raises ValueError saying what was expected.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -72,12 +73,21 @@ def _check_positive(**named) -> None:
 
 # -- tensors ---------------------------------------------------------------------------------------
 def values(shape, dtype="f32", kinds=VALUE_KINDS):
-    """Arrays of `shape` in `dtype` whose values are one drawn kind (see VALUE_KINDS)."""
+    """Arrays of `shape` in `dtype` whose values are one drawn kind (see VALUE_KINDS).
+
+    The same arguments give the same strategy object: a case strategy that asks for values of
+    its drawn shape (`st.flatmap`, `draw(values(...))`) would otherwise build and validate a new
+    one for every example, a third of a small kernel's case generation."""
     shape = tuple(int(s) for s in shape)
-    chosen = _check_dtype(dtype)
-    kinds = _check_kinds(kinds, VALUE_KINDS, "kinds")
-    return st.tuples(st.sampled_from(kinds), seeds).map(
+    return _values(shape, _check_dtype(dtype), _check_kinds(kinds, VALUE_KINDS, "kinds"))
+
+
+@lru_cache(maxsize=1024)
+def _values(shape: tuple, chosen: np.dtype, kinds: tuple):
+    strategy = st.tuples(st.sampled_from(kinds), seeds).map(
         lambda pair: make_values(np.random.default_rng(pair[1]), pair[0], shape, chosen))
+    strategy.validate()
+    return strategy
 
 
 def lse_pairs(shape, kinds=LSE_KINDS):

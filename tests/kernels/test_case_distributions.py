@@ -257,3 +257,14 @@ def test_dp4a_matmul_cases_draw_every_kind_and_the_range_bound_only_settles_sums
         assert not within or largest <= room
         settled.add(within)
     assert settled == {True, False}
+
+
+def test_values_of_one_shape_are_one_strategy_that_still_draws_varied_arrays():
+    from verify import strategies as vs
+
+    assert vs.values((3, 5), "f16") is vs.values([3, 5], "f16")
+    assert vs.values((3, 5), "f16") is not vs.values((3, 5), "f32")
+    assert vs.values((3, 5), "f16") is not vs.values((3, 6), "f16")
+    arrays = drawn(vs.values((3, 5), "f16"), 80)
+    assert all(a.shape == (3, 5) and a.dtype == np.float16 for a in arrays)
+    assert len({a.tobytes() for a in arrays}) > 40
