@@ -76,18 +76,16 @@ def values(shape, dtype="f32", kinds=VALUE_KINDS):
     """Arrays of `shape` in `dtype` whose values are one drawn kind (see VALUE_KINDS).
 
     The same arguments give the same strategy object: a case strategy that asks for values of
-    its drawn shape (`st.flatmap`, `draw(values(...))`) would otherwise build and validate a new
-    one for every example, a third of a small kernel's case generation."""
+    its drawn shape (`st.flatmap`, `draw(values(...))`) would otherwise build, and Hypothesis
+    validate, a new one for every example (the rmsnorm example's checks: 5.6-6.1 s -> 5.2 s)."""
     shape = tuple(int(s) for s in shape)
     return _values(shape, _check_dtype(dtype), _check_kinds(kinds, VALUE_KINDS, "kinds"))
 
 
 @lru_cache(maxsize=1024)
 def _values(shape: tuple, chosen: np.dtype, kinds: tuple):
-    strategy = st.tuples(st.sampled_from(kinds), seeds).map(
+    return st.tuples(st.sampled_from(kinds), seeds).map(
         lambda pair: make_values(np.random.default_rng(pair[1]), pair[0], shape, chosen))
-    strategy.validate()
-    return strategy
 
 
 def lse_pairs(shape, kinds=LSE_KINDS):
