@@ -58,8 +58,10 @@ def load_wgpu():
     with _lock:
         if not _loaded:
             _loaded = True
-            from wgpu.backends.wgpu_native import _ffi
-
+            try:
+                from wgpu.backends.wgpu_native import _ffi
+            except ImportError:  # another wgpu-py layout: every type is parsed on its first use
+                return wgpu
             _parse_together(_ffi.ffi, RUN_TYPES)
     return wgpu
 
