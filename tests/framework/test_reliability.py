@@ -46,9 +46,14 @@ def shown(tmp_path, kernel="merge_state", config="head_dim=64,dtype=f32") -> str
 
 
 def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, read from each of its threads' `children` list.
+    A thread (or the process) may end between listing and reading: it then has no children."""
     found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        text = (task / "children").read_text().split() if (task / "children").exists() else []
+        try:
+            text = (task / "children").read_text().split()
+        except OSError:
+            continue
         found += [int(c) for c in text]
     return found
 
