@@ -1,4 +1,4 @@
-"""Deliberately broken kernels must be caught: each mutant fixture fails `verify check --wgsl`.
+"""Deliberately broken kernels must be caught: each mutant fixture fails the check named for it.
 
 This is the toolkit checking itself (docs/how-kernels-are-judged.md §8): a check that lets a known bug through
 is a defect of the check.
@@ -12,7 +12,9 @@ import sys
 
 import pytest
 
+import verify
 from tests.fixtures.mutants.regenerate import fixture_path, mutate, specs
+from verify.results.record import Verdict
 
 MUTANTS = [(kernel, spec) for kernel, entries in specs().items() for spec in entries]
 
@@ -25,15 +27,26 @@ def test_mutant_fixture_is_current(kernel, spec):
 
 @pytest.mark.webgpu
 @pytest.mark.parametrize("kernel,spec", MUTANTS, ids=[f"{k}/{s['name']}" for k, s in MUTANTS])
-def test_mutant_is_caught(kernel, spec, tmp_path):
-    """`verify check --wgsl MUTANT` exits 1 and the expected check is among the failures."""
-    examples = str(spec.get("examples", 100))
+def test_mutant_is_caught(kernel, spec):
+    """The expected check fails the mutant. `verify.check` runs what `verify check --wgsl MUTANT`
+    runs (the config the file names, the ci profile, seed 0, a worker process with its time
+    limit), without the command's own start-up, adapter listing and report: about half of each
+    run's time here (the command's exit code is the next test's)."""
+    results = verify.check(kernel, checks=[spec["caught_by"]], examples=spec.get("examples", 100),
+                           wgsl=fixture_path(kernel, spec))
+    failed = {r.check for r in results if r.verdict is Verdict.FAIL}
+    assert spec["caught_by"] in failed, [(r.check, r.verdict.value, r.reason) for r in results]
+
+
+@pytest.mark.webgpu
+def test_the_command_exits_1_with_the_check_that_caught_a_mutant(tmp_path):
+    """`verify check KERNEL --wgsl MUTANT --checks CHECK` exits 1 and records that check failing."""
+    kernel, spec = next((k, s) for k, s in MUTANTS if (k, s["name"]) == ("merge_state", "natural_log"))
     result = subprocess.run(
         [sys.executable, "-m", "verify", "check", kernel, "--wgsl", str(fixture_path(kernel, spec)),
-         "--checks", spec["caught_by"], "--examples", examples, "--out", str(tmp_path)],
+         "--checks", spec["caught_by"], "--examples", "100", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=900,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     records = json.loads((tmp_path / "results.json").read_text())["records"]
-    failed = {r["check"] for r in records if r["verdict"] == "fail"}
-    assert spec["caught_by"] in failed, result.stderr
+    assert [(r["check"], r["verdict"]) for r in records] == [(spec["caught_by"], "fail")], result.stderr

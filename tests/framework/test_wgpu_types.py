@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +76,62 @@ def test_a_name_that_is_not_a_type_is_left_for_cffi_to_refuse():
     assert ffi.typeof("Pair *") is ffi._parsed_types["Pair *"][0]
     with pytest.raises(cffi.CDefError):
         ffi.typeof("not_a_type")
+
+
+_DECLARATIONS = """
+    import json, os, pycparser.c_parser
+    parses = []
+    parse = pycparser.c_parser.CParser.parse
+    pycparser.c_parser.CParser.parse = lambda self, text, *a, **k: (parses.append(len(text)), parse(self, text, *a, **k))[1]
+    from verify.gpu.wgpu_types import load_wgpu
+    load_wgpu()
+    from wgpu.backends.wgpu_native import _ffi
+    parser = _ffi.ffi._parser
+    declared = {name: repr(kind) if not hasattr(kind, "_get_c_name") else kind._get_c_name()
+                for name, (kind, _quals) in parser._declarations.items()}
+    print(json.dumps({"parses": parses, "declared": declared, "constants": parser._int_constants,
+                      "version": list(_ffi.lib_version_info)}))
+"""
+
+
+def test_the_header_read_back_from_the_cache_declares_what_a_fresh_parse_does(tmp_path, monkeypatch):
+    """The first process parses wgpu-native's header and keeps the trees; the next parses nothing
+    with pycparser and ends with the same declarations and constants."""
+    monkeypatch.setenv("VERIFY_CACHE", str(tmp_path))
+    first = _fresh(_DECLARATIONS)
+    kept = sorted((tmp_path / "cffi").glob("*.pickle"))
+    assert first["parses"] and max(first["parses"]) > 50_000  # the header itself
+    assert len(kept) == len(first["parses"]) and not list((tmp_path / "cffi").glob("*.part"))
+    second = _fresh(_DECLARATIONS)
+    assert second["parses"] == []
+    assert second["declared"] == first["declared"] and len(first["declared"]) > 400
+    assert second["constants"] == first["constants"] and second["version"] == first["version"]
+
+
+def test_a_damaged_or_unwritable_cache_costs_only_the_parse(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIFY_CACHE", str(tmp_path))
+    first = _fresh(_DECLARATIONS)
+    for kept in (tmp_path / "cffi").glob("*.pickle"):
+        kept.write_bytes(b"not a pickle")
+    damaged = _fresh(_DECLARATIONS)
+    assert damaged["parses"] == first["parses"] and damaged["declared"] == first["declared"]
+    assert _fresh(_DECLARATIONS)["parses"] == []  # the damaged files were written again
+
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("VERIFY_CACHE", str(blocked))
+    unwritable = _fresh(_DECLARATIONS)
+    assert unwritable["parses"] == first["parses"] and unwritable["declared"] == first["declared"]
+
+
+def test_kept_trees_are_keyed_by_the_text_and_restored_on_leaving():
+    from cffi import cparser
+
+    from verify.gpu.wgpu_types import _key, trees_kept
+
+    assert _key("typedef int a;") == _key("typedef int a;") != _key("typedef int b;")
+    real = cparser._get_parser
+    with pytest.raises(RuntimeError), trees_kept(Path("/nonexistent")):
+        assert cparser._get_parser is not real
+        raise RuntimeError
+    assert cparser._get_parser is real

@@ -13,14 +13,31 @@ and files each result where cffi's own first use would have put it (`ffi._parsed
 by cffi's own conversion from pycparser's tree to a C type: the same objects as a lazy parse
 gives, in about 35 ms for all of them. A type missing from the list is parsed on first use, as
 before; if cffi's internals differ from what this expects (another cffi), nothing is filed and
-every type is parsed on first use, as before. tests/framework/test_gpu_layer.py holds the list
+every type is parsed on first use, as before. tests/framework/test_wgpu_types.py holds the list
 to what a check uses and the results to cffi's own.
+
+Before any of that, importing wgpu-py's backend hands cffi wgpu-native's whole header (about
+100 kB of C), which pycparser parses in about 0.35 s, again in every process. The tree pycparser
+makes of a text depends on nothing but that text and the two libraries' versions, so
+`load_wgpu()` keeps it, pickled, in verify's cache folder (`<cache>/cffi`, named by the sha256 of
+the text and those versions) and later processes read it back in about 0.08 s; cffi then builds
+its declarations from the tree exactly as it would from a fresh parse. A file that is missing,
+unreadable or damaged is parsed and written again; a cache folder that cannot be written costs
+only the parse.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
 import threading
+from contextlib import contextmanager
+from pathlib import Path
 
+from verify._cache import cache_dir
 from verify.gpu.environment import quiet_environment
 
 #: The C type strings wgpu-py 0.32 parses while verify lists adapters, opens a device, compiles
@@ -58,12 +75,68 @@ def load_wgpu():
     with _lock:
         if not _loaded:
             _loaded = True
-            try:
-                from wgpu.backends.wgpu_native import _ffi
-            except ImportError:  # another wgpu-py layout: every type is parsed on its first use
-                return wgpu
-            _parse_together(_ffi.ffi, RUN_TYPES)
+            with trees_kept(cache_dir() / "cffi"):
+                try:
+                    from wgpu.backends.wgpu_native import _ffi
+                except ImportError:  # another wgpu-py layout: every type is parsed on its first use
+                    return wgpu
+                _parse_together(_ffi.ffi, RUN_TYPES)
     return wgpu
+
+
+@contextmanager
+def trees_kept(folder: Path):
+    """While inside, every C text cffi hands pycparser is read from `folder` when a run before
+    parsed the same text with the same cffi, pycparser and Python, else parsed and kept there.
+    With a cffi that has no `cparser._get_parser`, nothing changes."""
+    try:
+        from cffi import cparser
+
+        real = cparser._get_parser
+    except (ImportError, AttributeError):
+        yield
+        return
+    cparser._get_parser = lambda: _KeptParser(real(), folder)
+    try:
+        yield
+    finally:
+        cparser._get_parser = real
+
+
+class _KeptParser:
+    """pycparser's parser for cffi, its trees kept in a folder (see trees_kept)."""
+
+    def __init__(self, parser, folder: Path):
+        self._parser, self._folder = parser, folder
+
+    def parse(self, text: str, *args, **kwargs):
+        path = self._folder / f"{_key(text)}.pickle"
+        try:
+            with open(path, "rb") as kept:
+                return pickle.load(kept)
+        except Exception:  # missing, unreadable or damaged: parse it again
+            pass
+        tree = self._parser.parse(text, *args, **kwargs)
+        temporary = None
+        try:
+            self._folder.mkdir(parents=True, exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(dir=self._folder, suffix=".part")
+            with os.fdopen(descriptor, "wb") as out:
+                pickle.dump(tree, out, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, path)  # whole or not at all, whatever other processes do
+        except (OSError, pickle.PicklingError, RecursionError):
+            if temporary is not None and os.path.exists(temporary):
+                os.unlink(temporary)
+        return tree
+
+
+def _key(text: str) -> str:
+    """The sha256 naming the tree of `text`: the text and what makes a tree of it."""
+    import cffi
+    import pycparser
+
+    made_by = f"cffi {cffi.__version__}, pycparser {pycparser.__version__}, Python {sys.version}"
+    return hashlib.sha256(f"{made_by}\0{text}".encode()).hexdigest()
 
 
 def _parse_together(ffi, cdecls) -> int:
