@@ -7,6 +7,7 @@ documents built from them (synthetic.py); no kernel runs here.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -331,3 +332,22 @@ def test_record_text_is_escaped(tmp_path):
     assert not list(dom.iter("script"))
     assert "&lt;script&gt;" in html and "vec4&lt;f32&gt;" in html
     assert build_report([document]).records[0].kind == "compile error"
+
+
+def test_matplotlib_is_imported_only_to_draw(tmp_path):
+    """A report whose plots were all kept by an earlier render is rendered without importing
+    matplotlib (0.8 s of CPU in every command); the first render, which draws them, imports it."""
+    code = ("import sys; from pathlib import Path; from verify.report import render_report; "
+            "from verify.results.store import load_results; "
+            "render_report([load_results(sys.argv[1])], Path(sys.argv[2])); "
+            "print('matplotlib' in sys.modules)")
+    env = dict(os.environ, VERIFY_CACHE=str(tmp_path / "cache"))  # no plot kept from another run
+    pages = []
+    for fixture in (PASSING, FAILING):
+        for imported in ("True", "False"):  # drawn, then read back
+            out = tmp_path / f"{len(pages)}.html"
+            done = subprocess.run([sys.executable, "-c", code, str(fixture), str(out)], capture_output=True,
+                                  text=True, timeout=300, env=env)
+            assert done.returncode == 0 and done.stdout.strip() == imported, (fixture, done.stderr)
+            pages.append(out.read_text())
+    assert "<svg" in pages[0] and pages[0] == pages[1] and pages[2] == pages[3]

@@ -13,6 +13,10 @@ SVG text is kept small: fonts stay text (`svg.fonttype: none`), dense markers an
 are embedded as small PNG rasters by matplotlib itself. Every figure gets its own hash salt so
 the ids inside several inline SVGs of one HTML page never collide, and the output is the same
 on every run. The `Figure` API is used instead of pyplot: no global figure state, no GUI backend.
+
+matplotlib is imported by the first drawing, not with this module: importing it costs about 0.8 s
+of CPU, which every `verify` command paid for its report even when every plot it shows was kept
+from an earlier run (verify/report/kept.py), as when the same checks run again.
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ from __future__ import annotations
 import io
 import math
 import re
+from functools import cache
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib import rc_context
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 from verify.results.detail import axis_names
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Where err/budget values of 0 and of inf/NaN are drawn on a log axis (and the heatmap's
 #: colour range): the histogram bins of verify/results/detail.py span the same decades.
@@ -53,6 +59,18 @@ _INDENT = re.compile(r"\s*\n\s*")
 _PASS, _FAIL, _BUDGET = "#4c72b0", "#c0392b", "#555555"
 
 
+@cache
+def _matplotlib() -> SimpleNamespace:
+    """The parts of matplotlib the plots use, imported on the first call (see the module docstring)."""
+    from matplotlib import rc_context
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
+
+    return SimpleNamespace(rc_context=rc_context, TwoSlopeNorm=TwoSlopeNorm, Figure=Figure,
+                           FuncFormatter=FuncFormatter, MaxNLocator=MaxNLocator, NullLocator=NullLocator)
+
+
 def _svg(figure: Figure, salt: str) -> str:
     """The figure as an <svg> element for inline use: no XML prolog, no RDF metadata block, no
     indentation (whitespace between SVG elements and inside path data is not rendered), and none
@@ -60,7 +78,7 @@ def _svg(figure: Figure, salt: str) -> str:
     and in a page of many figures they would repeat. The ids that are referred to (clip paths,
     markers) are hashes salted per figure, so they stay unique."""
     buffer = io.StringIO()
-    with rc_context(dict(_STYLE, **{"svg.hashsalt": salt})):
+    with _matplotlib().rc_context(dict(_STYLE, **{"svg.hashsalt": salt})):
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     text = _GROUP_ID.sub("<g", _METADATA.sub("", text[text.index("<svg"):]))
@@ -70,8 +88,8 @@ def _svg(figure: Figure, salt: str) -> str:
 def _figure(width: float, height: float, right: float = 0.12) -> tuple[Figure, object]:
     """A figure with one axes placed by fixed margins in inches: constrained layout would
     measure every label first and doubles the drawing time of these small plots."""
-    with rc_context(_STYLE):
-        figure = Figure(figsize=(width, height))
+    with _matplotlib().rc_context(_STYLE):
+        figure = _matplotlib().Figure(figsize=(width, height))
         left, bottom, top = 0.62, 0.4, 0.22
         ax = figure.add_axes((left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height))
     return figure, ax
@@ -82,8 +100,8 @@ def _log_ticks(axis) -> None:
     matplotlib's default 10^k labels go through mathtext, and its eight minor ticks per decade
     are a hundred tick objects on a 12-decade axis; together most of a figure's drawing time
     and SVG bytes."""
-    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(_matplotlib().FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_locator(_matplotlib().NullLocator())
 
 
 def _on_log_axis(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +133,7 @@ def err_budget_scatter(points: list[tuple[float, float, bool]], feature: str, sa
     y, off_scale = _on_log_axis(data[:, 1])
     x = data[:, 0]
     figure, ax = _figure(4.1, 2.2, right=0.95)
-    with rc_context(_STYLE):
+    with _matplotlib().rc_context(_STYLE):
         dense = len(points) > RASTER_POINTS
         for mask, colour, label in ((passed, _PASS, "pass"), (~passed, _FAIL, "fail")):
             finite = mask & ~off_scale
@@ -147,7 +165,7 @@ def err_budget_histogram(output: str, histogram: dict, salt: str) -> str:
     edges = np.asarray(histogram["log10_edges"], dtype=np.float64)
     counts = np.asarray(histogram["counts"], dtype=np.float64)
     figure, ax = _figure(3.4, 2.0)
-    with rc_context(_STYLE):
+    with _matplotlib().rc_context(_STYLE):
         under = edges[1:] <= 0
         ax.stairs(np.where(under, counts, 0), edges, fill=True, color=_PASS, alpha=0.8)
         ax.stairs(np.where(under, 0, counts), edges, fill=True, color=_FAIL, alpha=0.8)
@@ -175,12 +193,12 @@ def err_budget_heatmap(output: str, heatmap: dict, salt: str) -> str:
     width = 3.8
     height = min(3.2, max(1.2, 0.7 + 2.4 * rows / max(cols, 1)))
     figure, ax = _figure(width, height, right=0.9)
-    with rc_context(_STYLE):
-        norm = TwoSlopeNorm(vmin=math.log10(LOG_FLOOR), vcenter=0.0, vmax=math.log10(LOG_CEILING))
+    with _matplotlib().rc_context(_STYLE):
+        norm = _matplotlib().TwoSlopeNorm(vmin=math.log10(LOG_FLOOR), vcenter=0.0, vmax=math.log10(LOG_CEILING))
         image = ax.imshow(logs, cmap="RdBu_r", norm=norm, aspect="auto", interpolation="none",
                           extent=(0, cols * col_step, rows * row_step, 0))
         for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+            axis.set_major_locator(_matplotlib().MaxNLocator(nbins=6, integer=True))
         box = ax.get_position()
         colorbar = figure.colorbar(image, cax=figure.add_axes((box.x1 + 0.03, box.y0, 0.03, box.height)))
         colorbar.set_label("log10(err/budget)", fontsize=7)
