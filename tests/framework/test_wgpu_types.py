@@ -101,7 +101,7 @@ def test_the_header_read_back_from_the_cache_declares_what_a_fresh_parse_does(tm
     first = _fresh(_DECLARATIONS)
     kept = sorted((tmp_path / "cffi").glob("*.pickle"))
     assert first["parses"] and max(first["parses"]) > 50_000  # the header itself
-    assert len(kept) == len(first["parses"]) and not list((tmp_path / "cffi").glob("*.part"))
+    assert len(kept) == len(first["parses"]) and not list((tmp_path / "cffi").glob(".*.tmp"))
     second = _fresh(_DECLARATIONS)
     assert second["parses"] == []
     assert second["declared"] == first["declared"] and len(first["declared"]) > 400

@@ -29,16 +29,15 @@ only the parse.
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import sys
-import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
 from verify._cache import cache_dir
 from verify.gpu.environment import quiet_environment
+from verify.results.atomic import write_atomic
 
 #: The C type strings wgpu-py 0.32 parses while verify lists adapters, opens a device, compiles
 #: a pipeline and runs it (read back by one map), exactly as wgpu-py spells them (the key is the
@@ -117,16 +116,10 @@ class _KeptParser:
         except Exception:  # missing, unreadable or damaged: parse it again
             pass
         tree = self._parser.parse(text, *args, **kwargs)
-        temporary = None
-        try:
-            self._folder.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(dir=self._folder, suffix=".part")
-            with os.fdopen(descriptor, "wb") as out:
-                pickle.dump(tree, out, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, path)  # whole or not at all, whatever other processes do
+        try:  # whole or not at all, whatever other processes do
+            write_atomic(path, pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, pickle.PicklingError, RecursionError):
-            if temporary is not None and os.path.exists(temporary):
-                os.unlink(temporary)
+            pass
         return tree
 
 
