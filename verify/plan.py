@@ -470,6 +470,17 @@ def job_key(job_or_record) -> tuple:
             implementation or "", job_or_record.subgroup_width)
 
 
+def compile_group(job: Job) -> tuple:
+    """The jobs whose first example compiles the same pipelines: the checks of one kernel, config
+    and subgroup width (on any implementation: the `implementations` check compiles on both), a
+    check launching a module of its own (Check.own_module) apart. The gate holds a job back while
+    another of its group compiles (verify.session), so that on a cold shader cache the second
+    finds the driver's cached pipelines instead of compiling the same program at the same time."""
+    check = get_check(job.check)
+    return (job.kernel, json.dumps(job.config, sort_keys=True, default=str), job.subgroup_width,
+            job.check if check.own_module else "")
+
+
 def select_shard(jobs: list[Job], index: int, count: int) -> list[Job]:
     """Shard `index` (1-based) of `count`: every count-th job, starting at the index-th.
 

@@ -259,13 +259,12 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
     """Each worker's thread sends it the next job as soon as it hands over a record; the calling
     thread records them. A worker never waits while the results file is written: with 16 workers
     that wait (a rewrite of the whole file per record, under the lock every worker reports
-    through) kept them idle for a quarter of a gate on the GPU machine."""
+    through) kept them idle for a quarter of a gate on the GPU machine. Jobs go out in plan order,
+    save that two checks of one config do not compile its pipelines at once (_JobPicker)."""
     import queue
     import threading
 
-    pending: queue.Queue = queue.Queue()
-    for job in jobs:
-        pending.put(job)
+    pending = _JobPicker(jobs)
     finished: queue.Queue = queue.Queue()  # (job, record) from the workers' threads
     lock = threading.Lock()
     failures: list[BaseException] = []
@@ -287,16 +286,16 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
     def drain(session: Session) -> None:
         try:
             while not stop.is_set():
-                try:
-                    job = pending.get_nowait()
-                except queue.Empty:
+                job = pending.take()
+                if job is None:
                     # Nothing left for this worker: it exits now, beside the others' last jobs,
                     # instead of one after another once all are done.
                     session.close()
                     return
                 if started:
                     started(job)
-                finished.put((job, session._run_one(job, progress)))
+                finished.put((job, session._run_one(job, pending.progressed(progress))))
+                pending.compiled(job)
         except BaseException as exc:  # a usage error (or worse) stops every worker
             failures.append(exc)
             stop.set()
@@ -338,6 +337,53 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
             session.close(kill=stop.is_set())
     if failures:
         raise failures[0]
+
+
+class _JobPicker:
+    """Hands the jobs out in plan order, except that a job waits while another job of its compile
+    group (verify.plan.compile_group: the same kernel, config and subgroup width) has started and
+    not yet finished an example, if a job of another group can go instead. On a cold shader cache
+    lavapipe compiles one of TVM's prefill pipelines in up to 100 s; two workers starting two
+    checks of one config at once both compiled it, where the second now finds it in the driver's
+    cache. Warm, an example takes milliseconds, so the order barely changes; and no worker ever
+    waits for a job (when every job left is held back, the first goes)."""
+
+    def __init__(self, jobs):
+        import threading
+
+        from verify.plan import compile_group
+
+        self._jobs = list(jobs)
+        self._groups = {id(job): compile_group(job) for job in self._jobs}
+        self._compiling: Counter = Counter()  # group -> its jobs started and not past their first example
+        self._open: set = set()  # id() of those jobs
+        self._lock = threading.Lock()
+
+    def take(self):
+        """The next job to run, or None when none is left."""
+        with self._lock:
+            if not self._jobs:
+                return None
+            index = next((i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]), 0)
+            job = self._jobs.pop(index)
+            self._compiling[self._groups[id(job)]] += 1
+            self._open.add(id(job))
+            return job
+
+    def compiled(self, job) -> None:
+        """`job` has run an example (its pipelines are compiled and in the driver's cache) or ended."""
+        with self._lock:
+            if id(job) in self._open:
+                self._open.discard(id(job))
+                self._compiling[self._groups[id(job)]] -= 1
+
+    def progressed(self, on_progress):
+        """on_progress, also telling the picker that the job's first example has run."""
+        def progress(job, done, total):
+            self.compiled(job)
+            if on_progress:
+                on_progress(job, done, total)
+        return progress
 
 
 def _numbered(log_path: Path | None, index: int) -> Path | None:

@@ -13,7 +13,8 @@ import pytest
 
 from verify.plan import gate_jobs, select_shard
 from verify.profiles import get_profile
-from verify.session import run_jobs
+from verify.protocol import Job
+from verify.session import _JobPicker, run_jobs
 
 KERNELS = "merge_state,rope,dp4a.quantize"
 
@@ -65,6 +66,46 @@ def test_workers_start_their_next_jobs_while_records_are_written(tmp_path):
     assert waits == [True]
     assert sorted(job_id for job_id, _ in recorded) == sorted(job.id for job in jobs)
     assert all(in_main for _, in_main in recorded)
+
+
+def _job(id, check="reference", config=None, implementation="wgpu", width=None, slice=None):
+    return Job(id, "tvm.prefill", "verify.sources.tvm.prefill:TvmPrefill", config or {"head_dim": 64}, check, 10, 0,
+               implementation=implementation, subgroup_width=width, slice=slice)
+
+
+def test_a_job_waits_while_another_of_its_config_compiles_if_another_can_go():
+    """Two checks of one config started at once both compile its pipelines on a cold shader cache;
+    the picker starts another config's job instead, and the held one as soon as the first has run
+    an example (its pipelines are then in the driver's cache)."""
+    reference, determinism, dawn = _job(0), _job(1, "determinism"), _job(2, implementation="dawn")
+    slice_two, other = _job(3, slice=(2, 2)), _job(4, config={"head_dim": 128})
+    sanitize, narrow = _job(5, "sanitize"), _job(6, width=4)
+    picker = _JobPicker([reference, determinism, dawn, slice_two, other, sanitize, narrow])
+    assert picker.take() is reference
+    # The same pipelines: another check, another implementation (the `implementations` check runs
+    # on both), another slice. Another config, the sanitizer's own module, another width: not.
+    assert [picker.take() for _ in range(3)] == [other, sanitize, narrow]
+    progress = []
+    picker.progressed(lambda *args: progress.append(args))(reference, 1, 10)
+    assert progress == [(reference, 1, 10)]
+    assert [picker.take() for _ in range(3)] == [determinism, dawn, slice_two]
+    assert picker.take() is None
+
+
+def test_no_worker_waits_for_a_held_job():
+    """When every job left belongs to a group still compiling, the first of them goes; a job
+    ending (also without an example: a skip, a crash) releases its group once."""
+    a1, a2, a3 = _job(0), _job(1, "determinism"), _job(2, "page_permutation")
+    b1, b2 = _job(3, config={"head_dim": 128}), _job(4, "determinism", config={"head_dim": 128})
+    picker = _JobPicker([a1, a2, a3, b1, b2])
+    assert [picker.take(), picker.take(), picker.take()] == [a1, b1, a2]  # a2: every job left was held
+    picker.compiled(a1)
+    picker.compiled(a1)  # told twice: counted once, so a2 still holds its group
+    picker.compiled(b1)
+    assert picker.take() is b2
+    picker.compiled(a2)
+    assert picker.take() is a3
+    assert picker.take() is None
 
 
 def test_shards_partition_the_plan_and_are_the_same_everywhere():

@@ -54,6 +54,10 @@ class Check:
     on_every_implementation: bool = False
     #: The gate also runs this check at each subgroup width of the profile, emulated.
     at_every_subgroup_width: bool = False
+    #: The check launches a module of its own making instead of the kernel's (the sanitizer's
+    #: instrumented program), so its first example compiles pipelines no other check of the
+    #: config shares (verify.plan.compile_group).
+    own_module: bool = False
 
     def applies(self, kernel) -> bool:
         return self.name in kernel.checks

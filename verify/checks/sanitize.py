@@ -31,6 +31,7 @@ class SanitizeCheck(Check):
     #: NVIDIA H200 (benchmarks/bench_instrument.py), and the first also compiles the instrumented
     #: program (11 s for TVM's prefill on the H200): such a job goes before the plain checks.
     example_cost = 50.0
+    own_module = True
 
     def device_limits(self, kernel, config):
         """The kernel's limits with one more storage buffer per shader stage: the sanitizer binds its
