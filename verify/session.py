@@ -345,8 +345,9 @@ class _JobPicker:
     not yet finished an example, if a job of another group can go instead. On a cold shader cache
     lavapipe compiles one of TVM's prefill pipelines in up to 100 s; two workers starting two
     checks of one config at once both compiled it, where the second now finds it in the driver's
-    cache. Warm, an example takes milliseconds, so the order barely changes; and no worker ever
-    waits for a job (when every job left is held back, the first goes)."""
+    cache. Warm, the first example comes within about a second (the pipeline read back from that
+    cache), so the order barely changes; and no worker ever waits for a job (when every job left
+    is held back, the first goes)."""
 
     def __init__(self, jobs):
         import threading
