@@ -161,8 +161,12 @@ def page_layout(rng, lengths, page_size, *, sliding=None, spare_pages=0) -> Page
 
 
 #: Rows of D values (one kv head's key or value in one slot) a decode case draws fresh; a larger
-#: case picks its rows from this many fresh ones (paged_decode_values).
-FRESH_ROWS = 8192
+#: case picks its rows from this many fresh ones (paged_decode_values). Drawing a row costs D
+#: normal draws (about 20 ns each for float32 on a 2-core machine), picking one a copy of its
+#: bytes: at 8192 a nightly f32 case at D = 128 just below the line spent 40 ms drawing its K and
+#: V; at 2048 no case spends more than about 10 ms, and a row read from the wrong slot still
+#: meets other values with probability 2047/2048 (a wrong page of 16 rows: all but 2048^-16).
+FRESH_ROWS = 2048
 
 
 def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype, sm_scale, *, sliding=None,
@@ -177,9 +181,9 @@ def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype,
     equal_logits places each key by its sequence, rising adds its rise by logical row
     (PageLayout.row) after the rows are in place.
 
-    A pool of up to FRESH_ROWS rows (K or V of one head in one slot: most ci cases) is drawn
-    fresh. A larger one (the nightly's: eight sequences of up to 8192 rows hold up to 2^20
-    rows of D values) draws FRESH_ROWS fresh rows of each i.i.d. kind and fills every slot with
+    A pool of up to FRESH_ROWS rows (K or V of one head in one slot: short contexts) is drawn
+    fresh, in the pages' order. A larger one (the nightly's: eight sequences of up to 8192 rows
+    hold up to 2^20 rows of D values) draws FRESH_ROWS fresh rows of each i.i.d. kind and fills every slot with
     one picked at random (equal_logits: FRESH_ROWS per batch, split among its (sequence, head)
     pairs; rising: its noise rows). Each value keeps its kind's distribution; a kernel that reads another row
     than the one it should meets the same values with probability 1/FRESH_ROWS, a wrong page
@@ -196,8 +200,10 @@ def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype,
         q, (keys, k_pick) = _shaped_keys(rng, kind, q, layout, lengths, slots + (dim,), dtype, sm_scale)
         values, v_pick = _fresh_or_picked(rng, lambda n: make_values(rng, "normal", (n, dim), dtype), slots)
         pool, pick = np.concatenate([keys, values]), np.stack([k_pick, v_pick + len(keys)], axis=1)
-    pages = np.take(pool, pick, axis=0)  # [P, 2, Hkv, page_size, D]: one gather of whole rows (take: half
-    # the time of pool[pick], the same rows)
+    if len(pool) == pick.size and kind in VALUE_KINDS_SET:  # fresh rows, already in place: no copy
+        pages = pool.reshape(pick.shape + (dim,))
+    else:  # [P, 2, Hkv, page_size, D]: one gather of whole rows (take: half the time of pool[pick])
+        pages = np.take(pool, pick, axis=0)
     if kind == "rising":
         _rise(pages, q, layout, lengths, dtype)
     np.moveaxis(pages, 3, 1)[layout.row < 0] = POISON  # [P, page_size, 2, Hkv, D] view
