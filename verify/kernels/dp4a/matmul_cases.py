@@ -19,6 +19,7 @@ Three families of cases, one per check:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -43,6 +44,15 @@ CODE_KINDS = ("uniform", "extreme", "near_zero")
 SCALE_KINDS = ("typical", "wide", "powers_of_two", "underflow")
 #: Zero points (has_zero_points=1): random; all 0; all 2^bits-1; all the default 2^(bits-1).
 ZERO_POINT_KINDS = ("random", "zero", "max", "default")
+#: The kinds' strategies, built once (see _ShapeDraws).
+_A_MIX = st.sampled_from(A_MIXES)
+_CODE_KIND = st.sampled_from(CODE_KINDS)
+_SCALE_KIND = st.sampled_from(SCALE_KINDS)
+_ZERO_POINT_KIND = st.sampled_from(ZERO_POINT_KINDS)
+#: Largest |code| of the integer cases' A.
+_A_MAX = st.sampled_from([1, 2, 7, 127])
+_PEAK_SHARE = st.floats(0.0, 1.0)
+_SIGN = st.sampled_from([1.0, -1.0])
 #: Largest sum_c |p_c| + |bias| drawn: in f16 a quarter of the largest finite value, so no
 #: rounding inside the budget can overflow; in f32 far from both ends of the range.
 MAGNITUDE = {"f16": 2.0**14, "f32": 2.0**100}
@@ -88,6 +98,33 @@ def _fit(config: dict, batch: int, m: int, n: int, k: int, max_macs: int) -> tup
     return m, n, k
 
 
+@dataclass(frozen=True)
+class _ShapeDraws:
+    """The strategies a shape is drawn from, built once per (limits, K step, K values) and kept.
+    A strategy built inside a draw is validated and labelled again on its first draw: drawing a
+    shape cost 0.7-1.4 ms more that way (benchmarks/results/cases_ci_dp4a_kept_strategies.json)."""
+
+    k: st.SearchStrategy
+    m: st.SearchStrategy
+    n: st.SearchStrategy
+    batch: st.SearchStrategy
+
+
+@lru_cache(maxsize=64)
+def _shape_draws(limits: MatmulLimits, step: int, ks: tuple | None) -> _ShapeDraws:
+    if ks is None:
+        k_values = st.one_of(
+            st.sampled_from([k for k in limits.special_k if k % step == 0] or [step]),
+            st.integers(1, max(1, limits.max_k // step)).map(lambda i: i * step))
+    else:
+        k_values = st.sampled_from([k for k in ks if k % step == 0] or [step])
+    return _ShapeDraws(
+        k=k_values,
+        m=st.one_of(st.sampled_from(limits.special_m), st.integers(1, limits.max_m), st.integers(1, 4)),
+        n=st.one_of(st.sampled_from(limits.special_n), st.integers(1, limits.max_n // 16).map(lambda i: 16 * i)),
+        batch=st.integers(1, limits.max_batch))
+
+
 @st.composite
 def matmul_shapes(draw, config: dict, profile: Profile, ks=None):
     """(batch, M, N, K): tails around the 64/128-row and 16/32/64-column tiles; config m/n/k pin them.
@@ -95,19 +132,11 @@ def matmul_shapes(draw, config: dict, profile: Profile, ks=None):
     `ks` replaces the drawn K values (multiples of the K step are kept).
     """
     limits = matmul_limits(profile)
-    step = _k_step(config)
-    if ks is None:
-        k_values = st.one_of(
-            st.sampled_from([k for k in limits.special_k if k % step == 0] or [step]),
-            st.integers(1, max(1, limits.max_k // step)).map(lambda i: i * step))
-    else:
-        k_values = st.sampled_from([k for k in ks if k % step == 0] or [step])
-    k = config["k"] or draw(k_values)
-    m = config["m"] or draw(st.one_of(st.sampled_from(limits.special_m), st.integers(1, limits.max_m),
-                                      st.integers(1, 4)))
-    n = config["n"] or draw(st.one_of(st.sampled_from(limits.special_n),
-                                      st.integers(1, limits.max_n // 16).map(lambda i: 16 * i)))
-    batch = draw(st.integers(1, limits.max_batch))
+    shapes = _shape_draws(limits, _k_step(config), None if ks is None else tuple(ks))
+    k = config["k"] or draw(shapes.k)
+    m = config["m"] or draw(shapes.m)
+    n = config["n"] or draw(shapes.n)
+    batch = draw(shapes.batch)
     m, n, k = _fit(config, batch, m, n, k, limits.max_macs)
     return batch, m, n, k
 
@@ -191,9 +220,9 @@ def _zero_point_array(rng, config, kind: str, n: int, k: int) -> np.ndarray:
 def matmul_cases(draw, config: dict, profile: Profile):
     """A general case: adversarial A blocks, weight codes, scales, zero points and bias."""
     batch, m, n, k = draw(matmul_shapes(config, profile))
-    values, mix = draw(value_kinds), draw(st.sampled_from(A_MIXES))
-    code_kind, scale_kind = draw(st.sampled_from(CODE_KINDS)), draw(st.sampled_from(SCALE_KINDS))
-    zero_kind = draw(st.sampled_from(ZERO_POINT_KINDS))
+    values, mix = draw(value_kinds), draw(_A_MIX)
+    code_kind, scale_kind = draw(_CODE_KIND), draw(_SCALE_KIND)
+    zero_kind = draw(_ZERO_POINT_KIND)
     seed = draw(seeds)
     rng = np.random.default_rng(seed)
     dtype, bits, block_size = config["dtype"], config["bits"], config["block_size"]
@@ -253,8 +282,8 @@ def integer_sum_cases(draw, config: dict, profile: Profile):
     then equal sum_c I_c + bias bit for bit.
     """
     batch, m, n, k = draw(matmul_shapes(config, profile))
-    a_max = draw(st.sampled_from([1, 2, 7, 127]))
-    code_kind, zero_kind = draw(st.sampled_from(CODE_KINDS)), draw(st.sampled_from(ZERO_POINT_KINDS))
+    a_max = draw(_A_MAX)
+    code_kind, zero_kind = draw(_CODE_KIND), draw(_ZERO_POINT_KIND)
     seed = draw(seeds)
     rng = np.random.default_rng(seed)
     dtype, bits, block_size = config["dtype"], config["bits"], config["block_size"]
@@ -305,8 +334,8 @@ def accumulator_range_cases(draw, config: dict, profile: Profile):
     ks = (2048, 3072, 4096) if small_m else (512, 1024, 2048, 3072, 4096)
     batch, m, n, k = draw(matmul_shapes(config, profile, ks=ks))
     chunks = k // 32
-    peak_share = draw(st.floats(0.0, 1.0))
-    sign = draw(st.sampled_from([1.0, -1.0]))
+    peak_share = draw(_PEAK_SHARE)
+    sign = draw(_SIGN)
     seed = draw(seeds)
     rng = np.random.default_rng(seed)
     dtype, bits, block_size = config["dtype"], config["bits"], config["block_size"]

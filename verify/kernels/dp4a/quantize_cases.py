@@ -9,6 +9,7 @@ codes and scale may depend on nothing outside it (docs/ort-dp4a.md §4, §9.2, �
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -133,17 +134,34 @@ def make_activation(rng, shape, values: str, mix: str, dtype: str) -> np.ndarray
     return blocks.reshape(shape).astype(t_type)
 
 
+#: The mixes' strategy, built once (see _shape_draws).
+_MIX = st.sampled_from(BLOCK_MIXES)
+
+
+@lru_cache(maxsize=64)
+def _shape_draws(limits: QuantizeLimits) -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    """The batch and K strategies of `limits`, built once and kept (a strategy built inside a
+    draw is validated and labelled again on its first draw; see matmul_cases._ShapeDraws)."""
+    return (st.integers(0, limits.max_batch),
+            st.one_of(st.sampled_from(limits.special_k),
+                      st.integers(1, limits.max_k // ACTIVATION_BLOCK).map(lambda b: b * ACTIVATION_BLOCK)))
+
+
+@lru_cache(maxsize=256)
+def _row_draws(limits: QuantizeLimits, row_limit: int) -> st.SearchStrategy:
+    return st.one_of(st.sampled_from([r for r in limits.special_rows if r <= row_limit]), st.integers(1, row_limit))
+
+
 @st.composite
 def quantize_cases(draw, dtype: str, profile: Profile):
     """One A for dp4a.quantize: [M, K], or [batch, M, K] (rows flattened by the kernel)."""
     limits = quantize_limits(profile)
-    batch = draw(st.integers(0, limits.max_batch))
+    batches, ks = _shape_draws(limits)
+    batch = draw(batches)
     row_limit = max(1, limits.max_rows // max(batch, 1))
-    rows = draw(st.one_of(st.sampled_from([r for r in limits.special_rows if r <= row_limit]),
-                          st.integers(1, row_limit)))
-    k = draw(st.one_of(st.sampled_from(limits.special_k),
-                       st.integers(1, limits.max_k // ACTIVATION_BLOCK).map(lambda b: b * ACTIVATION_BLOCK)))
-    mix = draw(st.sampled_from(BLOCK_MIXES))
+    rows = draw(_row_draws(limits, row_limit))
+    k = draw(ks)
+    mix = draw(_MIX)
     values = draw(value_kinds)
     seed = draw(seeds)
     shape = (batch, rows, k) if batch else (rows, k)
