@@ -93,11 +93,13 @@ def floors(warm: dict, cores: int, cold: dict | None = None, on_gpu: bool = Fals
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("warm", type=Path, help="bench_gate.py JSON of a warm gate (its cheapest run makes the CPU floor)")
+    parser.add_argument("warm", type=Path,
+                        help="bench_gate.py JSON of a warm gate (its cheapest run makes the CPU floor)")
     parser.add_argument("--cold", type=Path, help="bench_gate.py JSON of the same gate on empty caches")
     parser.add_argument("--gpu", action="store_true", help="the adapter is a real GPU: kernel time is no CPU floor")
     parser.add_argument("--cores", type=int, help="cores the runs had (default: the file's `cpus`)")
-    parser.add_argument("--goal", type=float, help="the warm gate's wall-time goal in seconds, compared with its floors")
+    parser.add_argument("--goal", type=float,
+                        help="the warm gate's wall-time goal in seconds, compared with its floors")
     parser.add_argument("--cold-goal", type=float, help="the cold gate's wall-time goal in seconds")
     parser.add_argument("--out", type=Path, help="also write the floors as JSON")
     args = parser.parse_args(argv)
