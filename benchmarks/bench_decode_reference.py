@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from references.decode import decode_attention
+from verify.references.decode import decode_attention
 
 BATCH, QO_HEADS, KV_HEADS, HEAD_DIM, CONTEXT, PAGE_SIZE, SPARE_PAGES = 8, 32, 8, 128, 4096, 16, 64
 

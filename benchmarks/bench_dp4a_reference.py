@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from references.dp4a_quant import quantize_blocks
-from references.nbits import dp4a_product, matmul_nbits, pack_weights, pack_zero_points
+from verify.references.dp4a_quant import quantize_blocks
+from verify.references.nbits import dp4a_product, matmul_nbits, pack_weights, pack_zero_points
 
 M, N, K, BITS, BLOCK_SIZE = 128, 4096, 4096, 4, 32
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from references.paged_kv import gather_kv
-from references.rope import Llama3Scaling, rotate_neox
-from references.softmax import softmax_state, state_to_output
+from .paged_kv import gather_kv
+from .rope import Llama3Scaling, rotate_neox
+from .softmax import softmax_state, state_to_output
 
 LOG2E = 1.0 / math.log(2.0)
 

@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from references.decode import LOG2E
-from references.softmax import softmax_state, state_to_output
+from .decode import LOG2E
+from .softmax import softmax_state, state_to_output
 
 
 def rotate_with_tables(x, cos, sin, positions, interleaved: bool) -> np.ndarray:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from references.dp4a_quant import ACTIVATION_BLOCK, QuantizedActivation, dequantize_activation
+from .dp4a_quant import ACTIVATION_BLOCK, QuantizedActivation, dequantize_activation
 
 #: Weight bit widths the WebGPU provider implements.
 SUPPORTED_BITS = (2, 4, 8)

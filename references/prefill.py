@@ -44,11 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from references.decode import LOG2E, _rounder
-from references.paged_kv import gather_kv
-from references.rope import Llama3Scaling, rotate_gptj, rotate_neox
-from references.softmax import softmax_state, state_to_output
-from references.token_tree import ancestry, validate_parents
+from .decode import LOG2E, _rounder
+from .paged_kv import gather_kv
+from .rope import Llama3Scaling, rotate_gptj, rotate_neox
+from .softmax import softmax_state, state_to_output
+from .token_tree import ancestry, validate_parents
 
 _ROTATIONS = {"neox": rotate_neox, "gptj": rotate_gptj}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from references.mp.softmax import DPS, to_mpf
+from .softmax import DPS, to_mpf
 
 
 def _rotate(x, cos_row, sin_row, interleaved: bool):

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from references.rope import Llama3Scaling, rope_frequencies
+from verify.references.rope import Llama3Scaling, rope_frequencies
 from verify.budgets.rope import LITERAL_DIGITS, frequency_rel, llama3_frequency_rel, partner_dims, rope_error
 from verify.budgets.wgsl_accuracy import division_rel, literal_rel, rounding_rel
 

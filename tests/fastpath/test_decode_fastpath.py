@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from references.paged_kv import gather_kv
+from verify.references.paged_kv import gather_kv
 from verify.budgets.roundoff import faithful_rounding_bound, float64_reference_bound, gamma
 from verify.kernels.attention import fastpath as fast
 from verify.kernels.attention.cases import decode_cases, explicit_decode_case, split_context

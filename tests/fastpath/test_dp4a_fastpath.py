@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from references.dp4a_quant import unpack_codes
+from verify.references.dp4a_quant import unpack_codes
 from verify.kernels.dp4a import fastpath as fast
 from verify.kernels.dp4a.matmul import GATE_CONFIGS, Matmul
 from verify.kernels.dp4a.matmul_cases import accumulator_range_cases, integer_sum_cases, matmul_cases

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from references.dp4a_quant import quantize_blocks
+from verify.references.dp4a_quant import quantize_blocks
 from verify.kernels.dp4a.quantize_cases import quantize_cases
 from verify.kernels.dp4a.quantize_fastpath import legal_sets
 

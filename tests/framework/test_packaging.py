@@ -30,8 +30,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-#: The import packages the distribution ships (pyproject's packages.find include).
-PACKAGES = ("verify", "references")
+#: The import package the distribution ships (pyproject's packages.find include). The checkout's
+#: top-level references/ is installed inside it, as verify.references (verify/references is a link).
+PACKAGES = ("verify",)
+#: Where the checkout's folders land in the wheel.
+INSTALLED_AS = {"references": "verify/references"}
 #: Data files the package reads at run time, by suffix; each must be in the wheel as tracked.
 DATA_SUFFIXES = (".wgsl", ".j2", ".lark", ".mjs", ".json")
 #: What pip prints when it could not reach an index: then "no network and no cache" is the reason.
@@ -104,11 +107,17 @@ def _dist_info(names: list[str], file: str) -> str:
     return matches[0]
 
 
+def _installed_name(tracked: str) -> str:
+    top, _, rest = tracked.partition("/")
+    return f"{INSTALLED_AS[top]}/{rest}" if top in INSTALLED_AS else tracked
+
+
 def test_the_wheel_holds_exactly_the_packages_own_files(wheel, source_tree):
     _, tracked = source_tree
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n for n in names if ".dist-info/" not in n}
-    expected = {n for n in tracked if n.split("/", 1)[0] in PACKAGES}
+    expected = {_installed_name(n) for n in tracked if n.split("/", 1)[0] in (*PACKAGES, *INSTALLED_AS)}
+    expected -= set(INSTALLED_AS.values())  # the links themselves, which the wheel holds as the files they lead to
     assert not [n for n in names if "node_modules" in n], "npm's node_modules is in the wheel"
     assert sorted(shipped - expected) == [], "files in the wheel that are not the project's own"
     assert sorted(expected - shipped) == [], "the project's files missing from the wheel"
@@ -118,6 +127,14 @@ def test_the_wheel_holds_exactly_the_packages_own_files(wheel, source_tree):
                    "verify/sources/ort/runner.mjs", "verify/wgsl/wgsl.lark", "verify/report/templates/report.html.j2",
                    "verify/gpu/dawn/install.py"):
         assert needed in shipped
+
+
+def test_the_wheel_carries_the_licence(wheel):
+    archive = zipfile.ZipFile(wheel)
+    licence = [n for n in archive.namelist() if ".dist-info/licenses/" in n or n.endswith(".dist-info/LICENSE")]
+    assert licence, "the wheel ships no LICENSE"
+    assert b"Apache License" in archive.read(licence[0])
+    assert b"Apache-2.0" in archive.read(_dist_info(archive.namelist(), "METADATA"))
 
 
 def test_the_wheel_registers_the_entry_points_pyproject_declares(wheel):

@@ -56,7 +56,7 @@ def test_every_value_kind_keeps_its_range_in_f16_and_f32():
 # -- the page pool the decode values are drawn into -------------------------------------------------
 def _slots_held(case, config) -> np.ndarray:
     """[P, page_size] True where a slot holds an attended row (references.paged_kv's addressing)."""
-    from references.paged_kv import attended_length, row_to_slot
+    from verify.references.paged_kv import attended_length, row_to_slot
 
     sliding = bool(config["sliding_window"])
     page_size = config["page_size"]
@@ -94,7 +94,7 @@ def test_decode_value_kinds_keep_their_shape():
     """The shaped kinds, drawn into the pool, are still what they say: rising keys rise along the
     rows of each sequence, a peaked sequence has one dominant key, equal_logits keys are equal
     to ~1e-3, far_negative logits sit near FAR_NEGATIVE_LOGIT (read back through gather_kv)."""
-    from references.paged_kv import gather_kv
+    from verify.references.paged_kv import gather_kv
     from verify.kernels.attention.cases import FAR_NEGATIVE_LOGIT, paged_decode_values
 
     rng = np.random.default_rng(3)
@@ -197,7 +197,7 @@ def test_scaled_noise_tables_are_the_f32_product_rounded_once():
 
 def _activation_per_block(rng, shape, values, mix, dtype):
     """make_activation as a kind chosen per block (the definition the one-kind paths must equal)."""
-    from references.dp4a_quant import ACTIVATION_BLOCK
+    from verify.references.dp4a_quant import ACTIVATION_BLOCK
     from verify.budgets.roundoff import numpy_dtype
     from verify.kernels.dp4a.quantize_cases import BLOCK_KINDS, make_blocks
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from references.dp4a_quant import pack_codes, quantize_blocks, unpack_codes
-from references.nbits import dp4a_product, pack_weights, pack_zero_points
+from verify.references.dp4a_quant import pack_codes, quantize_blocks, unpack_codes
+from verify.references.nbits import dp4a_product, pack_weights, pack_zero_points
 from verify.budgets.dp4a import matmul_budget
 from verify.budgets.roundoff import gamma, rounding_floor
 from verify.cases import Case

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from references.dp4a_quant import quantize_blocks
+from verify.references.dp4a_quant import quantize_blocks
 from verify.budgets.metrics import compare
 from verify.cases import Case
 from verify.errors import UsageError

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from references.rope import Llama3Scaling
+from verify.references.rope import Llama3Scaling
 from verify.errors import UsageError
 from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant
 from verify.kernels.registry import get_kernel

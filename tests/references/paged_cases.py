@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
 
-from references.rope import Llama3Scaling
+from verify.references.rope import Llama3Scaling
 
 
 @dataclass

@@ -13,9 +13,9 @@ import numpy as np
 from hypothesis import strategies as st
 from paged_cases import lay_out
 
-from references import prefill
-from references.mp import prefill as mp_prefill
-from references.rope import Llama3Scaling
+from verify.references import prefill
+from verify.references.mp import prefill as mp_prefill
+from verify.references.rope import Llama3Scaling
 
 
 @dataclass

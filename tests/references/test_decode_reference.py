@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from paged_cases import PagedCase, decode_cases, lay_out
 from reference_bounds import U64, assert_within, frequency_ulps, rope_bound, softmax_bounds
 
-from references.decode import LOG2E, decode_attention
-from references.mp.decode import decode_attention as mp_decode_attention
-from references.paged_kv import gather_kv
-from references.rope import rope_frequencies, rotate_neox
-from references.softmax import logsumexp
+from verify.references.decode import LOG2E, decode_attention
+from verify.references.mp.decode import decode_attention as mp_decode_attention
+from verify.references.paged_kv import gather_kv
+from verify.references.rope import rope_frequencies, rotate_neox
+from verify.references.softmax import logsumexp
 
 
 def decode(case: PagedCase, **changes):

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from references import dp4a_quant as dq
-from references.dp4a_quant import (
+from verify.references import dp4a_quant as dq
+from verify.references.dp4a_quant import (
     ACTIVATION_BLOCK,
     dequantize_activation,
     pack_codes,
@@ -20,7 +20,7 @@ from references.dp4a_quant import (
     quantize_nominal,
     unpack_codes,
 )
-from references.mp import dp4a as mp_dp4a
+from verify.references.mp import dp4a as mp_dp4a
 
 _TYPES = {"f16": np.float16, "f32": np.float32}
 _PRECISION = {"f16": 11, "f32": 24}

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_bounds import U64, assert_within, softmax_bounds
 
-from references.group_query import attend, rotate_with_tables, visible_keys
-from references.mp.group_query import attend_sequence
-from references.softmax import logsumexp
+from verify.references.group_query import attend, rotate_with_tables, visible_keys
+from verify.references.mp.group_query import attend_sequence
+from verify.references.softmax import logsumexp
 from verify.budgets.roundoff import gamma
 
 

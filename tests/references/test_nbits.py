@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mpmath import mpf
 
-from references.dp4a_quant import ACTIVATION_BLOCK, dequantize_activation, quantize_blocks
-from references.mp import dp4a as mp_dp4a
-from references.nbits import (
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, dequantize_activation, quantize_blocks
+from verify.references.mp import dp4a as mp_dp4a
+from verify.references.nbits import (
     DP4A_CHUNK,
     default_zero_point,
     dequantize_weights,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from paged_cases import decode_cases, lay_out
 
-from references.paged_kv import attended_length, gather_kv, row_to_slot, validate_page_table
+from verify.references.paged_kv import attended_length, gather_kv, row_to_slot, validate_page_table
 
 
 def gather(case):

@@ -11,17 +11,17 @@ from hypothesis import strategies as st
 from prefill_cases import PrefillCase, parent_arrays, prefill_cases, ragged_layout
 from reference_bounds import LN_BASE, U64, assert_within, frequency_ulps, rope_bound, softmax_bounds
 
-from references.decode import LOG2E, decode_attention
-from references.prefill import (
+from verify.references.decode import LOG2E, decode_attention
+from verify.references.prefill import (
     paged_prefill_attention,
     prefill_mask,
     ragged_prefill_attention,
     tree_attention,
     tree_mask,
 )
-from references.rope import rope_frequencies, rotate_gptj, rotate_neox
-from references.softmax import logsumexp
-from references.token_tree import ancestry, tree_depths, tree_order
+from verify.references.rope import rope_frequencies, rotate_gptj, rotate_neox
+from verify.references.softmax import logsumexp
+from verify.references.token_tree import ancestry, tree_depths, tree_order
 from verify.budgets.roundoff import float64_reference_bound
 
 ROTATE = {"neox": rotate_neox, "gptj": rotate_gptj}

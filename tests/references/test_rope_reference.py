@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from reference_bounds import ETA, U64, assert_within, frequency_ulps, partner_index, rope_bound
 
-from references import rope
-from references.mp import rope as mp_rope
+from verify.references import rope
+from verify.references.mp import rope as mp_rope
 
 LLAMA3 = [
     None,

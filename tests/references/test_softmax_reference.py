@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from reference_bounds import U64, assert_within, merge_bounds, softmax_bounds
 
-from references import softmax as sm
-from references.mp import softmax as mp_sm
+from verify.references import softmax as sm
+from verify.references.mp import softmax as mp_sm
 
 BASES = st.sampled_from([2, "e"])
 LOGIT = st.floats(-60, 60) | st.just(-np.inf)

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 import verify
-from references.dp4a_quant import pack_codes, quantize_blocks, unpack_codes
-from references.nbits import default_zero_point, pack_weights
+from verify.references.dp4a_quant import pack_codes, quantize_blocks, unpack_codes
+from verify.references.nbits import default_zero_point, pack_weights
 from verify.budgets.end_to_end import dp4a_budget, float_budget
 from verify.cases import Case
 from verify.checks import get_check

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from references.group_query import attend, rotate_with_tables, visible_keys
-from references.rope import rotate_gptj, rotate_neox
-from references.softmax import merge_many_outputs
+from verify.references.group_query import attend, rotate_with_tables, visible_keys
+from verify.references.rope import rotate_gptj, rotate_neox
+from verify.references.softmax import merge_many_outputs
 from verify.budgets.ort_attention import output_budget, score_errors
 from verify.errors import SetupError, UsageError
 from verify.export.findings import with_loads_under_an_if

@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from references.group_query import attend, softcapped, visible_keys
-from references.softmax import merge_many_outputs
+from verify.references.group_query import attend, softcapped, visible_keys
+from verify.references.softmax import merge_many_outputs
 from verify.budgets.ort_attention import score_errors, softcap_errors
 from verify.errors import SetupError
 from verify.export.findings import with_copy_below_total, with_softcap

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from references.group_query import rotate_with_tables
+from verify.references.group_query import rotate_with_tables
 from verify.budgets.ort_attention import rotation_error
 from verify.errors import SetupError, UsageError
 from verify.results.record import Verdict

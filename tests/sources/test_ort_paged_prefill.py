@@ -94,7 +94,7 @@ def test_unequal_new_counts_are_a_usage_error():
 def test_the_f16_score_sum_costs_more_budget_than_an_f32_one():
     rng = np.random.default_rng(0)
     q, k, v = rng.standard_normal((40, 4, 64)), rng.standard_normal((1, 40, 64)), rng.standard_normal((1, 40, 64))
-    from references.group_query import attend, visible_keys
+    from verify.references.group_query import attend, visible_keys
 
     _, logits2 = attend(q, k, v, visible_keys(40, 40), scale=0.125)
     budgets = {}

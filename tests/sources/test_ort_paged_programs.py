@@ -21,8 +21,8 @@ import re
 import numpy as np
 import pytest
 
-from references.group_query import attend, visible_keys
-from references.softmax import merge_many_outputs
+from verify.references.group_query import attend, visible_keys
+from verify.references.softmax import merge_many_outputs
 from verify.errors import SetupError, UsageError
 from verify.results.record import Verdict
 from verify.sources.ort import programs

@@ -566,7 +566,7 @@ def test_below_its_floor_a_causal_row_returns_the_mean_of_its_future(webgpu_devi
     20 rows, every logit below -5e4. Row 3 sees rows 0-3; its max stays at -5e4, so the 16 future
     rows 4-19 and the 12 padding columns of the two tiles weigh 1 each and the initial state 1:
     the output is sum(V[4..19]) / 29 and lse -5e4 + log2(29)."""
-    from references.paged_kv import gather_kv
+    from verify.references.paged_kv import gather_kv
 
     kernel = get_kernel("tvm.prefill")
     config = kernel.config(dict(SMALL, qo_heads=2, kv_heads=2))

@@ -125,7 +125,7 @@ def decode_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int =
     delta = (gamma(head_dim + 3, r) + u) * c * abs_dot
     if rotary_mode == 1:
         angle_rel = rope_angle_rel(head_dim, rope_theta, llama3)
-        from references.rope import rope_frequencies
+        from verify.references.rope import rope_frequencies
 
         freq = rope_frequencies(head_dim, rope_theta, llama3) * rope_scale
         e_q = _rotated_input_error(q, q_positions[:, None, None] * freq, angle_rel, qkv_dtype)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from references.dp4a_quant import ACTIVATION_BLOCK, quantize_blocks
-from references.nbits import dequantize_weights, matmul_nbits
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, quantize_blocks
+from verify.references.nbits import dequantize_weights, matmul_nbits
 from verify.budgets.dp4a import _chunk_slabs
 from verify.budgets.roundoff import (
     faithful_rounding_bound,

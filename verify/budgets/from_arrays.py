@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from references.decode import DecodeResult
-from references.softmax import merge_outputs, softmax_state, state_to_output
+from verify.references.decode import DecodeResult
+from verify.references.softmax import merge_outputs, softmax_state, state_to_output
 from verify.budgets.attention import decode_budget, merge_budget
 from verify.budgets.expected import Expected
 from verify.budgets.rope import rope_budget

@@ -91,7 +91,7 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
     lse_budget = np.zeros((total, qo_heads))
     rotary = rotary_mode == 1
     if rotary:
-        from references.rope import rope_frequencies
+        from verify.references.rope import rope_frequencies
         from verify.budgets.rope import rope_angle_rel
 
         angle_rel = rope_angle_rel(head_dim, rope_theta, llama3)

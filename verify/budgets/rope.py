@@ -110,7 +110,7 @@ def rope_angle_rel(head_dim: int, rope_theta: float, llama3=None, pairing: str =
     """Relative error of the angle t_d = (pos*scale)*f'_d computed in f32, per dim: the
     frequency's (frequency_rel, then llama3_frequency_rel with Llama 3 scaling), plus the two
     products (pos*scale, then times f; or a product and the division by pow), 2r."""
-    from references.rope import rope_frequencies
+    from verify.references.rope import rope_frequencies
 
     rel = frequency_rel(head_dim, rope_theta, pairing)
     if llama3 is not None:
@@ -156,7 +156,7 @@ def rope_budget(x, positions, rope_theta: float, rope_scale: float, out_dtype: s
       sum 2r on |x_d| + |x_pair|; three flushed subnormals;
     - the store: one ulp of the output format (either neighbour), or a flush to zero.
     """
-    from references.rope import rope_frequencies, rotate_gptj, rotate_neox
+    from verify.references.rope import rope_frequencies, rotate_gptj, rotate_neox
 
     x = np.asarray(x, dtype=np.float64)
     head_dim = x.shape[-1]

@@ -197,7 +197,7 @@ def kernel_frame(exc: BaseException, kernel):
     """The innermost traceback frame in the kernel's own package, or None (verify's own kernels,
     whose code is verify's, have none)."""
     package = type(kernel).__module__.split(".")[0]
-    if package in ("verify", "references"):
+    if package == "verify":
         return None
     module = sys.modules.get(package)
     root = Path(getattr(module, "__file__", "") or "").parent if module is not None else None

@@ -118,8 +118,8 @@ def same_sign_case(kernel, config) -> Case:
     """Every 4-bit weight -8 (code 0), A = +1 over the first half of K and -(1 - 2^-11) over the
     second: each 32-value chunk adds about -3000 to the running sums, which reach -96000 (past
     f16's 65504) before they fall back; the DP4A-exact Y is 0, the unquantized Y -46.875."""
-    from references.dp4a_quant import pack_codes, quantize_blocks
-    from references.nbits import pack_weights
+    from verify.references.dp4a_quant import pack_codes, quantize_blocks
+    from verify.references.nbits import pack_weights
 
     dtype, m, k, n = config["dtype"], 4, 2048, 16
     t = np.float16 if dtype == "f16" else np.float32
@@ -140,8 +140,8 @@ def zero_block_case(kernel, config) -> Case:
 
 def matmul_case(m: int, k: int = 256, n: int = 16, seed: int = 3):
     def make(kernel, config) -> Case:
-        from references.dp4a_quant import pack_codes, quantize_blocks
-        from references.nbits import pack_weights
+        from verify.references.dp4a_quant import pack_codes, quantize_blocks
+        from verify.references.nbits import pack_weights
 
         rng = np.random.default_rng(seed)
         a = rng.uniform(-1, 1, (1, m, k)).astype(np.float32)

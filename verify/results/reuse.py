@@ -29,7 +29,7 @@ from verify._version import __version__
 from verify.results.record import CheckResult, Verdict
 
 #: Top-level packages whose modules are followed (the kernel's own package is added per kernel).
-_FOLLOWED = ("verify", "references")
+_FOLLOWED = ("verify",)
 
 
 @lru_cache(maxsize=None)

@@ -436,7 +436,7 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
     The second part's keys keep their positions (k_rope_pos_offset + c); the query is unchanged.
     Returns (first, second, cut). Sliding-window configs get windows with no sinks and no offset.
     """
-    from references.paged_kv import gather_kv
+    from verify.references.paged_kv import gather_kv
 
     sliding = bool(config.get("sliding_window"))
     k, v, length = gather_kv(case["pages"], case["page_indptr"], case["page_values"], case["length_info"],

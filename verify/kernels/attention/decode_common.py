@@ -55,7 +55,7 @@ class DecodeKernel(Kernel):
     """Base of our paged decode kernels; subclasses give the WGSL body and the dispatch rule."""
 
     family = "attention"
-    reference = "references.decode.decode_attention"
+    reference = "verify.references.decode.decode_attention"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW) + SCALING_KEYS
     checks = ("reference", "determinism", "page_permutation", "split_merge", "sanitize", "implementations")
     budget_function = staticmethod(decode_budget)

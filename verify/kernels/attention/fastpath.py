@@ -50,10 +50,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from references.decode import LOG2E, DecodeResult, decode_attention
-from references.paged_kv import attended_length, row_to_slot, validate_page_table
-from references.rope import Llama3Scaling, rope_frequencies, rotate_neox
-from references.softmax import state_to_output
+from verify.references.decode import LOG2E, DecodeResult, decode_attention
+from verify.references.paged_kv import attended_length, row_to_slot, validate_page_table
+from verify.references.rope import Llama3Scaling, rope_frequencies, rotate_neox
+from verify.references.softmax import state_to_output
 from verify.budgets.attention import decode_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.fastpath import floats

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from references.rope import rope_frequencies
+from verify.references.rope import rope_frequencies
 from verify.budgets.attention import ACC, FTZ_ABS, LN2, _second_order
 from verify.budgets.rope import partner_dims, rope_angle_rel, rope_error
 from verify.budgets.roundoff import gamma, unit_roundoff

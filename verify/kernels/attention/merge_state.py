@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from references.softmax import merge_outputs
+from verify.references.softmax import merge_outputs
 from verify.budgets.attention import merge_budget
 from verify.budgets.expected import Expected
 from verify.cases.values import with_grid_limit, wrapped_grid
@@ -34,7 +34,7 @@ class MergeState(Kernel):
     name = "merge_state"
     family = "attention"
     summary = "v, s <- merge((v, s), (v_other, s_other)) for base-2 LSE states, in place; -inf = empty"
-    reference = "references.softmax.merge_outputs"
+    reference = "verify.references.softmax.merge_outputs"
     config_keys = (HEAD_DIM, DTYPE)
     checks = ("reference", "determinism", "sanitize", "implementations")
     budget_function = staticmethod(merge_budget)

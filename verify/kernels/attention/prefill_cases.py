@@ -30,7 +30,7 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from references.token_tree import tree_depths, tree_order
+from verify.references.token_tree import tree_depths, tree_order
 from verify.cases.case import Case
 from verify.cases.values import make_values, seeds
 from verify.kernels.attention.cases import _ROPE_SCALES, _ROTARY_MODES, _sm_scales, build_paged_cache

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from references import prefill as reference
-from references.paged_kv import attended_length, gather_kv
+from verify.references import prefill as reference
+from verify.references.paged_kv import attended_length, gather_kv
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.fastpath.memo import CaseMemo

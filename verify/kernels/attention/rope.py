@@ -56,7 +56,7 @@ class Rope(Kernel):
     name = "rope"
     family = "attention"
     summary = "q, k <- rotary embedding (NeoX or GPT-J pairs, Llama 3 scaling) at each token's position, in place"
-    reference = "references.rope.rotate_neox | rotate_gptj (rope_pairing)"
+    reference = "verify.references.rope.rotate_neox | rotate_gptj (rope_pairing)"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, ROPE_PAIRING) + SCALING_KEYS
     checks = ("reference", "determinism", "sanitize", "implementations")
     budget_function = staticmethod(rope_budget)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from references.rope import Llama3Scaling
+from verify.references.rope import Llama3Scaling
 from verify.errors import UsageError
 from verify.kernels.contract import ConfigKey
 

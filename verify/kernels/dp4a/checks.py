@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from references.nbits import dequantize_weights, matmul_nbits
+from verify.references.nbits import dequantize_weights, matmul_nbits
 from verify.budgets.dp4a import quantization_bound
 from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare

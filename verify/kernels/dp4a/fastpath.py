@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from references.dp4a_quant import dequantize_activation, unpack_codes
-from references.nbits import (
+from verify.references.dp4a_quant import dequantize_activation, unpack_codes
+from verify.references.nbits import (
     SUPPORTED_BITS,
     default_zero_point,
     dp4a_product,

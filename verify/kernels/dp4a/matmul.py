@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from references.dp4a_quant import unpack_codes
-from references.nbits import (
+from verify.references.dp4a_quant import unpack_codes
+from verify.references.nbits import (
     default_zero_point,
     dp4a_product,
     unpack_weights,
@@ -130,7 +130,7 @@ class Matmul(Kernel):
     name = "dp4a.matmul"
     family = "dp4a"
     summary = "Y = bias + sum_c T(I_c · T(s_a s_b)) over int8 A codes and N-bit weights, as ORT's DP4A MatMulNBits"
-    reference = "references.nbits.dp4a_product"
+    reference = "verify.references.nbits.dp4a_product"
     config_keys = (DTYPE, BITS, BLOCK_SIZE, TILE, ACC, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
     checks = ("reference", "determinism", "integer_sums", "accumulator_range", "quantization_error", "sanitize", "implementations")
     output_axes = {"y": ("m", "n"), "dp4a_exact": ("m", "n")}

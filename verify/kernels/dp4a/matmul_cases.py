@@ -24,8 +24,8 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_nominal
-from references.nbits import default_zero_point, pack_weights, pack_zero_points
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_nominal
+from verify.references.nbits import default_zero_point, pack_weights, pack_zero_points
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases.case import Case
 from verify.cases.values import seeds, value_kinds

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from references.dp4a_quant import unpack_codes
+from verify.references.dp4a_quant import unpack_codes
 from verify.budgets.expected import Expected
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
@@ -94,7 +94,7 @@ class Quantize(Kernel):
     name = "dp4a.quantize"
     family = "dp4a"
     summary = "A [..., K] -> int8 codes (4 per u32) and an A-dtype scale per 128 values, as ORT's DP4A path"
-    reference = "references.dp4a_quant.quantize_blocks"
+    reference = "verify.references.dp4a_quant.quantize_blocks"
     config_keys = (DTYPE, REDUCE, WIDTH)
     checks = ("reference", "determinism", "sanitize", "implementations")
     output_axes = {"codes": ("row", "k"), "scales": ("row", "block")}

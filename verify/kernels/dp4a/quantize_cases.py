@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from references.dp4a_quant import ACTIVATION_BLOCK
+from verify.references.dp4a_quant import ACTIVATION_BLOCK
 from verify.budgets.roundoff import numpy_dtype, smallest_normal
 from verify.cases.case import Case
 from verify.cases.values import make_values, seeds, value_kinds

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from references.dp4a_quant import ACTIVATION_BLOCK, CODE_MAX, legal_codes, legal_scales, quantize_blocks
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, CODE_MAX, legal_codes, legal_scales, quantize_blocks
 
 #: (significand bits p, smallest normal exponent emin) of each format.
 _FORMATS = {"f16": (11, -14), "f32": (24, -126)}

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from references.group_query import attend, rotate_with_tables, visible_keys
+from verify.references.group_query import attend, rotate_with_tables, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, rotation_error, score_errors, softcap_errors
 from verify.cases import Case
@@ -210,7 +210,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
 
     family = "attention"
     source = "ort"
-    reference = "references.group_query.attend (rotate_with_tables, visible_keys)"
+    reference = "verify.references.group_query.attend (rotate_with_tables, visible_keys)"
     checks = ("reference", "determinism")
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(output_budget)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from references.group_query import attend, visible_keys
+from verify.references.group_query import attend, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, score_errors
 from verify.budgets.roundoff import numpy_dtype

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from references.group_query import attend, visible_keys
+from verify.references.group_query import attend, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, prefill_weight_errors, score_errors
 from verify.budgets.roundoff import numpy_dtype
@@ -136,7 +136,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
     name = "ort.attention.paged_prefill"
     summary = ("ONNX Runtime Web 1.30's FlashAttentionPagedPrefill (PagedAttention, 32 or more new tokens, 32-token "
                "blocks): one lane per new token, an online softmax over 32-key steps, all in f16 but the exp")
-    reference = "references.group_query.attend"
+    reference = "verify.references.group_query.attend"
     checks = ("reference", "determinism", "sanitize", "implementations", "large_scores")
     config_keys = (PAGED_DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PREFILL_BLOCK_SIZE, MAX_PAST)
     program = PAGED_PREFILL

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from references.group_query import visible_keys
-from references.softmax import merge_many_outputs
+from verify.references.group_query import visible_keys
+from verify.references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import reduce_budget, tile_state_budget
 from verify.cases import Case
@@ -301,7 +301,7 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
     summary = ("ONNX Runtime Web 1.30's FlashAttentionPagedDecodeQKV (PagedAttention, < 32 new tokens): per 64-key "
                "tile of the block-table-addressed cache, the scores' max and exp-sum and the tile's normalised "
                "partial output")
-    reference = "references.group_query (per 64-key tile), merging to references.group_query.attend"
+    reference = "verify.references.group_query (per 64-key tile), merging to verify.references.group_query.attend"
     program = PAGED_QKV
     output_axes = {"out_split_vx": ("tile", "channel"), "metadata": ("tile", "state")}
     budget_function = staticmethod(tile_state_budget)
@@ -385,7 +385,7 @@ class OrtPagedDecodeReduce(OrtPagedDecodeProgram):
     name = "ort.attention.paged_decode_reduce"
     summary = ("ONNX Runtime Web 1.30's FlashAttentionPagedDecodeVxReduce (PagedAttention, < 32 new tokens): the "
                "64-key tiles' softmax states, and the head's sink logit if any, merged into the output")
-    reference = "references.softmax.merge_many_outputs (base e; the sink a state of output 0)"
+    reference = "verify.references.softmax.merge_many_outputs (base e; the sink a state of output 0)"
     program = PAGED_REDUCE
     config_keys = OrtPagedDecodeProgram.config_keys + (HEAD_SINK,)
     output_axes = {"output": ("token", "channel")}

@@ -28,8 +28,8 @@ import re
 import numpy as np
 from hypothesis import strategies as st
 
-from references.group_query import attend, softcapped, visible_keys
-from references.softmax import merge_many_outputs
+from verify.references.group_query import attend, softcapped, visible_keys
+from verify.references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import (
     output_budget,
@@ -236,7 +236,7 @@ class OrtDecodeQkv(OrtDecodeProgram):
     name = "ort.attention.decode_qkv"
     summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeQKV (GroupQueryAttention, < 32 new tokens): per 64-key "
                "tile, the scores' max and exp-sum and the tile's normalised partial output")
-    reference = "references.group_query (per 64-key tile), merging to references.group_query.attend"
+    reference = "verify.references.group_query (per 64-key tile), merging to verify.references.group_query.attend"
     program = QKV
     config_keys = OrtDecodeProgram.config_keys + (SOFTCAP,)
     #: The shared configs, and in ci and nightly one with a softcap (§18.1, KNOWN under `reference`).
@@ -350,7 +350,7 @@ class OrtDecodeReduce(OrtDecodeProgram):
     name = "ort.attention.decode_reduce"
     summary = ("ONNX Runtime Web 1.30's FlashAttentionDecodeVxReduce (GroupQueryAttention, < 32 new tokens): the "
                "64-key tiles' softmax states merged into the output")
-    reference = "references.softmax.merge_many_outputs (base e)"
+    reference = "verify.references.softmax.merge_many_outputs (base e)"
     program = REDUCE
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(reduce_budget)
@@ -449,7 +449,7 @@ class OrtFlashPrefill(OrtDecodeProgram):
     name = "ort.attention.flash"
     summary = ("ONNX Runtime Web 1.30's FlashAttention (GroupQueryAttention, 32 or more new tokens): one lane per "
                "new token, an online softmax over key steps of min(subgroup size, 16)")
-    reference = "references.group_query.attend"
+    reference = "verify.references.group_query.attend"
     config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, MAX_PAST)
     program = FLASH
     output_axes = {"output": ("token", "channel")}

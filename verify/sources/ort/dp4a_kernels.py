@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
 from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype

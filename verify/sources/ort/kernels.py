@@ -75,7 +75,7 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
     source = "ort"
     summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.MatMulNBits node: "
                "Y from float A, ORT quantizing A itself")
-    reference = "references.nbits.dp4a_product (DP4A path), references.nbits.matmul_nbits (float path)"
+    reference = "verify.references.nbits.dp4a_product (DP4A path), verify.references.nbits.matmul_nbits (float path)"
     config_keys = (DTYPE, BITS, BLOCK_SIZE, ACCURACY_LEVEL, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
     checks = ("reference", "determinism", "accumulator_range", "quantization_error")
     derived_keys = ("acc",)

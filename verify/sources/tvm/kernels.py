@@ -30,8 +30,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from references.decode import LOG2E
-from references.paged_kv import attended_length
+from verify.references.decode import LOG2E
+from verify.references.paged_kv import attended_length
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import gamma, ulp, unit_roundoff
 from verify.errors import FailureKind, UsageError

@@ -39,7 +39,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from references.decode import LOG2E
+from verify.references.decode import LOG2E
 from verify.budgets.expected import Expected
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import faithful_rounding_bound, gamma
@@ -375,7 +375,7 @@ class TvmPrefill(TvmPrefillKernel):
 
     name = "tvm.prefill"
     summary = "Apache TVM 0.27's generated paged prefill (_attention_prefill, tvm.build for webgpu)"
-    reference = "references.prefill.paged_prefill_attention"
+    reference = "verify.references.prefill.paged_prefill_attention"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, CAUSAL, *SCALING_KEYS)
     checks = ("reference", "determinism", "page_permutation", "causal_split", "prefill_vs_decode", "below_floor",
               "sanitize", "implementations")
@@ -451,7 +451,7 @@ class TvmPrefillRagged(TvmPrefillKernel):
 
     name = "tvm.prefill_ragged"
     summary = "Apache TVM 0.27's generated ragged prefill (_attention_prefill_ragged, tvm.build for webgpu)"
-    reference = "references.prefill.ragged_prefill_attention"
+    reference = "verify.references.prefill.ragged_prefill_attention"
     config_keys = (HEAD_DIM, V_HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, CAUSAL, *SCALING_KEYS)
     checks = ("reference", "determinism", "causal_split", "prefill_vs_decode", "below_floor", "sanitize",
               "implementations")
@@ -538,7 +538,7 @@ class TvmTreeAttention(TvmPrefillKernel):
 
     name = "tvm.tree_attention"
     summary = "Apache TVM 0.27's generated ragged token-tree attention (tree_attn, tvm.build for webgpu)"
-    reference = "references.prefill.tree_attention"
+    reference = "verify.references.prefill.tree_attention"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, *SCALING_KEYS)
     checks = ("reference", "determinism", "sanitize", "implementations")
     small_arrays = ("q_indptr", "kv_indptr", "q_rope_position", "mn_indptr", "mask")
@@ -599,7 +599,7 @@ class TvmTreeAttentionPaged(TvmTreeAttention):
     name = "tvm.tree_attention_paged"
     summary = ("Apache TVM 0.27's generated token-tree attention over the paged KV cache "
                "(tree_attn_with_paged_kv_cache, tvm.build for webgpu)")
-    reference = "references.prefill.paged_tree_attention"
+    reference = "verify.references.prefill.paged_tree_attention"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE)
     checks = ("reference", "determinism", "page_permutation", "sanitize", "implementations")
     small_arrays = ("q_indptr", "page_indptr", "page_values", "length_info", "tree_order_indptr", "tree_order")
@@ -637,7 +637,7 @@ class TvmSequencePrefill(TvmPrefillKernel):
     name = "tvm.sequence_prefill"
     summary = ("Apache TVM 0.27's generated dense-batch prefill (_attention_sequence_prefill; not used by the "
                "KV cache)")
-    reference = "references.prefill.ragged_prefill_attention"
+    reference = "verify.references.prefill.ragged_prefill_attention"
     config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, CAUSAL)
     checks = ("reference", "determinism", "causal_split", "packed_grid", "sanitize", "implementations")
     layout_kind = "dense"
