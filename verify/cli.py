@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from verify._version import DISTRIBUTION, __version__
-from verify.errors import FailureKind, KernelError, UsageError
+from verify.errors import FailureKind, KernelError, UsageError, deprecated
 from verify.results.record import Verdict
 
 EPILOG = """\
@@ -228,13 +228,15 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
         with printing:
             display.start(job)
 
+    def show_fresh():
+        while fresh:  # each record printed once, however a signal cuts this short
+            display.record(fresh.pop(0))
+
     def on_batch():
         writer.flush()
         with printing:
             show_held()
-            for record in fresh:
-                display.record(record)
-        fresh.clear()
+            show_fresh()
         if time.monotonic() - last_render[0] > refresh_after[0]:  # a killed run still leaves a report
             began = time.monotonic()
             _write_report(writer.document, out_dir)
@@ -261,8 +263,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
             written = _finish(writer, interrupted, aborted, plan_order)
             if written:  # with the records of a batch cut short, now in the file too
                 show_held()
-                for record in fresh:
-                    display.record(record)
+                show_fresh()
             display.close()
             if written:  # the workers are done: every core draws the plots not kept yet
                 _write_report(writer.document, out_dir, processes=os.cpu_count() or 1)
@@ -293,22 +294,16 @@ def _junit_path(junit: str | None, out_dir: Path | None = None) -> Path | None:
     """The --junit file, checked before the run: a path that cannot be written fails now, not
     after an hour of checks, and a path that would overwrite the run's own results (results.json,
     report.html, the lock) or any results file is refused."""
-    if not junit:
+    from verify.results.destination import output_file
+
+    if junit is None:
         return None
     path = Path(junit)
-    if path.is_dir():
-        raise UsageError(f"--junit {junit}: is a folder; name the XML file to write")
     if out_dir is not None and path.resolve() in {(out_dir / name).resolve() for name in RUN_FILES}:
         raise UsageError(f"--junit {junit}: is one of the run's own files in {out_dir}; name another file "
                          f"(e.g. {out_dir / 'junit.xml'})")
     _refuse_results_file(path, "--junit")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--junit {junit}: cannot create its folder ({exc.strerror or exc})") from None
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise UsageError(f"--junit {junit}: not writable")
-    return path
+    return output_file(junit, "--junit")
 
 
 #: The files a run writes into its output folder.
@@ -359,30 +354,33 @@ def _write_report(document, out_dir: Path, processes: int = 1) -> None:
 
 
 def _out_dir(path: str) -> Path:
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {path}: is a file, not a folder")
+    from verify.results.destination import output_folder
+
+    out = output_folder(path, "--out")
     for name in RUN_FILES:
         if (out / name).is_dir():
             raise UsageError(f"--out {path}: {out / name} is a folder; a run writes a file there")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--out {path}: cannot create the folder ({exc.strerror or exc})") from None
-    if not os.access(out, os.W_OK):
-        raise UsageError(f"--out {path}: the folder is not writable")
+    return out
+
+
+def _destinations(args) -> Path:
+    """The output folder, and the --junit file, checked before anything is planned: a path that
+    cannot be written fails in the first second, not after the plan's builds and the run."""
+    out = _out_dir(args.out)
+    _junit_path(args.junit, out)
     return out
 
 
 def cmd_check(args) -> int:
-    from verify.plan import check_jobs, numbered, plan_identity, read_wgsl, width_jobs
+    from verify.plan import check_jobs, named_list, numbered, plan_identity, read_wgsl, width_jobs
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
+    out = _destinations(args)
     overrides = _parse_config(args.config)
     if args.wgsl and len(args.kernel) != 1:
         raise UsageError("--wgsl checks one file under one kernel's contract; name exactly one kernel")
-    checks = args.checks.split(",") if args.checks else None
+    checks = named_list(args.checks, "--checks", "check") if args.checks is not None else None
     wgsl = read_wgsl(args.wgsl) if args.wgsl else None
     jobs = []
     width = args.subgroup_width if isinstance(args.subgroup_width, int) else None
@@ -400,16 +398,17 @@ def cmd_check(args) -> int:
     plan = plan_identity(jobs, [], profile, args.seed)
     jobs, reused = _reuse(args, jobs)
     jobs = _scheduled(args, jobs, profile)
-    return _execute(jobs, _out_dir(args.out), command="check", profile=profile.name, junit=args.junit,
+    return _execute(jobs, out, command="check", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused)
 
 
 def cmd_gate(args) -> int:
-    from verify.plan import gate_implementations, gate_jobs, plan_identity, select_shard
+    from verify.plan import gate_implementations, gate_jobs, named_list, plan_identity, select_shard
     from verify.profiles import get_profile
 
     profile = get_profile(args.profile)
-    names = [n for n in args.kernels.split(",") if n] if args.kernels else None
+    out = _destinations(args)
+    names = named_list(args.kernels, "--kernels", "kernel") if args.kernels is not None else None
     chosen = gate_implementations(args.implementation, args.adapter)
     unplanned: list | None = [] if args.implementation else None
     jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
@@ -435,7 +434,7 @@ def cmd_gate(args) -> int:
     jobs, reused = _reuse(args, jobs, chosen.adapters)
     skipped += reused
     jobs = _scheduled(args, jobs, profile)
-    return _execute(jobs, _out_dir(args.out), command="gate", profile=profile.name, junit=args.junit,
+    return _execute(jobs, out, command="gate", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned,
                     plan=plan)
 
@@ -525,7 +524,9 @@ def cmd_replay(args) -> int:
     with Session() as session:
         replayed = session.replay(ReplayJob(os.path.abspath(args.case), args.adapter, args.implementation,
                                             time_limit=args.time_limit or 600.0, repeat=args.repeat))
-    args._exit_code = 0 if replayed.passed else 1  # kept if the reader closes the pipe early
+    # 0 only when the case held: a failure, a race that did not show again, or a replay that could
+    # not be carried out (a time limit, a dead worker) says nothing good of the kernel.
+    args._exit_code = 0 if replayed.passed is True else 1  # kept if the reader closes the pipe early
     for line in replayed.lines:
         print(line)
     sys.stdout.flush()
@@ -568,8 +569,10 @@ def cmd_export(args) -> int:
 def cmd_findings_export(args) -> int:
     """Every documented upstream finding's reproduction, regenerated from its own case."""
     from verify.export.findings import export_findings
+    from verify.plan import named_list
 
-    written = export_findings(Path(args.output), only=args.only, say=lambda line: print(line, file=sys.stderr))
+    only = ",".join(named_list(args.only, "--only", "finding")) if args.only is not None else None
+    written = export_findings(Path(args.output), only=only, say=lambda line: print(line, file=sys.stderr))
     print(f"findings: {len(written)} reproductions in {args.output}", file=sys.stderr)
     return 0
 
@@ -660,7 +663,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--implementation", metavar="NAME",
                        help="the WebGPU implementation to run on, e.g. wgpu (wgpu-native, Naga) or dawn (Dawn through "
                        f"Node, Tint); `verify adapters` lists them (default: $VERIFY_IMPLEMENTATION, else {default})")
-        p.add_argument("--backend", dest="renamed_backend", help=argparse.SUPPRESS)
+        # The option's former name: accepted, with a warning, until verify.errors.REMOVED_IN.
+        p.add_argument("--backend", dest="renamed_backend", metavar="NAME", help=argparse.SUPPRESS)
 
     def run_options(p, out_default: str, **implementation_default):
         p.add_argument("--profile", default="ci", help="quick | ci | nightly: examples and case sizes (default ci)")
@@ -775,6 +779,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The environment variables that name folders verify keeps what it makes in.
+CACHE_SETTINGS = ("VERIFY_CACHE", "VERIFY_TVM_CACHE", "VERIFY_ORT_CACHE")
+
+
+def _check_cache_settings() -> None:
+    """A cache variable naming something that is not a folder is the user's setting to fix, said
+    in one line before anything runs (a folder that cannot be written is said where it is written,
+    verify.results.atomic.made_once)."""
+    for name in CACHE_SETTINGS:
+        value = os.environ.get(name)
+        if value and os.path.exists(value) and not os.path.isdir(value):
+            raise UsageError(f"{name}={value}: is a file, not a folder; point it at a folder verify may write")
+
+
 def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets an escape
         if hasattr(stream, "reconfigure"):
@@ -782,9 +800,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _check_cache_settings()
         if getattr(args, "renamed_backend", None):
-            raise UsageError("--backend is now --implementation (the WebGPU implementation: wgpu, dawn, ...); "
-                             "`backend` names the native API under it (Vulkan, Metal, D3D12)")
+            if args.implementation and args.implementation != args.renamed_backend:
+                raise UsageError(f"--backend {args.renamed_backend} and --implementation {args.implementation} "
+                                 "disagree (--backend is the deprecated name of --implementation)")
+            deprecated("--backend", "--implementation (the WebGPU implementation: wgpu, dawn, ...; `backend` now "
+                       "names the native API under it: Vulkan, Metal, D3D12)")
+            args.implementation = args.renamed_backend
         if hasattr(args, "implementation"):  # resolved once here ($VERIFY_IMPLEMENTATION included), checked early
             from verify.gpu.implementations import chosen_implementation
 

@@ -9,6 +9,7 @@ the report and the console, never recovered from the wording of a message.
 from __future__ import annotations
 
 import enum
+import sys
 
 
 class FailureKind(str, enum.Enum):
@@ -67,3 +68,19 @@ class KernelError(Exception):
 
     exit_code = 1
     kind = FailureKind.FAILED
+
+
+#: The release in which the deprecated names still accepted today are removed.
+REMOVED_IN = "0.3"
+_warned: set[str] = set()
+
+
+def deprecated(old: str, new: str) -> None:
+    """Say once per process, on stderr, that `old` is a deprecated name of `new`. A renamed option,
+    environment variable or file field keeps working for a release (docs/cli.md §12), so the
+    scripts and CI files that use it keep running while their authors are told."""
+    if old in _warned:
+        return
+    _warned.add(old)
+    print(f"verify: warning: {old} is deprecated and will be removed in verify {REMOVED_IN}; use {new}",
+          file=sys.stderr)

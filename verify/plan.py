@@ -41,6 +41,16 @@ def _source(spec, kernel) -> Source:
     return Source(kernel.source, kernel.source)
 
 
+def named_list(text: str, option: str, what: str) -> list[str]:
+    """The names of a comma-separated option (`--kernels a,b`). An empty one is a usage error: it
+    would otherwise select everything, the opposite of what a script that built an empty list
+    meant."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise UsageError(f"{option} {text!r}: names no {what}; name at least one (or leave the option out for all)")
+    return names
+
+
 def numbered(jobs: list[Job]) -> list[Job]:
     """`jobs` with their ids set to their places in the plan."""
     return [job.with_id(i) for i, job in enumerate(jobs)]

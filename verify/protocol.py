@@ -73,9 +73,11 @@ class Job:
                            source=self.source, subgroup_width=self.subgroup_width, job_id=self.id,
                            verify_version=__version__, inputs_sha256=self.inputs, **fields)
 
-    def unfinished(self, kind: FailureKind, reason: str, duration_s: float, examples: int = 0) -> CheckResult:
-        """The record of a job whose worker could not report one (time limit, crash)."""
-        return self.result(Verdict.FAIL, reason, failure_kind=kind, examples=examples,
+    def unfinished(self, kind: FailureKind, reason: str, duration_s: float, examples: int = 0,
+                   verdict: Verdict = Verdict.FAIL) -> CheckResult:
+        """The record of a job whose worker could not report one (time limit, crash): a FAIL only
+        where the session has evidence against the kernel (verify.session), else an ERROR."""
+        return self.result(verdict, reason, failure_kind=kind, examples=examples,
                            duration_s=round(duration_s, 3))
 
     @property
@@ -127,9 +129,10 @@ class Finished:
 
 @dataclass(frozen=True)
 class Replayed:
-    """What a replay printed about the case, and whether it held."""
+    """What a replay printed about the case, and whether it held (None: the replay could not be
+    carried out, or showed nothing either way, e.g. a race that did not show again)."""
 
-    passed: bool
+    passed: bool | None
     lines: tuple = ()
 
 

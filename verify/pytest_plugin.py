@@ -38,6 +38,9 @@ def pytest_addoption(parser):
     group.addoption("--verify-implementation", default=None, metavar="NAME",
                     help="WebGPU implementation, e.g. wgpu (Naga) or dawn (Tint) (default: $VERIFY_IMPLEMENTATION, "
                     "else the first registered; the gate runs on every one installed unless one is named)")
+    # The former name of --verify-implementation: accepted, with a warning, until verify.errors.REMOVED_IN.
+    group.addoption("--verify-backend", default=None, metavar="NAME", dest="verify_renamed_backend",
+                    help="deprecated name of --verify-implementation")
     group.addoption("--verify-gate", action="store_true",
                     help="collect every (kernel, config, check) of `verify gate` as a test item (instead of the "
                     "test files, unless paths are given)")
@@ -59,19 +62,32 @@ def pytest_configure(config):
 
 def _check_options(config) -> None:
     """A bad --verify-* option is pytest's usage error (one line, exit 4), not an internal error."""
-    from verify.errors import UsageError
+    from verify.errors import UsageError, deprecated
 
+    renamed = config.getoption("verify_renamed_backend")
+    if renamed:
+        deprecated("--verify-backend", "--verify-implementation")
+        chosen = config.getoption("verify_implementation")
+        if chosen and chosen != renamed:
+            raise pytest.UsageError(f"--verify-backend {renamed} and --verify-implementation {chosen} disagree "
+                                    "(--verify-backend is the deprecated name of --verify-implementation)")
+        config.option.verify_implementation = renamed
     try:
         from verify.gpu.implementations import chosen_implementation
         from verify.profiles import get_profile
 
         get_profile(config.getoption("verify_profile"))
         chosen_implementation(config.getoption("verify_implementation"))
-        kernels = config.getoption("verify_kernels")
-        if kernels:
-            from verify.kernels.registry import spec_of
+        if config.getoption("verify_out") is not None:
+            from verify.results.destination import output_folder
 
-            for name in (k for k in kernels.split(",") if k):
+            output_folder(config.getoption("verify_out"), "--verify-out")
+        kernels = config.getoption("verify_kernels")
+        if kernels is not None:
+            from verify.kernels.registry import spec_of
+            from verify.plan import named_list
+
+            for name in named_list(kernels, "--verify-kernels", "kernel"):
                 spec_of(name)
     except UsageError as exc:
         raise pytest.UsageError(f"verify: {exc}") from None
@@ -146,7 +162,7 @@ def _out_dir(config) -> Path:
     from verify.api import default_out_dir
 
     chosen = config.getoption("verify_out")
-    return Path(chosen) if chosen else default_out_dir()
+    return Path(chosen) if chosen is not None else default_out_dir()
 
 
 def _record_properties(node, results) -> None:
@@ -216,14 +232,14 @@ class GateCollector(pytest.Collector):
 
     def collect(self):
         from verify.gpu.implementations import chosen_implementation, default_implementation
-        from verify.plan import gate_implementations, gate_jobs
+        from verify.plan import gate_implementations, gate_jobs, named_list
         from verify.profiles import get_profile
 
         config = self.config
         kernels = config.getoption("verify_kernels")
         chosen = gate_implementations(chosen_implementation(config.getoption("verify_implementation")),
                                       config.getoption("verify_adapter"))
-        jobs, skipped = gate_jobs([k for k in kernels.split(",") if k] if kernels else None,
+        jobs, skipped = gate_jobs(named_list(kernels, "--verify-kernels", "kernel") if kernels is not None else None,
                                   profile=get_profile(config.getoption("verify_profile")),
                                   seed=config.getoption("verify_seed"), out_dir=_out_dir(config), time_limit=None,
                                   adapter=config.getoption("verify_adapter"), implementations=list(chosen.run_on),

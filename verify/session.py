@@ -7,22 +7,35 @@ with the reason, restarts the worker and carries on with the remaining jobs.
 
 The clock of a job starts when the worker says it has started the check (kernel imported,
 device open, WGSL compiled), so a slow start-up is never mistaken for a hang; start-up has an
-allowance of its own. A `Session` keeps one worker for many jobs (`verify.check` and the pytest
-plugin reuse it across calls); the worker dies with the process that started it.
+allowance of its own, and so has every pipeline compile (the worker reports them: compiling is
+not running the kernel, and a busy machine with a cold shader cache compiles for minutes). A
+`Session` keeps one worker for many jobs (`verify.check` and the pytest plugin reuse it across
+calls); the worker dies with the process that started it.
+
+A verdict must be true both ways, so what the session sees is not a verdict on the kernel unless
+it is evidence: a time limit is verify's limit (an ERROR that names what the check was doing: the
+sanitizer, which bounds every loop, is what proves a kernel never terminates), and a worker that
+died runs its check again in a fresh one. Only a second death at the same point of the same cases,
+while the kernel ran on the GPU, is the kernel's (a FAIL: it crashes the driver or loses the
+device); a worker killed from outside (SIGKILL: the out-of-memory killer or a person), or dying at
+different points, is an ERROR naming the process.
 """
 
 from __future__ import annotations
 
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verify._cache import cache_dir
 from verify.errors import FailureKind, UsageError
+from verify.gpu.compiling import COMPILING
 from verify.protocol import (
     Finished,
     Job,
@@ -35,12 +48,19 @@ from verify.protocol import (
     decode_event,
     encode_job,
 )
-from verify.results.record import CheckResult
+from verify.results.record import CheckResult, Verdict
 from verify.results.slices import merge_slices
 
-#: Seconds a worker may take to import a kernel, open the device and compile its WGSL before
-#: the check's own time limit starts.
+#: Seconds a worker may take to import a kernel and open the device before the check's own time
+#: limit starts (compiles not counted).
 STARTUP_ALLOWANCE_S = 180.0
+#: Seconds one compile of a pipeline may take (VERIFY_COMPILE_TIME_LIMIT), counted apart from the
+#: check's time limit: TVM's prefill pipelines compile in up to 100 s on lavapipe with a cold
+#: shader cache, their sanitized programs several times that, and a busy machine slows both.
+COMPILE_ALLOWANCE_S = float(os.environ.get("VERIFY_COMPILE_TIME_LIMIT", "1800"))
+#: Signals that come from outside the worker: a kernel cannot send them (the out-of-memory killer,
+#: a person, a CI runner stopping a job).
+_OUTSIDE_SIGNALS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
 #: Process settings for workers, each taken only where the environment does not set it. The
@@ -117,6 +137,8 @@ class Session:
     def __init__(self, log_path: Path | None = None):
         self.log_path = log_path
         self._worker: _Worker | None = None
+        #: Set by stop(): the run is ending, so a worker that dies was killed by it, not by a crash.
+        self._stopping = False
 
     def __enter__(self) -> "Session":
         return self
@@ -128,6 +150,12 @@ class Session:
         if self._worker is not None:
             self._worker.stop(kill=kill)
             self._worker = None
+
+    def stop(self) -> None:
+        """Kill the worker because the run is ending (an interrupt, another worker's usage error):
+        the job it was running gets no second attempt."""
+        self._stopping = True
+        self.close(kill=True)
 
     def _started_worker(self) -> _Worker:
         if self._worker is None:
@@ -153,61 +181,168 @@ class Session:
             worker.send(job)
         return worker
 
-    def _died(self) -> str:
-        """Why the worker's job ended without a record (the worker is gone; the next job starts another)."""
+    def _died(self) -> int:
+        """The dead worker's exit code (negative: the signal); the worker is gone and the next job
+        starts another."""
         code = self._worker.proc.wait()
         self.close()
-        return f"the process running the kernel died (exit code {code}): a crash or a lost device" + \
-            _log_hint(self.log_path)
+        return code
 
     def _run_one(self, job: Job, on_progress) -> CheckResult:
+        """The job's record; a worker that dies runs it once more in a fresh one (module docstring)."""
+        first = self._attempt(job, on_progress)
+        if not isinstance(first, _Death):
+            return first
+        if self._stopping:
+            return job.unfinished(FailureKind.CRASH, "the run stopped while this check ran; no verdict on the kernel",
+                                  0.0, first.done, verdict=Verdict.ERROR)
+        second = self._attempt(job, on_progress)
+        if not isinstance(second, _Death):
+            return replace(second, notes=[*second.notes, f"{first.describe()}; the check ran again in a fresh process"])
+        return _death_record(job, first, second, _log_hint(self.log_path))
+
+    def _attempt(self, job: Job, on_progress) -> "CheckResult | _Death":
         worker = self._send(job)
         sent = time.monotonic()
-        started = None
-        deadline = sent + STARTUP_ALLOWANCE_S
-        done, last_progress, stage = 0, None, None
+        clock = _Clock(job.time_limit, sent)
+        done, last_progress, stage, current = 0, None, None, None
         while True:
             try:
-                event = worker.next_event(deadline)
+                event = worker.next_event(clock.due)
             except EOFError:
-                return job.unfinished(FailureKind.CRASH, self._died(), time.monotonic() - sent, done)
+                return _Death(self._died(), current, done, clock.started is not None)
             if event is None:
                 self.close(kill=True)
-                return job.unfinished(FailureKind.TIME_LIMIT,
-                                      _time_limit_reason(job, started, done, last_progress, stage),
-                                      time.monotonic() - sent, done)
+                return job.unfinished(FailureKind.TIME_LIMIT, _time_limit_reason(job, clock, done, last_progress, stage),
+                                      time.monotonic() - sent, done, verdict=Verdict.ERROR)
+            now = time.monotonic()
             if isinstance(event, Started):
-                started = time.monotonic()
-                deadline = started + job.time_limit
+                clock.start(now)
             elif isinstance(event, Progress):
-                done, last_progress = event.done, time.monotonic()
+                done, last_progress = event.done, now
                 if on_progress:
                     on_progress(job, event.done, event.total)
             elif isinstance(event, Stage):
-                stage = (event.name, time.monotonic())
+                clock.stage(event.name, now)
+                current = event.name
+                if event.name != COMPILING:
+                    stage = (event.name, now)
             elif isinstance(event, Refused):
                 raise UsageError(event.message)
             elif isinstance(event, Finished):
                 return event.record
 
     def replay(self, job: ReplayJob) -> Replayed:
+        """The replay's lines; `held` is None when it could not be carried out (a time limit, a
+        dead worker): that says nothing of the case either way."""
         worker = self._send(job)
-        deadline = time.monotonic() + STARTUP_ALLOWANCE_S
+        clock = _Clock(job.time_limit * job.repeat, time.monotonic())
         while True:
             try:
-                event = worker.next_event(deadline)
+                event = worker.next_event(clock.due)
             except EOFError:
-                return Replayed(False, (self._died(),))
+                death = _Death(self._died(), None, 0, clock.started is not None)
+                return Replayed(None, (f"ERROR {death.describe()}, so the case was not replayed" +
+                                       _log_hint(self.log_path),))
             if event is None:
                 self.close(kill=True)
-                return Replayed(False, (f"did not finish within the {job.time_limit:g} s time limit "
-                                        "(a kernel that never terminates?)",))
+                return Replayed(None, (f"ERROR the replay did not finish within {clock.what_ran_out()}: "
+                                       "too slow for this machine, or a kernel that does not return; verify did not "
+                                       "prove which (the sanitize check bounds every loop)",))
             if isinstance(event, Started):
-                deadline = time.monotonic() + job.time_limit * job.repeat
+                clock.start(time.monotonic())
+            elif isinstance(event, Stage):
+                clock.stage(event.name, time.monotonic())
             elif isinstance(event, Refused):
                 raise UsageError(event.message)
             elif isinstance(event, Replayed):
                 return event
+
+
+class _Clock:
+    """When one job's time runs out: STARTUP_ALLOWANCE_S until the worker says the check started,
+    then the job's time limit; while a pipeline compiles, COMPILE_ALLOWANCE_S for that compile,
+    and the compile's seconds are added back to the other allowances, so only the kernel's own
+    work, and the Python that judges it, counts against the time limit."""
+
+    def __init__(self, time_limit: float, now: float):
+        self.time_limit = time_limit
+        self.deadline = now + STARTUP_ALLOWANCE_S
+        self.started: float | None = None
+        self.compiling_since: float | None = None
+
+    @property
+    def due(self) -> float:
+        if self.compiling_since is not None:
+            return self.compiling_since + COMPILE_ALLOWANCE_S
+        return self.deadline
+
+    def start(self, now: float) -> None:
+        self.stage("", now)
+        self.started, self.deadline = now, now + self.time_limit
+
+    def stage(self, name: str, now: float) -> None:
+        if name == COMPILING:
+            if self.compiling_since is None:
+                self.compiling_since = now
+        elif self.compiling_since is not None:
+            self.deadline += now - self.compiling_since
+            self.compiling_since = None
+
+    def what_ran_out(self) -> str:
+        """The allowance that ran out, in words."""
+        if self.compiling_since is not None:
+            return f"the {COMPILE_ALLOWANCE_S:g} s allowed for one compile"
+        if self.started is None:
+            return f"the {STARTUP_ALLOWANCE_S:g} s allowed for start-up"
+        return f"the {self.time_limit:g} s time limit"
+
+
+@dataclass(frozen=True)
+class _Death:
+    """A worker that died during a job: its exit code (negative: the signal that ended it), what
+    the check was doing (the last stage it reported), and how many examples had passed."""
+
+    code: int
+    stage: str | None
+    done: int
+    started: bool
+
+    @property
+    def signal(self) -> signal.Signals | None:
+        try:
+            return signal.Signals(-self.code) if self.code < 0 else None
+        except ValueError:
+            return None
+
+    @property
+    def from_outside(self) -> bool:
+        return self.signal in _OUTSIDE_SIGNALS
+
+    def describe(self) -> str:
+        how = f"killed by {self.signal.name}" if self.signal else f"exited with code {self.code}"
+        if self.from_outside:
+            how += " (sent from outside: the out-of-memory killer, a person or a CI runner)"
+        where = f"while {_STAGES.get(self.stage, self.stage)}" if self.stage else \
+            ("before the check started" if not self.started else "")
+        return f"the process running the check was {how}" + (f" {where}" if where else "") + \
+            f", after {self.done} examples"
+
+    def same_point(self, other: "_Death") -> bool:
+        return (self.stage, self.done, self.code) == (other.stage, other.done, other.code)
+
+
+def _death_record(job: Job, first: _Death, second: _Death, hint: str) -> CheckResult:
+    """The record of a job whose worker died twice: the kernel's failure only where the deaths are
+    evidence against it (the same crash at the same point of the same cases, during its dispatch)."""
+    if second.same_point(first) and first.stage == "GPU" and not first.from_outside:
+        return job.unfinished(FailureKind.CRASH,
+                              f"{second.describe()}, twice at the same point of the same cases: the kernel crashes "
+                              "the driver or loses the device" + hint, 0.0, second.done)
+    return job.unfinished(FailureKind.CRASH,
+                          f"{first.describe()}; run again, {second.describe().replace('the process running the check ', '', 1)}"
+                          ": what runs the kernel broke, not shown to be the kernel, so no verdict on it" + hint,
+                          0.0, second.done, verdict=Verdict.ERROR)
 
 
 def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None, log_path: Path | None = None,
@@ -330,7 +465,7 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
     except BaseException:
         stop.set()
         for session in sessions:
-            session.close(kill=True)
+            session.stop()
         raise
     finally:
         for session in sessions:
@@ -400,26 +535,41 @@ _STAGES = {
                  "not a hung kernel",
     "compare": "comparing outputs with the reference",
     "drawing cases": "drawing cases (Hypothesis and the kernel's `cases`, Python), not running the kernel",
+    COMPILING: "compiling the kernel's pipelines (the implementation's compiler, not the kernel)",
+    "starting": "starting the check (importing the kernel, opening the device)",
 }
+#: Said of every time limit: it is verify's limit, not a verdict.
+_NO_VERDICT = "no verdict on the kernel"
 
 
-def _time_limit_reason(job: Job, started: float | None, done: int, last_progress: float | None,
+def _time_limit_reason(job: Job, clock: _Clock, done: int, last_progress: float | None,
                        stage: tuple | None = None) -> str:
-    if started is None:
-        return (f"did not start within {STARTUP_ALLOWANCE_S:g} s (importing the kernel, opening the device and "
-                "compiling its WGSL)")
+    """Why a job ran out of time, naming what it was doing and the machine's part in it: a time
+    limit is verify's own limit (the record is an ERROR), so the reason says how to give the check
+    the time it needs, and where the kernel may be at fault, how verify would prove it."""
+    if clock.compiling_since is not None:
+        return (f"one compile of the kernel's pipelines took more than {COMPILE_ALLOWANCE_S:g} s "
+                "(VERIFY_COMPILE_TIME_LIMIT): a slow or overloaded machine, or a compiler that does not return; "
+                f"{_NO_VERDICT}")
+    if clock.started is None:
+        return (f"did not start within {STARTUP_ALLOWANCE_S:g} s (importing the kernel and opening the device; "
+                f"compiles not counted): a slow or overloaded machine; {_NO_VERDICT}")
     now = time.monotonic()
+    passed = f"{done} of {job.examples} examples passed"
     if done and last_progress is not None and now - last_progress < job.time_limit / 4:
-        return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
-                f"passed, the last {now - last_progress:.0f} s before the limit (too slow, not hung: raise "
-                "--time-limit or draw fewer --examples)")
+        return (f"did not finish within the {job.time_limit:g} s time limit: {passed}, the last "
+                f"{now - last_progress:.0f} s before the limit (too slow for this machine, not hung: raise "
+                f"--time-limit or draw fewer --examples); {_NO_VERDICT}")
     if stage is not None and stage[0] != "GPU":
-        return (f"did not finish within the {job.time_limit:g} s time limit: {done} of {job.examples} examples "
-                f"passed; for the last {now - stage[1]:.0f} s it was {_STAGES.get(stage[0], stage[0])} (raise "
-                "--time-limit or draw smaller cases)")
+        return (f"did not finish within the {job.time_limit:g} s time limit: {passed}; for the last "
+                f"{now - stage[1]:.0f} s it was {_STAGES.get(stage[0], stage[0])} (raise --time-limit or draw "
+                f"smaller cases); {_NO_VERDICT}")
     since = f", none in the last {now - last_progress:.0f} s" if last_progress is not None else ""
-    return (f"did not finish within the {job.time_limit:g} s time limit (a kernel that never terminates?); "
-            f"{done} of {job.examples} examples passed before it{since}")
+    machine = " (a slow or overloaded machine?)" if not done else ""
+    return (f"did not finish within the {job.time_limit:g} s time limit: {passed}{since}, and the kernel's "
+            f"dispatch had not returned{machine}. Too slow for this machine, or a kernel that never terminates: "
+            "verify did not prove which (the sanitize check bounds every loop and names one that never ends); "
+            f"{_NO_VERDICT}")
 
 
 def _log_hint(log_path: Path | None) -> str:

@@ -90,3 +90,20 @@ def test_a_known_finding_in_the_gate_is_an_xfail(pytester):
     # quick profile has two f32 configs (8 heads; 7 heads, where heads are also dropped) and the
     # gate runs the reference check on both WebGPU implementations: it races on all four.
     result.assert_outcomes(xfailed=4)
+
+
+def test_pytest_options_that_cannot_be_honoured_are_one_usage_error(pytester):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    for args, fragment in ((("--verify-out", "/proc/verify-out"), "--verify-out /proc/verify-out"),
+                           (("--verify-gate", "--verify-kernels", ""), "--verify-kernels")):
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+        assert fragment in result.stderr.str() and "Traceback" not in result.stderr.str()
+
+
+def test_the_renamed_backend_option_of_pytest_still_works(pytester):
+    pytester.makepyfile(test_option="def test_option(pytestconfig):\n"
+                        "    assert pytestconfig.getoption('verify_implementation') == 'wgpu'\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--verify-backend", "wgpu")
+    result.assert_outcomes(passed=1)
+    assert "--verify-backend is deprecated" in result.stderr.str()

@@ -91,17 +91,20 @@ def test_wgsl_that_does_not_compile_fails_with_the_compiler_message(tmp_path):
 
 
 @pytest.mark.webgpu
-def test_a_kernel_that_never_finishes_fails_on_time_and_later_checks_still_run(tmp_path):
+def test_a_kernel_that_never_finishes_runs_out_of_time_and_later_checks_still_run(tmp_path):
     # 12 s: determinism needs far longer (two launches of about a second per example), reference
     # fails on its first example after two launches (the bounds pass on a user's file, then the
-    # plain run), with room for a loaded machine.
+    # plain run), with room for a loaded machine. The time limit is verify's: an ERROR saying the
+    # dispatch did not return, never a FAIL without proof (the reference check's bounds pass and
+    # lavapipe's loop cap give the kernel's own verdict).
     result = verify("check", "merge_state", "--wgsl", str(FIXTURES / "wgsl" / "merge_state_never_finishes.wgsl"),
                     "--checks", "determinism,reference", "--examples", "50", "--time-limit", "12",
                     "--out", str(tmp_path / "out"))
     assert result.returncode == 1
     records = json.loads((tmp_path / "out" / "results.json").read_text())["records"]
     assert [r["check"] for r in records] == ["determinism", "reference"]
-    assert records[0]["verdict"] == "fail" and "time limit" in records[0]["reason"]
+    assert records[0]["verdict"] == "error" and records[0]["failure_kind"] == "time limit", records[0]
+    assert "dispatch had not returned" in records[0]["reason"] and "no verdict on the kernel" in records[0]["reason"]
     assert records[1]["verdict"] == "fail" and "over budget" in records[1]["reason"]
 
 
@@ -162,3 +165,73 @@ def test_a_kernel_of_two_modules_checks_its_own_shown_text(tmp_path):
     result = verify("check", "decode", "--wgsl", str(shown), "--checks", "reference", "--examples", "2",
                     "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
+
+
+# -- interfaces: renames keep their old names, empty selections select nothing ---------------------------
+def test_the_renamed_backend_option_still_works_with_a_warning(tmp_path):
+    result = verify("adapters", "--backend", "wgpu")
+    assert result.returncode == 0, result.stderr
+    assert "--backend is deprecated" in result.stderr and "--implementation" in result.stderr
+    assert "wgpu" in result.stdout
+
+
+def test_the_renamed_backend_option_must_agree_with_the_new_one():
+    assert_one_line_usage_error(verify("adapters", "--backend", "wgpu", "--implementation", "dawn"), "disagree")
+
+
+def test_the_renamed_backend_environment_variable_still_works_with_a_warning():
+    import os
+
+    result = subprocess.run([sys.executable, "-m", "verify", "adapters"], capture_output=True, text=True, timeout=600,
+                            env={k: v for k, v in dict(os.environ, VERIFY_BACKEND="wgpu").items()
+                                 if k != "VERIFY_IMPLEMENTATION"})
+    assert result.returncode == 0, result.stderr
+    assert "VERIFY_BACKEND is deprecated" in result.stderr and "VERIFY_IMPLEMENTATION" in result.stderr
+    bad = subprocess.run([sys.executable, "-m", "verify", "adapters"], capture_output=True, text=True, timeout=600,
+                         env={k: v for k, v in dict(os.environ, VERIFY_BACKEND="nosuch").items()
+                              if k != "VERIFY_IMPLEMENTATION"})
+    assert bad.returncode == 2 and "nosuch" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("args,option", [
+    (("gate", "--kernels", ""), "--kernels"),
+    (("gate", "--kernels", " , "), "--kernels"),
+    (("check", "merge_state", "--checks", ""), "--checks"),
+    (("findings", "export", "--only", ""), "--only"),
+])
+def test_an_empty_selection_is_a_usage_error_not_everything(args, option, tmp_path):
+    extra = ("-o", str(tmp_path / "f")) if args[0] == "findings" else ("--out", str(tmp_path / "o"))
+    assert_one_line_usage_error(verify(*args, *extra), option, "names no")
+
+
+# -- where a run writes, checked before it runs ------------------------------------------------------------
+def test_an_empty_output_folder_is_refused_not_the_current_folder(tmp_path):
+    assert_one_line_usage_error(verify("check", "merge_state", "--out", ""), "--out is empty")
+
+
+def test_a_junit_file_that_cannot_be_written_is_refused_before_the_run(tmp_path):
+    result = verify("check", "merge_state", "--out", str(tmp_path / "o"), "--junit", "/proc/verify-junit.xml")
+    assert_one_line_usage_error(result, "--junit /proc/verify-junit.xml")
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_cache_variable_naming_a_file_is_one_line(tmp_path):
+    import os
+
+    file = tmp_path / "cache"
+    file.write_text("")
+    for name in ("VERIFY_CACHE", "VERIFY_TVM_CACHE", "VERIFY_ORT_CACHE"):
+        result = subprocess.run([sys.executable, "-m", "verify", "list"], capture_output=True, text=True, timeout=600,
+                                env=dict(os.environ, **{name: str(file)}))
+        assert_one_line_usage_error(result, f"{name}={file}", "is a file")
+
+
+def test_a_cache_folder_that_cannot_hold_a_build_is_a_setup_error(tmp_path):
+    """A TVM build kept under a path whose folder cannot be made: one line, exit 2 (not a traceback)."""
+    from verify.errors import SetupError
+    from verify.results.atomic import made_once
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SetupError, match="cannot keep kernel.wgsl in the cache folder"):
+        made_once(blocker / "0.27" / "kernel.wgsl", lambda: "text")

@@ -207,7 +207,7 @@ def test_a_slow_python_reference_is_not_called_a_hung_kernel(tmp_path):
     assert result.returncode == 1
     [record] = records(tmp_path)
     assert record["failure_kind"] == "time limit" and "a slow reference, not a hung kernel" in record["reason"]
-    assert "never terminates" not in record["reason"]
+    assert record["verdict"] == "error" and "never terminates" not in record["reason"]
 
 
 def test_a_kernel_with_no_checks_is_refused(tmp_path):
@@ -315,6 +315,26 @@ def test_a_nondeterministic_case_replays_ten_times_by_default(saved_case):
     assert result.returncode == 1 and "failed in 10 of 10 replays" in result.stdout, result.stdout + result.stderr
     once = verify("replay", str(saved_case), "--repeat", "1")
     assert once.returncode == 1 and "replays" not in once.stdout
+
+
+@pytest.mark.webgpu
+def test_a_race_that_does_not_show_again_is_not_a_pass(saved_case):
+    """A case saved by a nondeterministic failure, whose replays all hold (here: its WGSL is the
+    kernel's correct one), says what was seen then and now, and exits 1: a race shows in some
+    schedules only, so replays that hold clear nothing."""
+    from verify.wgsl import sha256
+
+    sidecar = saved_case.with_suffix(".json")
+    meta = json.loads(sidecar.read_text())
+    config = [f"{k}={v}" for k, v in sorted(meta["config"].items())]
+    meta["wgsl"] = verify("show", "merge_state", *(a for c in config for a in ("--config", c))).stdout
+    meta["wgsl_sha256"] = sha256(meta["wgsl"])
+    meta["failure_kind"] = "nondeterministic"
+    sidecar.write_text(json.dumps(meta))
+    result = verify("replay", str(saved_case))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "saved  FAIL (nondeterministic)" in result.stdout
+    assert "NOT REPRODUCED  failed in 0 of 10 replays" in result.stdout and "PASS" not in result.stdout
 
 
 # -- signals from the first moment, pytest usage errors ----------------------------------------------------------

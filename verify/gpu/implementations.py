@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 
-from verify.errors import SetupError, UsageError
+from verify.errors import SetupError, UsageError, deprecated
 from verify.gpu.device import AdapterInfo, Device
 
 #: Entry-point group other packages register implementations under.
 ENTRY_POINT_GROUP = "verify.implementations"
 #: Environment variable naming the implementation to run on (as --implementation does).
 ENVIRONMENT = "VERIFY_IMPLEMENTATION"
+#: The former name of ENVIRONMENT, read with a deprecation warning until verify.errors.REMOVED_IN.
+RENAMED_ENVIRONMENT = "VERIFY_BACKEND"
 #: Environment variable naming the adapter to run on (as --adapter does).
 ADAPTER_ENVIRONMENT = "VERIFY_ADAPTER"
 
@@ -135,8 +137,11 @@ def default_implementation() -> str:
 def chosen_implementation(name: str | None) -> str | None:
     """The implementation `name` or $VERIFY_IMPLEMENTATION chooses (checked), or None when neither
     does: then each kernel runs on the implementation it prefers (Kernel.implementations), else on
-    the default."""
+    the default. $VERIFY_BACKEND, its former name, is still read (with a warning)."""
     chosen = name or os.environ.get(ENVIRONMENT)
+    if not chosen and os.environ.get(RENAMED_ENVIRONMENT):
+        deprecated(RENAMED_ENVIRONMENT, ENVIRONMENT)
+        chosen = os.environ[RENAMED_ENVIRONMENT]
     return implementation(chosen).name if chosen else None
 
 

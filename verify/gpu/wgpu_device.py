@@ -21,6 +21,7 @@ from verify.gpu.binding import (
     grid,
     unpack_readbacks,
 )
+from verify.gpu.compiling import compiling
 from verify.gpu.device import OPTIONAL_FEATURES, WANTED_LIMITS, AdapterInfo, Launched, ShaderCompileError, Timing
 from verify.gpu.dialect import for_naga
 from verify.gpu.implementations import ADAPTER_ENVIRONMENT, Implementation
@@ -78,7 +79,8 @@ class WgpuDevice(AdapterProbes):
         digest = sha256(wgsl)
         key = (digest, entry_point)
         if key not in self._pipelines:
-            self._pipelines[key] = self._compile(wgsl, digest, entry_point)
+            with compiling():
+                self._pipelines[key] = self._compile(wgsl, digest, entry_point)
         return self._pipelines[key]
 
     def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> WgpuPipeline:

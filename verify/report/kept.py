@@ -105,12 +105,23 @@ def kept_svgs(requests: Sequence[PlotRequest], processes: int = 1) -> list[str |
             for name, request in zip(names, requests)]
 
 
+def _ignore_interrupts() -> None:
+    """Runs first in each drawing process: Ctrl-C reaches every process of the terminal's group,
+    and the run that draws (finishing its results and report, which it does not let a signal
+    interrupt) decides what happens, not a drawing process printing a traceback."""
+    import signal
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def _draw_all(missing: dict[str, PlotRequest], processes: int) -> dict[str, str | Exception]:
     drawn: dict[str, str | Exception] = {}
     count = min(processes, len(missing) // PLOTS_PER_PROCESS)
     if count > 1 and len(missing) >= PARALLEL_FROM:
         try:
-            with ProcessPoolExecutor(max_workers=count, mp_context=get_context("spawn")) as pool:
+            with ProcessPoolExecutor(max_workers=count, mp_context=get_context("spawn"),
+                                     initializer=_ignore_interrupts) as pool:
                 futures = {name: pool.submit(_draw, request.draw.__name__, request.data, name)
                            for name, request in missing.items()}
                 for name, future in futures.items():

@@ -38,15 +38,33 @@ def made_once(path: Path, make: Callable[[], str]) -> str:
     """The text kept at `path`, else `make()`'s, kept there. One process makes it at a time (an
     advisory flock on a file beside it, released however its holder ends), so processes that want
     one slow text at once (an ORT capture of minutes, planned by two processes or two workers)
-    make it once: the others wait for it and read it."""
+    make it once: the others wait for it and read it.
+
+    A cache folder that cannot hold it (a file where the folder should be, a read-only or full
+    disk) is a SetupError naming the folder: the machine's set-up, one line, never a traceback."""
     path = Path(path)
-    if path.is_file():
-        return path.read_text()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f".{path.name}.lock", "w") as lock:
+    try:
+        if path.is_file():
+            return path.read_text()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(path.parent / f".{path.name}.lock", "w")
+    except OSError as exc:
+        raise _unusable(path, exc) from None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.is_file():  # made while this process waited
             return path.read_text()
         text = make()
-        write_atomic(path, text)
+        try:
+            write_atomic(path, text)
+        except OSError as exc:
+            raise _unusable(path, exc) from None
         return text
+
+
+def _unusable(path: Path, exc: OSError):
+    from verify.errors import SetupError
+
+    return SetupError(f"cannot keep {path.name} in the cache folder {path.parent} ({exc.strerror or exc}): make it "
+                      "a writable folder with room, or point VERIFY_CACHE, VERIFY_TVM_CACHE or VERIFY_ORT_CACHE "
+                      "elsewhere")

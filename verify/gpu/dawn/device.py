@@ -22,6 +22,7 @@ from verify.gpu.binding import (
     grid,
     unpack_readbacks,
 )
+from verify.gpu.compiling import compiling
 from verify.gpu.dawn import environment
 from verify.gpu.dawn.process import ANSWER_S, NodeProcess, NodeProcessDied
 from verify.gpu.device import (
@@ -168,7 +169,8 @@ class DawnDevice(AdapterProbes):
         the bind group layout comes from the module's declared bindings, as on wgpu."""
         key = (sha256(wgsl), entry_point)
         if key not in self._pipelines:
-            self._pipelines[key] = self._compile(wgsl, key[0], entry_point)
+            with compiling():
+                self._pipelines[key] = self._compile(wgsl, key[0], entry_point)
         return self._pipelines[key]
 
     def _compile(self, wgsl: str, digest: str, entry_point: str | None) -> DawnPipeline:

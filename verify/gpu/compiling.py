@@ -1,0 +1,43 @@
+"""Who is told when a WebGPU implementation compiles a pipeline.
+
+Compiling is not running the kernel: on a software driver with a cold shader cache, one of TVM's
+prefill pipelines takes up to 100 s to compile (several times that sanitized, or on a busy
+machine), where its dispatches take milliseconds. So the time a check spends compiling must not
+count against the check's time limit, which is meant for the kernel's own work (a kernel that
+does not return). Every implementation wraps a real compile (not a cache hit) in `compiling()`;
+the worker listens (verify.worker) and reports a "compiling" stage to the parent, whose clock
+pauses the check's limit and gives the compile an allowance of its own (verify.session).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+#: The name of the stage a check is in while a pipeline compiles (verify.protocol.Stage).
+COMPILING = "compiling"
+
+_listener = None
+_depth = 0
+
+
+def listen(callback) -> None:
+    """Call `callback(True)` when the outermost compile starts and `callback(False)` when it ends
+    (None: nobody listens). One listener per process: the worker's."""
+    global _listener
+    _listener = callback
+
+
+@contextmanager
+def compiling():
+    """Around a real compile; nested ones (a wrapper compiling through the device it wraps)
+    count once."""
+    global _depth
+    _depth += 1
+    if _depth == 1 and _listener is not None:
+        _listener(True)
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0 and _listener is not None:
+            _listener(False)
