@@ -282,11 +282,13 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
 
 
 def _finish(writer, interrupted: bool, aborted, order) -> bool:
-    """Write the run's end; a write the disk refuses ends the run with its one line, not a second error."""
+    """Write the run's end; a write the disk refuses ends the run with its one line, not a second
+    error (and not the same line twice, when the run was aborted by that very write)."""
     try:
         return writer.finish(interrupted=interrupted, aborted=str(aborted or ""), order=order)
     except UsageError as exc:
-        print(f"verify: error: {exc}", file=sys.stderr)
+        if str(exc) != str(aborted or ""):
+            print(f"verify: error: {exc}", file=sys.stderr)
         return False
 
 

@@ -136,6 +136,8 @@ def test_a_full_disk_is_one_line_and_keeps_the_last_complete_results(tmp_path):
     result = verify("check", "merge_state", "--checks", "reference,determinism", "--examples", "3", "--out", str(out),
                     preexec_fn=small_files)
     one_line(result, 2, "cannot write the results")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("verify: error:")]
+    assert len(errors) == 1, result.stderr  # said once, not once per place that met it
     assert (out / "results.json").read_text() == before
 
 

@@ -54,10 +54,10 @@ def output_file(path: str | os.PathLike, option: str) -> Path:
 
 
 def _probe(folder: Path, option: str, text: str) -> None:
-    """Write and remove a small file in `folder` (a page of bytes, so a full disk shows too)."""
+    """Write and remove a small file in `folder` (a few bytes, which a full disk refuses too)."""
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".verify-probe-") as probe:
-            probe.write(b"\0" * 4096)
+            probe.write(b"\0" * 64)
             probe.flush()
             os.fsync(probe.fileno())
     except OSError as exc:
