@@ -15,7 +15,7 @@ The public surface (everything else is internal and may change):
 - A pytest plugin (``verify.pytest_plugin``) registered under the ``pytest11`` entry point.
 
 The import package and the command are ``verify``; the distribution is ``webgpu-verify``
-(``pip install webgpu-verify``), since "verify" on PyPI is an unrelated project.
+(installed from a clone: ``pip install .``), since "verify" on PyPI is an unrelated project.
 """
 
 from importlib import import_module as _import_module

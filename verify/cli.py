@@ -171,9 +171,9 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
         return 130
     skips = [r for r in records if r.verdict is Verdict.SKIP]
     if skips and not allow_skip:
-        print(f"verify: {len(skips)} of {len(records)} checks were SKIPPED (not verified): "
-              + "; ".join(sorted({r.reason for r in skips}))
-              + ". A skip is not a pass: run where the adapter can, or pass --allow-skip.", file=sys.stderr)
+        from verify.display import skip_summary
+
+        print(skip_summary(skips, len(records)), file=sys.stderr)
     # "known" (a documented finding reproduced) is reported, not failed: only news fails the run.
     if any(r.verdict.fails_run for r in records) or (skips and not allow_skip):
         return 1
@@ -184,6 +184,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
          planned: int, plan=None) -> tuple[list, bool]:
     global _stopping
     from verify.display import Display, summary
+    from verify.results.signing import signed
     from verify.results.store import ResultsWriter
     from verify.session import run_jobs
 
@@ -217,6 +218,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
     printing = threading.Lock()
 
     def on_record(record):
+        record = signed(record)  # verify's own record: a later --reuse on this machine may take it
         writer.add(record, write=False)
         fresh.append(record)
 
@@ -455,18 +457,22 @@ def _reuse(args, jobs: list, listed: dict | None = None) -> tuple[list, list]:
         return jobs, []
     from verify.results.reuse import reusable, reused
 
-    files = args.reuse or [path for path in [Path(args.out) / "results.json"] if path.exists()]
-    earlier = reusable([_earlier_results(path) for path in files])
-    kept = [reused(*earlier[job.inputs], job.id) for job in jobs if job.inputs in earlier]
+    files = args.reuse or [path for path in [Path(args.out) / "results.json"] if os.path.lexists(path)]
+    earlier = reusable([_earlier_results(path) for path in files], {job.inputs for job in jobs})
+    for refusal in earlier.refusals:  # records that would have been reused, but are not verify's own here
+        print(f"verify: {refusal}", file=sys.stderr)
+    found = earlier.records
+    kept = [reused(*found[job.inputs], job.id) for job in jobs if job.inputs in found]
     print(f"verify: reusing {len(kept)} of {len(jobs)} checks whose inputs are unchanged since they passed "
           f"({', '.join(map(str, files)) or 'no earlier results'})", file=sys.stderr)
-    return [job for job in jobs if job.inputs not in earlier], kept
+    return [job for job in jobs if job.inputs not in found], kept
 
 
 def _earlier_results(path):
     """An earlier run's results file, parsed once while it is unchanged: --reuse and the plan's
-    order both read it, and a whole gate's is ten megabytes of JSON."""
-    path = Path(path).resolve()
+    order both read it, and a whole gate's is ten megabytes of JSON. (realpath, not resolve: a link
+    loop is the loader's one-line error, not a RuntimeError here.)"""
+    path = Path(os.path.realpath(path))
     try:
         stat = path.stat()
     except OSError:
@@ -613,6 +619,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _results_file(text: str) -> Path:
+    """A results file to read (argparse type): a path that cannot be one (a folder, a link loop, a
+    FIFO or device whose read would block or never end, a file past the size bound) is refused
+    before anything is planned, from its metadata alone."""
+    from verify.results.store import results_file_problem
+
+    problem = results_file_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return Path(text)
+
+
 def _count(text: str) -> int:
     """A positive number of examples (argparse type)."""
     try:
@@ -682,11 +700,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="split a check drawing more than N examples into slices of about N, each its own seed "
                        "stream, run by any worker and merged into one record, so every core stays busy to the end "
                        "(default: the profile's, e.g. 50 for nightly and none for ci; 0: never split)")
-        p.add_argument("--reuse", nargs="*", metavar="RESULTS.json",
-                       help="take the record of a check whose inputs (WGSL, the code of its kernel and check, "
-                       "references, budgets, verify's version, profile, seed, adapter and driver) are unchanged "
-                       "since it passed in these results files (default: the output folder's results.json), "
-                       "instead of running it again; the report says which records were reused and from when")
+        p.add_argument("--reuse", nargs="*", metavar="RESULTS.json", type=_results_file,
+                       help="take the record of a check whose inputs (WGSL, all the code its kernel and check "
+                       "import, verify's data files, the versions of wgpu, Dawn's and ORT's Node packages, TVM and "
+                       "Python, profile, seed, adapter and driver) are unchanged since it passed in these results "
+                       "files (default: the output folder's results.json), instead of running it again; only "
+                       "records verify made on this machine are taken (docs/cli.md §6); the report says which "
+                       "records were reused and from when")
         p.add_argument("--jobs", "-j", type=_count, default=os.cpu_count() or 1, metavar="N",
                        help="checks run in N worker processes at once (default: the number of cores); the "
                        "records are the same as a serial run's")

@@ -105,3 +105,28 @@ def summary(records: list[CheckResult]) -> str:
     counts = Counter(r.verdict for r in records)
     parts = [f"{counts[v]} {v.value}" for v in sorted(Verdict, key=lambda v: v.rank) if counts[v]]
     return f"{len(records)} checks: " + ", ".join(parts)
+
+
+#: The most distinct skip reasons the run's last lines spell out; the rest are counted (every one
+#: is in results.json and the report).
+SKIP_REASONS_SHOWN = 5
+
+
+def skip_summary(skips: list[CheckResult], total: int) -> str:
+    """One paragraph for the checks a run skipped: each distinct reason once, with how many checks
+    and which kernels it cost, most frequent first. A reason repeated per record (one per config
+    of every TVM kernel when apache-tvm is missing) is a wall of the same hint otherwise."""
+    by_reason: dict[str, list[CheckResult]] = {}
+    for record in skips:
+        by_reason.setdefault(record.reason, []).append(record)
+    ranked = sorted(by_reason.items(), key=lambda item: -len(item[1]))
+    lines = [f"verify: {len(skips)} of {total} checks were SKIPPED (not verified):"]
+    for reason, records in ranked[:SKIP_REASONS_SHOWN]:
+        kernels = sorted({r.kernel for r in records})
+        named = ", ".join(kernels[:4]) + (f" and {len(kernels) - 4} more" if len(kernels) > 4 else "")
+        lines.append(f"  {len(records)} ({named}): {reason}")
+    if len(ranked) > SKIP_REASONS_SHOWN:
+        rest = sum(len(records) for _, records in ranked[SKIP_REASONS_SHOWN:])
+        lines.append(f"  {rest} more for {len(ranked) - SKIP_REASONS_SHOWN} other reasons (results.json has each)")
+    lines.append("A skip is not a pass: run where the adapter can, or pass --allow-skip.")
+    return "\n".join(lines)

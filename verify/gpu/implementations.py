@@ -109,7 +109,7 @@ def _registered() -> dict[str, Implementation]:
         found.setdefault(ep.name, instance)
     if not found:
         raise SetupError("no WebGPU implementation is registered: verify's own entry points are missing; "
-                         "install verify (`pip install webgpu-verify`, or `pip install -e .` in a checkout)")
+                         "install verify (`pip install .` or `pip install -e .` in a clone of it)")
     return dict(sorted(found.items(), key=lambda item: (item[1].preference, item[0])))
 
 

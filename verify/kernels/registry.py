@@ -60,7 +60,7 @@ def _registered() -> dict[str, KernelSpec]:
             others.setdefault(ep.name, KernelSpec(ep.name, ep.value, "entry point", name, version))
     if not own:
         raise SetupError(f"verify's own kernels are not registered: {DISTRIBUTION} is not installed here "
-                         "(`pip install webgpu-verify`, or `pip install -e .` in a checkout)")
+                         "(`pip install .` or `pip install -e .` in a clone of it)")
     others = {name: spec for name, spec in sorted(others.items()) if name not in own}
     return {**own, **others}
 

@@ -21,7 +21,7 @@ from verify.errors import SetupError
 
 #: The `onnx` releases the model builder is written for (pyproject's [ort] extra).
 ONNX_REQUIREMENT = "onnx>=1.16,<2"
-INSTALL = "pip install 'webgpu-verify[ort]'  (or: pip install 'onnx>=1.16,<2')"
+INSTALL = "pip install 'onnx>=1.16,<2'  (the ort extra of webgpu-verify: pip install '.[ort]' in a clone)"
 #: Opsets of the model: ai.onnx 21 and com.microsoft 1 (MatMulNBits' domain).
 OPSET, MS_OPSET, IR_VERSION = 21, 1, 10
 #: Tensor element types by numpy dtype, as onnx and onnxruntime-web name them.

@@ -33,7 +33,7 @@ from verify.results.atomic import made_once
 #: The TVM releases whose kernels and launch rules these contracts describe.
 REQUIREMENT = "apache-tvm>=0.27,<0.28"
 SUPPORTED = (0, 27)
-INSTALL = "pip install 'webgpu-verify[tvm]'  (or: pip install 'apache-tvm>=0.27,<0.28')"
+INSTALL = "pip install 'apache-tvm>=0.27,<0.28'  (the tvm extra of webgpu-verify: pip install '.[tvm]' in a clone)"
 CACHE_ENV = "VERIFY_TVM_CACHE"
 
 
@@ -175,8 +175,10 @@ def load(build: TvmBuild, root: Path | None = None) -> str:
     if version is None:
         cached = _cached_without_tvm(root, build)
         if cached is None:
-            raise SetupError(f"TVM kernels need {REQUIREMENT}, which is not installed, and {build.describe()} "
-                             f"is not in the WGSL cache {root}; install it with: {INSTALL}")
+            # The same words for every config (the record names the kernel and config): a gate
+            # without apache-tvm says it once, not once per build.
+            raise SetupError(f"TVM kernels need {REQUIREMENT}, which is not installed, and their WGSL is not in the "
+                             f"cache {root}; install it with: {INSTALL}")
         return cached.read_text()
     _require_supported(version)
     # Two processes wanting one build (a planning pool, two workers): one builds, the other waits.
