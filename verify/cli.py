@@ -97,36 +97,54 @@ def cmd_list(args) -> int:
 
 def cmd_adapters(args) -> int:
     from verify.gpu.implementations import list_implementation_adapters, open_device
+    from verify.gpu.semantics import describe
 
     listed = list_implementation_adapters()
     if not any(found.adapters for found in listed):
         raise UsageError("no WebGPU adapter was found by any implementation: "
                          + "; ".join(f"{found.implementation}: {found.unavailable}" for found in listed))
     chosen = open_device(args.implementation, args.adapter)
+    # Each implementation's WGSL semantics on the adapter it would run on here: the probes say where
+    # it deviates from the specification (verify.gpu.semantics; kept per machine after the first).
+    opened = {chosen.info.implementation: chosen}
+    for found in listed:
+        name = found.implementation.name
+        if found.adapters and name not in opened and (args.implementation in (None, name)):
+            try:
+                opened[name] = open_device(name, args.adapter)
+            except UsageError:
+                pass
     rows = []
     for found in listed:
         for info in found.adapters:
             row = dict(info.as_record(), features=list(info.features))
+            device = opened.get(info.implementation)
+            if device is not None and info == device.info:
+                row.update(subgroup_size=device.subgroup_size, zeroes_workgroup_memory=device.zeroes_workgroup_memory,
+                           semantics=device.semantics.as_record(), granted_features=sorted(device.features),
+                           granted_limits=device.limits)
             if info == chosen.info:
-                row.update(selected=True, subgroup_size=chosen.subgroup_size,
-                           zeroes_workgroup_memory=chosen.zeroes_workgroup_memory,
-                           granted_features=sorted(chosen.features), granted_limits=chosen.limits)
+                row.update(selected=True)
             rows.append(row)
     unavailable = {found.implementation.name: found.unavailable for found in listed if found.unavailable}
     if args.json:
         print(json.dumps(rows + [{"implementation": k, "unavailable": v} for k, v in unavailable.items()], indent=1))
         return 0
+    from verify.gpu.semantics import Semantics
+
     for row in rows:
         mark = "*" if row.get("selected") else " "
         print(f"{mark} [{row['implementation']}] {row['name']}  backend={row['backend']} type={row['type']} "
               f"vendor={row['vendor']}")
+        print(f"    implementation: {row['implementation_version'] or '?'}")
         print(f"    driver:   {row['driver']}")
         wanted = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in row["features"]]
         print(f"    features: {', '.join(wanted) or 'none of shader-f16, subgroup, timestamp-query'}")
-        if row.get("selected"):
+        if "semantics" in row:
             print(f"    subgroup size (measured): {row['subgroup_size']}")
-            zeroed = row["zeroes_workgroup_memory"]
-            print(f"    workgroup memory zero-initialised: {'yes' if zeroed else 'NO (WGSL requires it; kernels relying on it break here)'}")
+            print("    WGSL semantics (what the specification requires, probed here):")
+            for line in describe(Semantics.from_record(row["semantics"])):
+                print(f"      {line}")
     for name, reason in unavailable.items():
         print(f"  [{name}] unavailable: {reason}")
     print(f"\n* = the adapter checks run on ({chosen.info.implementation}; choose the WebGPU implementation with "

@@ -176,39 +176,4 @@ def test_poison_patterns():
     assert GUARD_BYTES % 4 == 0
 
 
-@pytest.mark.webgpu
-def test_the_zero_initialisation_probe_reports_only_stale_values_of_other_workgroups(webgpu_device):
-    """A "no" from the probe must rest on evidence: some workgroup read a marker another of the
-    probe's workgroups left (0xA5A50000 + its id), in the same dispatch or the probe's first. (The
-    first workgroups may also see leftovers of earlier kernels.) Mesa 22.3's lavapipe answers no;
-    a conforming adapter yes."""
-    from verify.gpu.probes import ZERO_INIT_DISPATCHES, ZERO_INIT_GROUPS, zero_init_reads
-
-    seen = zero_init_reads(webgpu_device)
-    assert seen.shape == (ZERO_INIT_DISPATCHES, ZERO_INIT_GROUPS, 64)
-    marker = seen - np.uint32(0xA5A50000)
-    probes = (seen >= 0xA5A50000) & (marker < ZERO_INIT_GROUPS)
-    assert webgpu_device.zeroes_workgroup_memory == bool(np.all(seen == 0))
-    assert webgpu_device.zeroes_workgroup_memory or probes.any()
-
-
-def test_the_zero_initialisation_probe_looks_past_a_first_dispatch_of_fresh_memory():
-    """A GPU may give a first dispatch memory nothing has used yet: zeros that prove nothing. The
-    probe answers from two dispatches, so stale markers in the second are a "no" (as an NVIDIA
-    H200 through wgpu showed: zeros on one dispatch of 64 workgroups, markers after)."""
-    from verify.gpu.probes import ZERO_INIT_GROUPS, AdapterProbes
-
-    class FreshThenStale(AdapterProbes):
-        dispatches = 0
-
-        def pipeline(self, wgsl):
-            return wgsl
-
-        def run(self, pipeline, resources, workgroups):
-            seen = np.zeros(ZERO_INIT_GROUPS * 64, np.uint32)
-            if self.dispatches:
-                seen[64:] = 0xA5A50000 + np.repeat(np.arange(ZERO_INIT_GROUPS - 1, dtype=np.uint32), 64)
-            self.dispatches += 1
-            return type("Launched", (), {"outputs": {"seen": seen}})()
-
-    assert FreshThenStale().zeroes_workgroup_memory is False
+# The zero-initialisation probe and the other WGSL semantics probes: tests/framework/test_semantics.py

@@ -79,6 +79,10 @@ class AdapterInfo:
     features: tuple[str, ...] = field(default=())
     limits: dict = field(default_factory=dict, compare=False, hash=False)
     implementation: str = ""
+    #: The implementation's own version, as its users name it (e.g. "wgpu-py 0.32.0, wgpu-native
+    #: 29.0.1.1"): what a finding against the implementation is about, and what the semantics
+    #: probes' answers are kept by (verify.gpu.semantics).
+    implementation_version: str = ""
 
     @property
     def label(self) -> str:
@@ -97,6 +101,7 @@ class AdapterInfo:
             "type": self.adapter_type,
             "driver": self.driver,
             "implementation": self.implementation,
+            "implementation_version": self.implementation_version,
         }
 
 
@@ -118,7 +123,8 @@ class Device(Protocol):
     message); `run(pipeline, resources, workgroups)` binds `resources` by binding name (ndarray or
     bytes: inputs; verify.gpu.Output / InOut: read back), dispatches once and returns a Launched.
     `info` names the adapter and implementation; `features` and `limits` are what was granted;
-    `subgroup_size` and `zeroes_workgroup_memory` are measured by dispatches (verify.gpu.probes).
+    `subgroup_size`, `zeroes_workgroup_memory` and `semantics` are measured by dispatches
+    (verify.gpu.probes, verify.gpu.semantics).
     """
 
     info: AdapterInfo
@@ -136,3 +142,6 @@ class Device(Protocol):
 
     @property
     def zeroes_workgroup_memory(self) -> bool: ...
+
+    @property
+    def semantics(self): ...  # verify.gpu.semantics.Semantics

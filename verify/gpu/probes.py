@@ -1,4 +1,5 @@
-"""Facts about an adapter that only a dispatch can tell, measured the same way on every backend.
+"""Facts about an adapter that only a dispatch can tell, measured the same way on every backend:
+the subgroup size here, the WGSL semantics probes in verify.gpu.semantics.
 
 The probes run through the device's own `pipeline`/`run`, so a wgpu device and a Dawn device
 answer the same question with the same WGSL.
@@ -18,56 +19,32 @@ fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32)
 }
 """
 
-#: Each workgroup reads its workgroup memory before writing it: WGSL zero-initialises workgroup
-#: memory (spec §6.4.3), so every value read must be 0, even after other workgroups wrote theirs.
-ZERO_INIT_PROBE = """
-var<workgroup> scratch: array<u32, 64>;
-@group(0) @binding(0) var<storage, read_write> seen: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) i: u32) {
-  seen[group.x * 64u + i] = scratch[i];
-  workgroupBarrier();
-  scratch[i] = 0xA5A50000u + group.x;
-}
-"""
-#: Workgroups per probe dispatch, and dispatches: many more workgroups than a GPU runs at once,
-#: twice. A discrete GPU may hand every workgroup of a first, small dispatch memory no workgroup
-#: has used yet, which reads as zero whether or not anything zeroes it (an NVIDIA H200 through
-#: wgpu answered "zeroed" to one dispatch of 64 workgroups, then showed the first dispatch's markers
-#: to most workgroups of the next); the second dispatch finds what the first left wherever
-#: nothing zeroes it.
-ZERO_INIT_GROUPS = 1024
-ZERO_INIT_DISPATCHES = 2
-
-
-def zero_init_reads(device) -> np.ndarray:
-    """What each lane of each workgroup read from its workgroup memory before writing it, for
-    each probe dispatch: [ZERO_INIT_DISPATCHES, ZERO_INIT_GROUPS, 64]. All zero where the
-    adapter and implementation zero workgroup memory as WGSL requires; elsewhere the reads show
-    markers (0xA5A50000 + workgroup id) the probe's workgroups left."""
-    pipeline = device.pipeline(ZERO_INIT_PROBE)
-    return np.stack([device.run(pipeline, {"seen": buffers.Output(np.uint32, (ZERO_INIT_GROUPS * 64,))},
-                                ZERO_INIT_GROUPS).outputs["seen"].reshape(ZERO_INIT_GROUPS, 64)
-                     for _ in range(ZERO_INIT_DISPATCHES)])
-
-
 class AdapterProbes:
-    """`subgroup_size` and `zeroes_workgroup_memory`, each measured once per device.
+    """`subgroup_size`, `semantics` and `zeroes_workgroup_memory`, each measured once per device
+    (the semantics once per machine: verify.gpu.semantics keeps them on disk).
 
-    Mixed into a device class that has `pipeline`, `run` and `features`.
+    Mixed into a device class that has `info`, `pipeline`, `run`, `missing` and `features`.
     """
 
     _subgroup_size: int | None = None
-    _zeroes_workgroup_memory: bool | None = None
+    _semantics = None
+
+    @property
+    def semantics(self):
+        """The WGSL semantics probes' answers for this implementation and adapter."""
+        if self._semantics is None:
+            from verify.gpu.semantics import measured_semantics
+
+            self._semantics = measured_semantics(self)
+        return self._semantics
 
     @property
     def zeroes_workgroup_memory(self) -> bool:
-        """Whether workgroup memory starts at zero as WGSL requires (Mesa 22.3's lavapipe and an
-        NVIDIA H200 through wgpu leave earlier workgroups' values there: a kernel relying on
-        zero-init breaks on them; docs/findings.md §8)."""
-        if self._zeroes_workgroup_memory is None:
-            self._zeroes_workgroup_memory = bool(np.all(zero_init_reads(self) == 0))
-        return self._zeroes_workgroup_memory
+        """Whether workgroup memory starts at zero as WGSL requires, in every shape and after
+        other kernels left theirs there (the `workgroup-zero-init` probe). wgpu-native creates
+        its pipelines without WGSL's zeroing, so through wgpu it is whatever the driver leaves:
+        stale on lavapipe, and on NVIDIA once another kernel used the memory (docs/findings.md §8)."""
+        return not self.semantics.deviates("workgroup-zero-init")
 
     @property
     def subgroup_size(self) -> int | None:

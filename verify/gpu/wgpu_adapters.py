@@ -31,7 +31,16 @@ def _describe(adapter) -> AdapterInfo:
         features=tuple(sorted(adapter.features)),
         limits=dict(adapter.limits),
         implementation="wgpu",
+        implementation_version=wgpu_version(),
     )
+
+
+def wgpu_version() -> str:
+    """wgpu-py's version and the wgpu-native it wraps (whose Naga compiles the WGSL, and whose
+    pipeline creation decides what WGSL's zero-initialisation becomes)."""
+    wgpu = load_wgpu()
+    native = getattr(getattr(getattr(wgpu, "backends", None), "wgpu_native", None), "__version__", "?")
+    return f"wgpu-py {wgpu.__version__}, wgpu-native {native}"
 
 
 def enumerate_adapters() -> list:

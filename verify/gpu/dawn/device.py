@@ -87,6 +87,8 @@ def _adapter_info(raw: dict) -> AdapterInfo:
         features=tuple(sorted(_OUR_FEATURE.get(f, f) for f in raw["features"])),
         limits={_kebab(k): v for k, v in raw["limits"].items()},
         implementation="dawn",
+        # Only the pinned npm webgpu (dawn.node) runs (environment.find_webgpu_module).
+        implementation_version=f"npm webgpu {environment.pinned_webgpu_version()} (dawn.node)",
     )
 
 
