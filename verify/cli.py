@@ -417,7 +417,7 @@ def cmd_check(args) -> int:
     jobs = numbered(jobs)
     for name in sorted({job.implementation for job in jobs}, key=str):  # a kernel may prefer its own
         _check_adapter(args.adapter, name)
-    plan = plan_identity(jobs, [], profile, args.seed)
+    plan = plan_identity(jobs, [], profile, args.seed).laid_out(jobs)  # the report names the kernels not run
     jobs, reused = _reuse(args, jobs)
     jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, out, command="check", profile=profile.name, junit=args.junit,
@@ -446,7 +446,7 @@ def cmd_gate(args) -> int:
                          f"the {profile.name} profile (`verify list` shows each kernel's; "
                          f"`verify check KERNEL` runs one directly)")
     planned = len(jobs) + len(skipped)
-    plan = plan_identity(jobs, skipped, profile, args.seed)
+    plan = plan_identity(jobs, skipped, profile, args.seed).laid_out(jobs)  # the report names the kernels not run
     shard = ""
     if args.shard:
         index, count = args.shard

@@ -73,3 +73,47 @@ def synthetic_document(records: int) -> dict:
         item["config"] = dict(item["config"], head_dim=64 * (1 + i % 4), variant=i)
         document["records"].append(item)
     return document
+
+
+#: Configs as long as ORT's programs' are in a real gate's report (the longest rows of a page).
+ORT_CONFIG = {"dtype": "f16", "bits": 4, "block_size": 32, "has_zero_points": 1, "has_bias": 0, "m": 0, "n": 0, "k": 0,
+              "program": "DP4AMatMulNBits", "tile": "64x64", "acc": "f16", "mul": "f16", "accuracy_level": 4}
+#: The adapters of a gate merged from four machines: long names and drivers, two implementations.
+WIDE_ADAPTERS = (
+    {"name": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor": "llvmpipe", "backend": "Vulkan", "type": "CPU",
+     "driver": "Mesa 22.3.6 (LLVM 15.0.6)", "subgroup_size": 8, "implementation": "wgpu"},
+    {"name": "llvmpipe (LLVM 19.1.7, 256 bits)", "vendor": "llvmpipe", "backend": "Vulkan", "type": "CPU",
+     "driver": "Mesa 25.0.7-2 (LLVM 19.1.7)", "subgroup_size": 8, "implementation": "dawn"},
+    dict(GPU, implementation="wgpu"),
+    {"name": "Intel(R) Iris(R) Xe Graphics (ADL GT2)", "vendor": "intel", "backend": "Vulkan", "type": "IntegratedGPU",
+     "driver": "Intel open-source Mesa driver: Mesa 24.2.8-1ubuntu1~24.04.1", "subgroup_size": 32,
+     "implementation": "dawn"},
+)
+LONG_FINDING = ("ORT's FlashAttentionDecodeQKV sums workgroup memory it never wrote: score columns past the head "
+                "(inner_qk_values) and the tile output it adds onto (tile_output).\nNeither is zeroed by the program.")
+
+
+def wide_documents() -> list[dict]:
+    """A gate's report at its widest, as four machines' results merged: long kernel names, ORT's
+    long configs in failure cards, known findings (with their long headlines), skips and pass
+    tables, long skip reasons and commands, four adapter columns."""
+    failing, passing = load_fixture(FAILING), load_fixture(PASSING)
+    documents = []
+    for i, adapter in enumerate(WIDE_ADAPTERS):
+        document = on_adapter(copy.deepcopy(passing), adapter, host=f"runner-{i}.ci.example.org")
+        document["argv"] = ["gate", "--profile", "nightly", "--kernels", ",".join(KERNELS) + ",ort.attention.paged_decode_qkv",
+                            "--out", "reports/nightly/" + "x" * 40, "--junit", "reports/nightly/junit.xml"]
+        records = []
+        for kernel in ("ort.dp4a.matmul_small_m", "ort.attention.paged_decode_qkv", *KERNELS):
+            for template in document["records"]:
+                records.append(dict(copy.deepcopy(template), kernel=kernel, config=dict(ORT_CONFIG)))
+        fail = dict(record(failing, "reference", "fail"), kernel="ort.attention.paged_decode_qkv",
+                    config=dict(ORT_CONFIG), adapter=dict(adapter))
+        records.append(fail)
+        records.append(dict(known(fail, LONG_FINDING), kernel="ort.attention.decode_qkv"))
+        records.append(dict(skipped(fail, reason="adapter lacks shader-f16, which this config's dtype=f16 needs; "
+                                                 "run on an adapter with the shader-f16 feature (verify adapters)"),
+                            kernel="ort.dp4a.matmul_small_m"))
+        document["records"] = records
+        documents.append(document)
+    return documents

@@ -9,6 +9,7 @@ plots draw (the heatmap's deep red far over budget, the blue below budget of ver
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -72,3 +73,31 @@ def test_screenshot_shows_the_plots(report, tmp_path):
     # (links); with them, tens of thousands and ~12000.
     assert ((red > 0.35) & (green < 0.12) & (blue < 0.2)).sum() > 2000  # heatmap cells far over budget
     assert ((blue > 0.55) & (red < 0.45) & (green < 0.6)).sum() > 5000  # under-budget bars, points and cells
+
+
+#: What the page measures once loaded (the report itself runs no script): the window's width, the
+#: page's, the elements past the window's right edge, and the tables too wide for their box.
+_LAYOUT = """location.protocol === 'file:' && document.readyState === 'complete' && JSON.stringify({
+  window: innerWidth, page: document.documentElement.scrollWidth,
+  past: [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 0.5)
+        .map(e => e.tagName + '.' + e.className + ': ' + e.textContent.trim().slice(0, 60)).slice(0, 12),
+  scrolled: [...document.querySelectorAll('.scroll')].filter(b => b.scrollWidth > b.clientWidth)
+            .map(b => b.firstElementChild.className)})"""
+
+
+def test_the_page_fits_a_1200_px_window(tmp_path):
+    """A gate merged from four machines, with ORT's long configs, long kernel names, commands,
+    skip reasons and known findings' headlines, in a 1200 px window: the page does not scroll
+    sideways, nothing lies past the window's edge (long text wraps), and only the metrics tables
+    (14 numeric columns) may scroll inside their own box; the known findings' index with its
+    finding column, the matrix of four adapters and the pass tables fit."""
+    from tests.export.chromium import Chromium
+    from tests.report.synthetic import wide_documents
+
+    path = tmp_path / "report.html"
+    render_report([parse_results(d) for d in wide_documents()], path)
+    with Chromium(path.as_uri(), extra=("--window-size=1200,900",)) as browser:
+        layout = json.loads(browser.wait_for(_LAYOUT, timeout=120))
+    assert layout["window"] == 1200
+    assert layout["page"] <= 1200 and not layout["past"], layout
+    assert set(layout["scrolled"]) <= {"metrics"}, layout["scrolled"]

@@ -7,7 +7,7 @@ reports of 100 MB crash browsers): full plots only for failing records; passing 
 table rows, with one err/budget scatter per kernel and adapter. Known findings are failures a
 kernel is documented to have: they get the failing records' cards, in a section of their own,
 each linked to the finding's standalone reproduction where a findings folder (written by
-`verify findings export`) lies beside the report or is named.
+`verify findings export`) lies beside the report or its folder, or is named.
 """
 
 from __future__ import annotations
@@ -63,14 +63,50 @@ def _shape(headline: str) -> str:
     return re.sub(r"\d+", "#", headline)
 
 
+def _sections(text: str) -> set[str]:
+    """The sections of docs/findings.md a finding's text cites ("docs/findings.md §14.1" -> §14.1)."""
+    return {m.rstrip(".") for m in re.findall(r"docs/findings\.md (§[\d.]*\d)", text or "")}
+
+
 def reproductions_of(record, entries: list[dict]) -> list[tuple[str, str]]:
-    """[(name, href)] of the reproductions of a known record's finding: same kernel and check, and
-    the same headline (numbers aside), or the only one of that kernel and check."""
-    same = [e for e in entries if e.get("kernel") == record.kernel and e.get("check") == record.check]
+    """[(name, href)] of the reproductions of a known record's finding.
+
+    A finding is its headline (numbers aside), not the check it was exported under: TVM's merge race
+    is reported under `reference` and under `sanitize`, ORT's zero-initialised partials under
+    `reference`, `determinism`, `implementations` and `sanitize`, and a bug of one program under
+    every kernel that runs it (FlashAttention's carried scores under ort.gqa), while its folder
+    names one kernel and check. So the folders listing the record's headline are its reproductions,
+    those of the record's own kernel first, and of those the folders that reproduce the fewest other
+    findings: a folder exported where its kernel states several findings lists them all (ORT's
+    softcap folder also lists the zero-initialised partials, which have a folder of their own).
+    Where no folder lists the headline, the folders of the section of docs/findings.md the finding
+    cites (TVM's tree race under `determinism` is §14.1's extra warp); where the text cites none
+    of theirs either, the only folder of the record's kernel and check (an index exported before
+    a headline was reworded)."""
     headline = _shape(record.finding_headline)
-    matching = [e for e in same if headline and headline in {_shape(h) for h in e.get("headlines", [])}]
-    chosen = matching or (same if len(same) == 1 else [])
+    listing = [e for e in entries if headline and headline in {_shape(h) for h in e.get("headlines") or []}]
+    if not listing:
+        cited = _sections(record.finding or "")
+        listing = [e for e in entries if cited & set(re.findall(r"§[\d.]*\d", str(e.get("section", ""))))]
+    if listing:
+        own = [e for e in listing if e.get("kernel") == record.kernel] or listing
+        fewest = min(len(e.get("headlines") or []) for e in own)
+        chosen = [e for e in own if len(e.get("headlines") or []) == fewest]
+    else:
+        same = [e for e in entries if e.get("kernel") == record.kernel and e.get("check") == record.check]
+        chosen = same if len(same) == 1 else []
     return [(e["name"], e["href"]) for e in chosen]
+
+
+def findings_folder(report: Path, named: Path | None = None) -> Path:
+    """Where the report's known findings look for their reproductions: the folder named, else a
+    `findings` folder beside the report, else one beside the report's folder (a run's report in
+    reports/check/ finds the committed reports/findings/)."""
+    if named:
+        return Path(named)
+    beside = Path(report).parent / "findings"
+    above = Path(report).parent.parent / "findings"
+    return beside if (beside / FINDINGS_INDEX).is_file() or not (above / FINDINGS_INDEX).is_file() else above
 
 
 @dataclass
@@ -195,12 +231,13 @@ def _plot_all(cards: list[RecordView], groups: list[PassGroup], processes: int) 
 def render_report(documents: list[ResultsDocument], path: Path, findings_dir: Path | None = None,
                   processes: int = 1) -> None:
     """Write the HTML report of `documents` (results documents, merged) to `path`; known findings
-    link to their reproductions in `findings_dir` (default: a `findings` folder beside `path`).
+    link to their reproductions in `findings_dir` (default: a `findings` folder beside `path`, or
+    beside its folder).
     Plots not kept from an earlier render are drawn by up to `processes` processes."""
     report = build_report(documents)
     pass_groups = _pass_groups(report.section("pass"))
     _plot_all(report.section(*CARDS), pass_groups, processes)
-    entries = finding_entries(Path(findings_dir) if findings_dir else Path(path).parent / "findings", Path(path).parent)
+    entries = finding_entries(findings_folder(Path(path), findings_dir), Path(path).parent)
     for view in report.section("known"):
         view.reproductions = reproductions_of(view.record, entries)
     html = _environment().get_template("report.html.j2").render(

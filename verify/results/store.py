@@ -14,7 +14,7 @@ import json
 import platform
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from verify._version import __version__
@@ -45,6 +45,27 @@ class PlanIdentity:
     fingerprint: str
     jobs: int
     skipped: int = 0
+    #: The plan's jobs in id order as runs of (kernel, implementation, count): which kernel and
+    #: implementation each job id belongs to, so a report can say which kernels' checks did not run
+    #: (an interrupted run, a missing shard). () in files written before it was recorded.
+    layout: tuple = ()
+
+    def laid_out(self, jobs) -> "PlanIdentity":
+        """This plan with the layout of `jobs`, the whole plan (all shards) in id order."""
+        runs: list[list] = []
+        for job in sorted(jobs, key=lambda j: j.id):
+            key = [job.kernel, job.implementation or ""]
+            if runs and runs[-1][:2] == key:
+                runs[-1][2] += 1
+            else:
+                runs.append(key + [1])
+        return replace(self, layout=tuple(tuple(run) for run in runs))
+
+    def job_owners(self) -> list[tuple[str, str]] | None:
+        """(kernel, implementation) of each job id, from the layout; None where none was recorded."""
+        if not self.layout:
+            return None
+        return [(kernel, implementation) for kernel, implementation, count in self.layout for _ in range(count)]
 
 
 @dataclass
@@ -227,4 +248,19 @@ def _plan(value, path: str) -> PlanIdentity | None:
     for name, number in (("jobs", jobs), ("skipped", skipped)):
         if not isinstance(number, int) or isinstance(number, bool) or not 0 <= number <= 10**7:
             raise UsageError(f"{path}: the plan's {name} should be a count, not {number!r}")
-    return PlanIdentity(fingerprint, jobs, skipped)
+    return PlanIdentity(fingerprint, jobs, skipped, _layout(value.get("layout") or [], jobs, path))
+
+
+def _layout(value, jobs: int, path: str) -> tuple:
+    """The plan's layout, checked: runs of [kernel, implementation, count] covering its jobs once."""
+    if not isinstance(value, list):
+        raise UsageError(f"{path}: the plan's layout should be a list, not {type(value).__name__}")
+    runs = []
+    for run in value:
+        if not (isinstance(run, list) and len(run) == 3 and isinstance(run[0], str) and isinstance(run[1], str)
+                and isinstance(run[2], int) and not isinstance(run[2], bool) and run[2] > 0):
+            raise UsageError(f"{path}: the plan's layout holds {run!r}, not [kernel, implementation, count]")
+        runs.append(tuple(run))
+    if runs and sum(run[2] for run in runs) != jobs:
+        raise UsageError(f"{path}: the plan's layout covers {sum(run[2] for run in runs)} jobs; the plan has {jobs}")
+    return tuple(runs)
