@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -172,7 +173,7 @@ def test_programs_are_captured_once_and_then_read_from_the_cache(ort, tmp_path, 
     second = programs.captured_programs(config, tmp_path)
     assert len(runs) == 1 and first == second
     assert list(first.programs) == [QUANTIZE, TILE]
-    assert first.provenance.startswith(f"// onnxruntime-web {ort.version} on ")
+    assert first.line.startswith(f"// onnxruntime-web {ort.version} on ")
     assert [p.name for p in (tmp_path / ort.version).glob("*/*.json")] == [config.filename]
 
 
@@ -566,9 +567,12 @@ def test_cached_programs_serve_a_machine_without_onnxruntime_web(tmp_path, monke
     config = programs.CaptureConfig("f32")
     folder = tmp_path / "cache" / ort_runtime.pinned_version() / "mesa"
     folder.mkdir(parents=True)
-    (folder / config.filename).write_text(json.dumps({"provenance": "// from elsewhere", "programs": {QUANTIZE: "fn q() {}"}}))
+    want = programs.wanted(config, ort_runtime.pinned_version())
+    made = programs.Capture(replace(want, adapter="elsewhere", run="the run"), {QUANTIZE: "fn q() {}"})
+    (folder / config.filename).write_text(made.to_json())
     hide_onnxruntime_web(monkeypatch, tmp_path)
-    assert programs.captured_programs(config, tmp_path / "cache").wgsl(QUANTIZE) == "// from elsewhere\nfn q() {}"
+    assert programs.captured_programs(config, tmp_path / "cache").wgsl(QUANTIZE) == (
+        f"// onnxruntime-web {ort_runtime.pinned_version()} on elsewhere: the run\nfn q() {{}}")
 
 
 def test_without_onnx_building_a_model_is_a_setup_error_naming_the_extra(monkeypatch):

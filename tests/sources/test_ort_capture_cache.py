@@ -7,13 +7,15 @@ whatever adapter captured it, and a capture it lacks is one clear SetupError.
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 
 import pytest
 
 from verify.errors import SetupError
-from verify.sources.ort import attention_kernels, programs
+from verify.sources.ort import programs
+from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention_programs import OrtDecodeQkv, _QkvCapture, gqa_config
+from verify.sources.ort.cache import Capture
 from verify.sources.ort.runtime import pinned_version
 
 
@@ -22,7 +24,7 @@ def no_runtime(monkeypatch, tmp_path):
     def missing(*args, **kwargs):
         raise SetupError("Node.js is not installed")
 
-    monkeypatch.setattr(attention_kernels, "shared_runtime", missing)
+    monkeypatch.setattr(ort_runtime, "shared_runtime", missing)
     monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path))
     return tmp_path
 
@@ -34,12 +36,11 @@ def test_without_a_runtime_a_capture_from_another_adapter_is_read(no_runtime):
     with pytest.raises(SetupError, match="not in the ORT WGSL cache"):
         kernel.wgsl(config)
     # a capture made on another machine's adapter, carried over in VERIFY_ORT_CACHE
-    key_name = attention_kernels._capture_cache_name(capture.name, capture.model(model_config),
-                                                     capture.capture_key(model_config))
+    name, want = capture.capture_request(model_config, pinned_version())
     folder = no_runtime / pinned_version() / "nvidia"
     folder.mkdir(parents=True)
     wgsl = "// the QKV program\nlet num_q_tiles = (uniforms.new_sequence_length + 1 - 1) / 1;"
-    (folder / key_name).write_text(json.dumps({"provenance": "// onnxruntime-web elsewhere",
-                                               "programs": {"FlashAttentionDecodeQKV": wgsl}}))
+    made = Capture(replace(want, adapter="elsewhere"), {"FlashAttentionDecodeQKV": wgsl})
+    (folder / name).write_text(made.to_json())
     text = kernel.wgsl(config)
-    assert "// onnxruntime-web elsewhere" in text and "the QKV program" in text
+    assert f"// onnxruntime-web {pinned_version()} on elsewhere" in text and "the QKV program" in text

@@ -19,7 +19,7 @@ from hypothesis.errors import Flaky
 
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
-from verify.errors import ContractError, FailureKind, InfrastructureError, KernelError
+from verify.errors import ContractError, FailureKind, InfrastructureError, KernelError, SetupError
 from verify.results.detail import error_detail
 from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
 
@@ -76,7 +76,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         base = CheckResult(kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=Verdict.PASS)
     started = time.perf_counter()
     state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0,
-             "paths": Counter(), "infrastructure": None}
+             "paths": Counter(), "infrastructure": None, "setup": None}
 
     def body(case):
         entered = time.perf_counter()
@@ -89,12 +89,18 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
     def _body(case):
         if state["infrastructure"] is not None:  # what runs the kernel is gone: no further example means anything
             raise state["infrastructure"]
+        if state["setup"] is not None:  # the machine lacks what the kernel needs: nothing more can run
+            raise state["setup"]
         state["calls"] += 1
         shrinking = state["first_failure"] is not None
         try:
             outcome = check.run_example(ctx, case)
         except InfrastructureError as exc:
             state["infrastructure"] = exc
+            raise
+        except SetupError as exc:
+            if _skips_the_check(exc):
+                state["setup"] = exc
             raise
         except KernelError as exc:
             outcome = Outcome(False, float("inf"), [], [str(exc)], ctx.kernel.features(case), case, exc.kind)
@@ -151,6 +157,9 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         verdict, trace = Verdict.ERROR, traceback.format_exc()
         reason, kind = raised_by(exc, ctx.kernel)
 
+    if state["setup"] is not None:  # the machine, not the kernel nor verify: not verified here, saying why
+        verdict, reason, kind = Verdict.SKIP, str(state["setup"]), None
+        shrunk, trace = None, None
     if state["infrastructure"] is not None:  # whatever Hypothesis made of it (a flaky failure, a shrink)
         verdict, reason, kind = Verdict.ERROR, infrastructure_reason(state["infrastructure"]), FailureKind.CRASH
         shrunk, trace = None, None
@@ -174,6 +183,16 @@ def _rank(outcome: Outcome) -> tuple:
     """Failures outrank passes; then the larger err/budget."""
     score = outcome.score if outcome.score == outcome.score else float("inf")
     return (not outcome.passed, score)
+
+
+def _skips_the_check(exc: SetupError) -> bool:
+    """Whether a SetupError an example raised ends the check as a SKIP naming it: the machine
+    lacks what the kernel needs (its runtime, or the pinned version of it; a device limit), so no
+    example can say anything, and it is neither a verdict on the kernel nor a defect of verify's.
+    The sanitizer's log limit (verify.instrument.passes.SanitizerLogLimit, loaded wherever one was
+    raised) is a SetupError too, but the sanitize check's own error on this adapter: kept as it was."""
+    limit = getattr(sys.modules.get("verify.instrument.passes"), "SanitizerLogLimit", None)
+    return limit is None or not isinstance(exc, limit)
 
 
 def infrastructure_reason(exc: InfrastructureError) -> str:

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
-from verify.errors import FailureKind, SetupError, UsageError
+from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
 from verify.results.record import KnownFinding
@@ -209,10 +209,8 @@ class OrtCopyKvCache(OrtDecodeProgram):
     def wgsl(self, config):
         data = _CopyCapture().captured(OrtGqa().config(
             {k: config[k] for k in ("dtype", "head_size", "num_heads", "kv_num_heads", "max_past")} | {"phase": "decode"}))
-        if self.program not in data["programs"]:
-            raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
-        provenance = f"{data['provenance']} (past_key/past_value not bound to present_key/present_value)"
-        return f"{header(self.name, config)}{provenance}\n{data['programs'][self.program]}"
+        provenance = f"{data.line} (past_key/past_value not bound to present_key/present_value)"
+        return f"{header(self.name, config)}{provenance}\n{data.program(self.program)}"
 
     def cases(self, config, profile):
         return copy_cases(config)

@@ -19,7 +19,6 @@ NaN and must come back bit for bit, the new rows are the (rotated) new keys and 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 
@@ -32,7 +31,6 @@ from verify.cases import Case
 from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
-from verify.results.atomic import made_once
 from verify.results.record import KnownFinding
 from verify.sources.ort.attention_cases import (
     ATTENTION_PROGRAMS,
@@ -49,7 +47,17 @@ from verify.sources.ort.attention_cases import (
 )
 from verify.sources.ort.attention_models import BIAS_SHAPES, GroupQueryAttentionModel, PagedAttentionModel
 from verify.sources.ort.launch import DerivedConfig, header
-from verify.sources.ort.runtime import shared_runtime
+from verify.sources.ort.cache import (
+    Capture,
+    Provenance,
+    cache_root,
+    cached_capture,
+    cached_elsewhere,
+    vendor_folder,
+    with_run,
+)
+from verify.sources.ort import runtime as ort_runtime
+from verify.sources.ort.runtime import require_pinned_ort
 
 # -- config keys -----------------------------------------------------------------------------------
 DTYPE = ConfigKey("dtype", "f16", ("f16", "f32"), "type of query, key, value, caches, cos/sin tables and output")
@@ -175,24 +183,6 @@ def _capture_cache_name(kernel: str, model, phase: str) -> str:
     return f"attention-{hashlib.sha256(f'{kernel} {model.describe()} {phase}'.encode()).hexdigest()[:16]}.json"
 
 
-def _capture_cache_path(kernel: str, model, phase: str):
-    """(the runtime, where this capture is cached); on a machine without ORT's runtime (no Node,
-    no Dawn), (None, a capture cached for any adapter), so the programs verify launches itself
-    run there from a VERIFY_ORT_CACHE filled elsewhere, as ORT's DP4A programs do; neither: SetupError."""
-    from verify.sources.ort.programs import _vendor_folder, cache_root
-    from verify.sources.ort.runtime import pinned_version
-
-    name = _capture_cache_name(kernel, model, phase)
-    try:
-        runtime = shared_runtime()
-    except SetupError as missing:
-        cached = sorted((cache_root() / pinned_version()).glob(f"*/{name}"))
-        if not cached:
-            raise SetupError(f"{missing} ({model.describe()} is not in the ORT WGSL cache {cache_root()})") from None
-        return None, cached[0]
-    return runtime, cache_root() / runtime.version / _vendor_folder(runtime.adapter) / name
-
-
 def attention_upstream(wgsl: str, origin: str) -> Upstream | None:
     """ORT's project and version from the provenance line of `wgsl` (None for an edited text
     without one), the programs' host code in microsoft/onnxruntime."""
@@ -263,32 +253,51 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         """None: ORT compiles its programs in its own session; the check's device compiles nothing."""
         return []
 
-    def captured(self, config) -> dict:
-        """{"provenance": a comment line, "programs": label -> WGSL} of one small case of this
-        config, in dispatch order: cached on disk as ORT's DP4A programs are
-        (verify.sources.ort.programs), captured by a run of ORT's session otherwise."""
+    def capture_request(self, config, ort_version: str) -> tuple[str, Provenance]:
+        """(the name of this config's capture file, the provenance a capture of it by
+        onnxruntime-web `ort_version` must carry). The capture's case is drawn by Hypothesis, so
+        its input shapes are recorded in the file, not drawn again to compare."""
         model = self.model(config)
-        runtime, path = _capture_cache_path(self.name, model, self.capture_key(config))
-        if path.is_file():
-            return json.loads(path.read_text())
+        key = self.capture_key(config)
+        return (_capture_cache_name(self.name, model, key),
+                Provenance.wanted(f"{self.name} {model.describe()} {key}", model, ort_version))
 
-        def capture() -> str:
+    def captured(self, config) -> Capture:
+        """The programs ORT dispatches for one small case of this config, in dispatch order, and
+        their provenance: cached on disk as ORT's DP4A programs are (verify.sources.ort.cache:
+        a file whose provenance is another capture's, stale or damaged is captured again), captured
+        by a run of ORT's session otherwise. On a machine without ORT's runtime (no Node, no
+        Dawn), a capture cached for any adapter, so the programs verify launches itself run there
+        from a VERIFY_ORT_CACHE filled elsewhere, as ORT's DP4A programs do; neither: SetupError."""
+        try:
+            runtime = ort_runtime.shared_runtime()
+        except SetupError as missing:
+            version = ort_runtime.pinned_version()
+            name, want = self.capture_request(config, version)
+            return cached_elsewhere(cache_root(), version, name, want, missing)
+        name, want = self.capture_request(config, runtime.version)
+
+        def capture() -> Capture:
+            model = self.model(config)
             case = self.capture_case(config)
-            run = runtime.run(model, self.feeds(model, case), aliases=self.capture_aliases(model))
-            return json.dumps({"provenance": f"// onnxruntime-web {runtime.version} on "
-                                             f"{runtime.adapter.get('description') or '?'}: {model.describe()}, "
-                                             f"{case.summary()}",
-                               "programs": {d.program.label: d.program.wgsl for d in run.dispatches}}, indent=1)
+            feeds = self.feeds(model, case)
+            run = runtime.run(model, feeds, aliases=self.capture_aliases(model))
+            return Capture(with_run(want, feeds, runtime.adapter.get("description") or "?",
+                                    f"{model.describe()}, {case.summary()}"),
+                           {d.program.label: d.program.wgsl for d in run.dispatches})
 
         # Two processes wanting one capture (a planning pool, two workers): one captures, the other waits.
-        return json.loads(made_once(path, capture))
+        return cached_capture(cache_root() / runtime.version / vendor_folder(runtime.adapter) / name, want, capture)
 
     def wgsl(self, config):
         """Every program ORT dispatches for one small case of this config, in order, after its
-        provenance line. For reading and for the record's hash: ORT compiles them itself."""
+        provenance line. For reading and for the record's hash: ORT compiles them itself. The
+        session runs in the pinned onnxruntime-web, so a machine without it (or with another
+        version) is refused here, while planning (SetupError), whatever the cache holds."""
+        require_pinned_ort()
         data = self.captured(config)
-        parts = [header(self.name, config), data["provenance"]]
-        parts += [f"// ---- program {label} ----\n{wgsl}" for label, wgsl in data["programs"].items()]
+        parts = [header(self.name, config), data.line]
+        parts += [f"// ---- program {label} ----\n{wgsl}" for label, wgsl in data.programs.items()]
         return "\n".join(parts)
 
     def capture_aliases(self, model) -> dict | None:
@@ -310,7 +319,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
     def launch(self, device, wgsl, config, case):
         """One run of ORT's session on the case (Timing.dispatch is its wall time); ORT runs on
         the Vulkan driver of the check's dawn device."""
-        runtime = shared_runtime(getattr(device, "driver", None))
+        runtime = ort_runtime.shared_runtime(getattr(device, "driver", None))
         model = self.model(config)
         started = time.perf_counter()
         run = runtime.run(model, self.feeds(model, case), aliases=model.shared_cache)

@@ -29,7 +29,7 @@ from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, prefill_weight_errors, score_errors
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
-from verify.errors import SetupError, UsageError
+from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
 from verify.results.record import KnownFinding
@@ -176,9 +176,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
     def wgsl(self, config):
         paged = OrtPagedAttention()
         data = paged.captured(self.paged_config(config))
-        if self.program not in data["programs"]:
-            raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
-        return f"{header(self.name, config)}{data['provenance']}\n{data['programs'][self.program]}"
+        return f"{header(self.name, config)}{data.line}\n{data.program(self.program)}"
 
     def upstream(self, config, wgsl):
         from verify.sources.ort.attention_kernels import attention_upstream

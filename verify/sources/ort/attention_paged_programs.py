@@ -50,7 +50,7 @@ from verify.references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import reduce_budget, tile_state_budget
 from verify.cases import Case
-from verify.errors import FailureKind, SetupError, UsageError
+from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import Launched
 from verify.results.record import KnownFinding
@@ -250,13 +250,11 @@ class OrtPagedDecodeProgram(OrtDecodeProgram):
 
     def wgsl(self, config):
         data = _PagedCapture(config["m_tile"]).captured(paged_config(config))
-        if self.program not in data["programs"]:
-            raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
-        wgsl = data["programs"][self.program]
+        wgsl = data.program(self.program)
         if wgsl_m_tile(wgsl) != config["m_tile"]:
             raise UsageError(f"m_tile={config['m_tile']}: ORT generated its paged programs with m_tile "
                              f"{wgsl_m_tile(wgsl)} for this head size")
-        return f"{header(self.name, config)}{data['provenance']}\n{wgsl}"
+        return f"{header(self.name, config)}{data.line}\n{wgsl}"
 
     def cases(self, config, profile):
         """ort.paged_attention's cases (1-3 sequences of unequal cached and new lengths in a

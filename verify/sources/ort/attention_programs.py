@@ -40,7 +40,7 @@ from verify.budgets.ort_attention import (
 )
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
-from verify.errors import FailureKind, SetupError, UsageError
+from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.results.record import KnownFinding
@@ -150,13 +150,11 @@ class OrtDecodeProgram(DerivedConfig, Kernel):
 
     def wgsl(self, config):
         data = _QkvCapture(config["m_tile"]).captured(gqa_config(config))
-        if self.program not in data["programs"]:
-            raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
-        wgsl = data["programs"][self.program]
+        wgsl = data.program(self.program)
         if self.program == QKV and wgsl_m_tile(wgsl) != config["m_tile"]:
             raise UsageError(f"m_tile={config['m_tile']}: ORT generated its QKV program with m_tile "
                              f"{wgsl_m_tile(wgsl)} for this head size and type (workgroup memory)")
-        return f"{header(self.name, config)}{data['provenance']}\n{wgsl}"
+        return f"{header(self.name, config)}{data.line}\n{wgsl}"
 
     def cases(self, config, profile):
         low, high = TOKENS[config["m_tile"]]
@@ -499,9 +497,7 @@ class OrtFlashPrefill(OrtDecodeProgram):
 
     def wgsl(self, config):
         data = OrtGqa().captured(flash_gqa_config(config))
-        if self.program not in data["programs"]:
-            raise SetupError(f"ORT dispatched {', '.join(data['programs'])} for {data['provenance']}, not {self.program}")
-        return f"{header(self.name, config)}{data['provenance']}\n{data['programs'][self.program]}"
+        return f"{header(self.name, config)}{data.line}\n{data.program(self.program)}"
 
     def cases(self, config, profile):
         """ort.gqa's flash cases (one sequence, a shared static cache with NaN-poisoned spare

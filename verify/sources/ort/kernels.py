@@ -44,7 +44,8 @@ from verify.sources.ort.dp4a_kernels import BITS, F16_ACCUMULATION, product_prec
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
 from verify.sources.ort.model import MatMulNBitsModel
 from verify.sources.ort.programs import CaptureConfig, captured_programs
-from verify.sources.ort.runtime import shared_runtime
+from verify.sources.ort import runtime as ort_runtime
+from verify.sources.ort.runtime import require_pinned_ort
 
 ACCURACY_LEVEL = ConfigKey("accuracy_level", 4, (4, 0),
                            "MatMulNBits' accuracy_level: 4 lets ORT quantize A to int8 (its DP4A path); 0 keeps A "
@@ -116,7 +117,10 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
 
     def wgsl(self, config):
         """Every program ORT dispatches for this config (at M = 4 and M = 1), in order, each after
-        its provenance line. For reading and for the record's hash: ORT compiles them itself."""
+        its provenance line. For reading and for the record's hash: ORT compiles them itself. The
+        session runs in the pinned onnxruntime-web, so a machine without it (or with another
+        version) is refused here, while planning (SetupError), whatever the cache holds."""
+        require_pinned_ort()
         parts, seen = [header(self.name, config)], set()
         for capture in self.captures(config):
             programs = captured_programs(capture)
@@ -142,7 +146,7 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
 
         ORT runs on the Vulkan driver of the check's dawn device and requests its adapter there
         itself, as it does in a browser."""
-        runtime = shared_runtime(getattr(device, "driver", None))
+        runtime = ort_runtime.shared_runtime(getattr(device, "driver", None))
         if config["accuracy_level"] == 4 and "subgroups" not in runtime.adapter.get("features", ()):
             raise SetupError("ORT's DP4A path needs the subgroups feature, which the adapter ORT runs on lacks "
                              f"({runtime.adapter.get('description')})")

@@ -6,21 +6,19 @@ which programs run (the DP4A tile program for M >= 4, the small-M one below), an
 adapter (its vendor: Intel, Qualcomm and Apple get other tiles or paths; its features), but not
 on the values of M, N or K, which travel in the uniforms (tests/sources/test_ort.py checks this).
 So verify runs one small MatMulNBits model per config through ORT (verify.sources.ort.runtime)
-and caches every labelled program it dispatched under `$VERIFY_ORT_CACHE` (else
-`$XDG_CACHE_HOME/verify/ort`, else `~/.cache/verify/ort`): one folder per onnxruntime-web
-version and adapter vendor, one JSON file per capture config, which says where it came from.
-A capture takes about 1-2 s (a new ORT process about 0.8 s more); a cached read well under a
-millisecond.
+and caches every labelled program it dispatched in the ORT WGSL cache (verify.sources.ort.cache:
+one folder per onnxruntime-web version and adapter vendor, one JSON file per capture config,
+with the provenance a read checks). A capture takes about 1-2 s (a new ORT process about 0.8 s
+more); a cached read well under a millisecond.
 
 A machine without onnxruntime-web (or without a Dawn adapter) still uses programs found in the
-cache for the pinned version (e.g. a folder copied from a machine that has it).
+cache for the pinned version (e.g. a folder copied from a machine that has it), when their
+provenance is this config's.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +26,23 @@ from pathlib import Path
 import numpy as np
 
 from verify.errors import SetupError
-from verify.results.atomic import made_once
+from verify.sources.ort.cache import (  # noqa: F401  (CACHE_ENV and cache_root: this module's API before cache.py)
+    CACHE_ENV,
+    Capture,
+    Provenance,
+    cache_root,
+    cached_capture,
+    cached_elsewhere,
+    vendor_folder,
+    with_run,
+)
 from verify.sources.ort.model import MatMulNBitsModel
 
-CACHE_ENV = "VERIFY_ORT_CACHE"
 #: N of a capture run (DP4A needs N % 16 == 0).
 CAPTURE_N = 32
+
+#: The programs one capture run dispatched: WGSL by label, in order, and where they came from.
+CapturedPrograms = Capture
 
 
 @dataclass(frozen=True)
@@ -63,21 +72,6 @@ class CaptureConfig:
         return f"capture-{hashlib.sha256(self.describe().encode()).hexdigest()[:16]}.json"
 
 
-@dataclass(frozen=True)
-class CapturedPrograms:
-    """The programs one capture run dispatched: WGSL by label, in order, and where they came from."""
-
-    provenance: str
-    programs: dict
-
-    def wgsl(self, label: str) -> str:
-        """The program's WGSL, after a comment line of provenance; SetupError if it did not run."""
-        if label not in self.programs:
-            raise SetupError(f"{self.provenance.removeprefix('// ')} dispatched {', '.join(self.programs) or 'nothing'}, "
-                             f"not {label}")
-        return f"{self.provenance}\n{self.programs[label]}"
-
-
 #: The provenance line `captured_programs` writes: the onnxruntime-web version and the model run.
 _PROVENANCE = re.compile(r"^// onnxruntime-web (\S+) on .*: (MatMulNBits\(.*\) at M=\d+)$", re.M)
 
@@ -87,13 +81,6 @@ def provenance(wgsl: str) -> tuple[str, str] | None:
     provenance line, or None for a text without it (an edited file)."""
     match = _PROVENANCE.search(wgsl)
     return (match[1], match[2]) if match else None
-
-
-def cache_root() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "verify" / "ort"
 
 
 def capture_feeds(model: MatMulNBitsModel, m: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -106,39 +93,34 @@ def capture_feeds(model: MatMulNBitsModel, m: int, seed: int = 0) -> dict[str, n
                        rng.integers(0, 256, (model.n, zero_point_bytes)), rng.uniform(-1, 1, model.n))
 
 
-def _vendor_folder(adapter: dict) -> str:
-    vendor = "".join(c if c.isalnum() else "-" for c in (adapter.get("vendor") or "").lower())
-    return vendor or "unknown"
-
-
-def _read(path: Path) -> CapturedPrograms:
-    data = json.loads(path.read_text())
-    return CapturedPrograms(data["provenance"], data["programs"])
+def wanted(config: CaptureConfig, ort_version: str) -> Provenance:
+    """What a capture of `config` by onnxruntime-web `ort_version` must record: the config, the
+    model, and the shapes of the feeds its run takes (capture_feeds)."""
+    return Provenance.wanted(config.describe(), config.model, ort_version, capture_feeds(config.model, config.m))
 
 
 def captured_programs(config: CaptureConfig, root: Path | None = None) -> CapturedPrograms:
-    """The programs ORT dispatches for `config`: cached, or captured now."""
-    from verify.sources.ort.runtime import pinned_version, shared_runtime
+    """The programs ORT dispatches for `config`: cached (when the file's provenance is this
+    config's), or captured now."""
+    from verify.sources.ort import runtime as ort_runtime
 
     root = cache_root() if root is None else root
     try:
-        runtime = shared_runtime()
+        runtime = ort_runtime.shared_runtime()
     except SetupError as missing:
-        cached = sorted((root / pinned_version()).glob(f"*/{config.filename}"))
-        if not cached:
-            raise SetupError(f"{missing} ({config.describe()} is not in the ORT WGSL cache {root})") from None
-        return _read(cached[0])
-    path = root / runtime.version / _vendor_folder(runtime.adapter) / config.filename
+        version = ort_runtime.pinned_version()
+        return cached_elsewhere(root, version, config.filename, wanted(config, version), missing)
+    want = wanted(config, runtime.version)
+    path = root / runtime.version / vendor_folder(runtime.adapter) / config.filename
 
-    def capture() -> str:
+    def capture() -> Capture:
         model = config.model
-        run = runtime.run(model, capture_feeds(model, config.m))
-        adapter = runtime.adapter.get("description") or "?"
-        provenance = (f"// onnxruntime-web {runtime.version} on {adapter} (vendor {runtime.adapter.get('vendor') or '?'}"
-                      f"): {config.describe()}")
-        return json.dumps({"provenance": provenance, "programs": {d.program.label: d.program.wgsl
-                                                                 for d in run.dispatches}}, indent=1)
+        feeds = capture_feeds(model, config.m)
+        run = runtime.run(model, feeds)
+        adapter = (f"{runtime.adapter.get('description') or '?'} "
+                   f"(vendor {runtime.adapter.get('vendor') or '?'})")
+        return Capture(with_run(want, feeds, adapter, config.describe()),
+                       {d.program.label: d.program.wgsl for d in run.dispatches})
 
     # Two processes wanting one config: one captures, the other waits and reads.
-    data = json.loads(made_once(path, capture))
-    return CapturedPrograms(data["provenance"], data["programs"])
+    return cached_capture(path, want, capture)

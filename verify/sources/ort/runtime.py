@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import signal
 from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol
@@ -34,6 +35,8 @@ PACKAGE = "onnxruntime-web"
 MAX_SESSIONS = 16
 SETUP_HINT = ("run `verify setup --dawn` (it installs the pinned Node packages, onnxruntime-web among them, "
               "and a Vulkan driver Dawn accepts; in a checkout, scripts/setup.sh)")
+#: What to run when another onnxruntime-web than the pinned one is installed (format: the pin).
+REINSTALL = "run `verify setup --dawn` (in a checkout: scripts/setup_dawn.sh) to install {}"
 
 
 def pinned_version() -> str:
@@ -42,20 +45,32 @@ def pinned_version() -> str:
 
 
 def find_ort_dist() -> Path:
-    """The `dist` folder of the pinned onnxruntime-web, from the folders the dawn implementation searches."""
+    """The `dist` folder of the pinned onnxruntime-web, from the folders the dawn implementation
+    searches; SetupError (one line) where none holds it, naming the versions found instead."""
     want = pinned_version()
     seen = []
     for folder in environment.node_modules_candidates():
         manifest = folder / PACKAGE / "package.json"
         if not manifest.is_file():
             continue
-        version = json.loads(manifest.read_text()).get("version")
+        try:
+            version = json.loads(manifest.read_text()).get("version")
+        except (OSError, ValueError, AttributeError):
+            version = "an unreadable version"
         if version == want:
             return folder / PACKAGE / "dist"
-        seen.append(f"{folder} has {version}")
+        seen.append(f"{version} in {folder}")
+    if seen:
+        raise SetupError(f"npm {PACKAGE} {'; '.join(seen)} is installed where verify pins {want}: "
+                         f"{REINSTALL.format(want)}")
     searched = ", ".join(str(f) for f in environment.node_modules_candidates())
-    detail = f" (found other versions: {'; '.join(seen)})" if seen else ""
-    raise SetupError(f"ORT kernels need npm {PACKAGE} {want}, not found in {searched}{detail}; {SETUP_HINT}")
+    raise SetupError(f"ORT kernels need npm {PACKAGE} {want}, not found in {searched}; {SETUP_HINT}")
+
+
+def require_pinned_ort() -> Path:
+    """find_ort_dist, for what needs ORT itself rather than its cached WGSL (a session run):
+    the check of the installed version against the pinned one, without starting Node."""
+    return find_ort_dist()
 
 
 class OrtModel(Protocol):
@@ -97,6 +112,10 @@ class OrtRuntime:
         self._process = process
         self.driver = candidate
         self.version: str = reply["ort_version"]
+        if self.version != pinned_version():  # the package.json found and the ORT loaded disagree
+            process.close()
+            raise SetupError(f"npm {PACKAGE} {self.version} was loaded from {dist} where verify pins "
+                             f"{pinned_version()}: {REINSTALL.format(pinned_version())}")
         self.adapter: dict = reply["adapter"]
         #: ORT's WebGPU device as its first session created it: features and the limits ORT
         #: requested (device_features, device_limits); empty until a session exists.
@@ -108,11 +127,19 @@ class OrtRuntime:
     def pid(self) -> int:
         return self._process.pid
 
+    @property
+    def alive(self) -> bool:
+        """Whether its Node process still runs (shared_runtime replaces a dead one)."""
+        return self._process.alive
+
     def close(self) -> None:
         self._process.close()
 
     def _request(self, header: dict, blobs=()) -> tuple[dict, list[bytes]]:
-        reply, blobs_in = self._process.request(header, list(blobs))
+        try:
+            reply, blobs_in = self._process.request(header, list(blobs))
+        except NodeProcessDied:
+            raise self._died(header.get("op")) from None
         if "error" in reply:
             error = reply["error"]
             if error.get("kind") == "ort":
@@ -161,6 +188,26 @@ class OrtRuntime:
                                         blobs)
         return parse_run(reply, blobs_in)
 
+    def _died(self, op) -> "OrtProcessDied":
+        """The error of a request its Node process did not live to answer; the runtime leaves
+        the shared ones, so the next check starts another."""
+        _forget(self)
+        code = self._process.proc.returncode
+        how = f"exit code {code}"
+        if code is not None and code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        tail = "\n".join(self._process.stderr_tail) or "(nothing on stderr)"
+        return OrtProcessDied(f"ONNX Runtime's Node process (pid {self.pid}, {RUNNER.name}) died ({how}), found "
+                              f"at its {op!r} request; its last lines on stderr:\n{tail}")
+
+
+class OrtProcessDied(NodeProcessDied):
+    """ONNX Runtime's Node process died under a request (killed, a crash of Node, ORT's wasm or
+    the driver): ORT's infrastructure, not a verdict on its kernels (an ERROR record naming it)."""
+
 
 class OrtRunnerError(RuntimeError):
     """runner.mjs failed in a way that is a bug of verify, not of ONNX Runtime's kernels."""
@@ -173,17 +220,27 @@ def shared_runtime(driver: environment.VulkanDriver | None = None, adapter: str 
     """One OrtRuntime per (driver, adapter) for the life of this process (closed at exit). With
     no driver, any one already running (else one on the first driver Dawn accepts); with a driver
     and no adapter, any one already running on that driver."""
+    for dead in [r for r in _SHARED.values() if not r.alive]:  # killed between two checks: start another
+        _forget(dead)
     for running in _SHARED.values():
         if adapter is None and (driver is None or running.driver.name == driver.name):
             return running
     key = (driver.name if driver else None, adapter)
     if key not in _SHARED:
-        if not _SHARED:
-            atexit.register(close_shared)
         _SHARED[key] = OrtRuntime(driver, adapter)
     return _SHARED[key]
+
+
+def _forget(runtime: OrtRuntime) -> None:
+    """Take `runtime` (dead) out of the shared ones, its process reaped and its pipes closed."""
+    for key in [k for k, r in _SHARED.items() if r is runtime]:
+        del _SHARED[key]
+    runtime.close()
 
 
 def close_shared() -> None:
     while _SHARED:
         _SHARED.popitem()[1].close()
+
+
+atexit.register(close_shared)
