@@ -416,18 +416,25 @@ def with_inputs(jobs: list[Job], adapter: str | None, listed: dict | None = None
                 others[key] = ("unavailable",)
         if others[key]:  # the other kernels' WGSL the check launches decides its verdict too
             text = sha256("|".join((text,) + others[key]))
-        found.append(replace(job, inputs=inputs_digest(job, text, adapters[name], get_check(job.check).code_modules())))
+        code = (*get_check(job.check).code_modules(), type(implementation(name)).__module__)  # what runs it too
+        found.append(replace(job, inputs=inputs_digest(job, text, adapters[name], code)))
     return found
 
 
 def adapter_identity(name: str, adapter: str | None, found=None) -> dict:
-    """The adapter an implementation runs on here, as a reused record must match it; `found`: its
-    adapters, where listed already."""
+    """The adapter an implementation runs on here, as a reused record must match it: its name,
+    backend and driver (whose text names the driver's version), and the versions of the
+    implementation's stack (verify.results.reuse.stack_versions); `found`: its adapters, where
+    listed already."""
+    from verify.results.reuse import stack_versions
+
     wanted = adapter if adapter is not None else os.environ.get(ADAPTER_ENVIRONMENT) or ""
     for info in found if found is not None else implementation(name).adapters():
         if info.matches(wanted):
-            return {"implementation": name, "name": info.name, "backend": info.backend, "driver": info.driver}
-    return {"implementation": name, "adapter": wanted}
+            return {"implementation": name, "name": info.name, "backend": info.backend, "driver": info.driver,
+                    "implementation_version": getattr(info, "implementation_version", ""),
+                    "versions": stack_versions(name)}
+    return {"implementation": name, "adapter": wanted, "versions": stack_versions(name)}
 
 
 def sliced(jobs: list[Job], slice_examples: int | None) -> list[Job]:

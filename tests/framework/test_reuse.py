@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from verify.results.reuse import code_digest
-
 MUTANTS = Path(__file__).resolve().parents[1] / "fixtures" / "mutants"
 
 
@@ -116,14 +114,9 @@ def test_the_code_digest_follows_imports_and_changes_with_any_file_they_reach(tm
     (package / "unrelated.py").write_text("VALUE = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("VERIFY_CACHE", str(tmp_path / "cache"))
-    from verify.results import reuse
 
     def digest():
-        reuse._module_file.cache_clear()
-        reuse._imports.cache_clear()
-        reuse._known_imports.cache_clear()
-        code_digest.cache_clear()  # as a new process: one process digests unchanging source once
-        return code_digest("digestpkg.kernel")
+        return fresh_digest("digestpkg.kernel")
 
     before = digest()
     assert (tmp_path / "cache" / "module-imports.json").is_file()  # the next process reads the imports
@@ -139,3 +132,160 @@ def test_the_code_digest_follows_imports_and_changes_with_any_file_they_reach(tm
     imports_more = digest()
     (package / "unrelated.py").write_text("VALUE = 3\n")
     assert digest() != imports_more
+
+
+# -- what the digest covers: all the code a job runs, and verify's own non-Python files ------------
+def fresh_digest(*modules: str) -> str:
+    """code_digest as a new process computes it (one process digests unchanging source once)."""
+    import importlib
+
+    from verify.results import closure, reuse
+
+    importlib.invalidate_caches()  # files written within the same second are seen
+    for module in (closure, reuse):
+        for value in vars(module).values():
+            if hasattr(value, "cache_clear"):
+                value.cache_clear()
+    return reuse.code_digest(*modules)
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_a_plug_in_kernels_reference_in_a_sibling_package_decides_its_digest(tmp_path, monkeypatch):
+    """A plug-in kernel whose reference lives in another package of its author's (a sibling folder
+    on sys.path, an editable install) depends on that package's source as on its own: an edit to
+    it, to what it imports, or a module it imports only when present appearing, changes the
+    digest. The closure is read from the source: no package of it is imported to digest it."""
+    imported = tmp_path / "imported"
+    marker = f"open({str(imported)!r}, 'a').write(__name__ + ' ')\n"
+    write(tmp_path / "kernelpkg" / "__init__.py", marker)
+    write(tmp_path / "kernelpkg" / "kernel.py", "from refpkg.reference import expected\n")
+    write(tmp_path / "refpkg" / "__init__.py", marker)
+    write(tmp_path / "refpkg" / "reference.py", "import mathpkg\ntry:\n    import optionalpkg\nexcept ImportError:\n"
+                                                "    optionalpkg = None\n\ndef expected(x):\n    return mathpkg.f(x)\n")
+    write(tmp_path / "refpkg" / "unused.py", "VALUE = 1\n")
+    write(tmp_path / "mathpkg.py", "def f(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("VERIFY_CACHE", str(tmp_path / "cache"))
+
+    before = fresh_digest("kernelpkg.kernel")
+    assert fresh_digest("kernelpkg.kernel") == before
+    write(tmp_path / "refpkg" / "unused.py", "VALUE = 2\n")
+    assert fresh_digest("kernelpkg.kernel") == before  # never imported: not the verdict's code
+    digests = [before]
+    for path, text in ((tmp_path / "refpkg" / "reference.py", "import mathpkg\n\ndef expected(x):\n    return -x\n"),
+                       (tmp_path / "mathpkg.py", "def f(x):\n    return 2 * x\n")):
+        write(path, text)
+        digests.append(fresh_digest("kernelpkg.kernel"))
+    write(tmp_path / "refpkg" / "reference.py", "import mathpkg\ntry:\n    import optionalpkg\nexcept ImportError:\n"
+                                                "    optionalpkg = None\n")
+    digests.append(fresh_digest("kernelpkg.kernel"))
+    write(tmp_path / "optionalpkg.py", "SCALE = 2\n")  # now importable: the reference behaves otherwise
+    digests.append(fresh_digest("kernelpkg.kernel"))
+    assert len(set(digests)) == len(digests), digests
+    assert not imported.exists(), imported.read_text()
+
+
+def fake_distribution(site: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """An installed distribution as pip leaves one: the package, and a dist-info whose RECORD lists it."""
+    info = site / f"{name}-{version}.dist-info"
+    for old in site.glob(f"{name}-*.dist-info"):
+        for file in old.iterdir():
+            file.unlink()
+        old.rmdir()
+    write(site / name / "__init__.py", "VALUE = 1\n")
+    write(info / "METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+          + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    write(info / "RECORD", f"{name}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+
+
+def test_an_installed_distribution_counts_by_its_name_and_version(tmp_path, monkeypatch):
+    """A module of an installed distribution (numpy, hypothesis, wgpu, ...) stands in the digest
+    as its distribution's name and version, as do the distributions it requires: an upgrade of
+    either changes the digest."""
+    from importlib import metadata
+
+    from verify.results import reuse
+
+    site = tmp_path / "site"
+    fake_distribution(site, "fakedist", "1.0", requires=("fakedep>=1", "fakeextra; extra == 'all'"))
+    fake_distribution(site, "fakedep", "1.0")
+    write(tmp_path / "src" / "kernelpkg" / "__init__.py", "")
+    write(tmp_path / "src" / "kernelpkg" / "kernel.py", "import fakedist\nimport numpy\nimport json\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    monkeypatch.setenv("VERIFY_CACHE", str(tmp_path / "cache"))
+
+    before = fresh_digest("kernelpkg.kernel")
+    inputs = reuse.code_inputs("kernelpkg.kernel")
+    assert inputs.distributions == {"fakedist": "1.0", "fakedep": "1.0", "numpy": metadata.version("numpy")}
+    assert set(inputs.sources) == {"kernelpkg", "kernelpkg.kernel"}  # json: the Python version's
+    fake_distribution(site, "fakedist", "1.1", requires=("fakedep>=1",))
+    upgraded = fresh_digest("kernelpkg.kernel")
+    fake_distribution(site, "fakedep", "2.0")
+    assert len({before, upgraded, fresh_digest("kernelpkg.kernel")}) == 3
+
+
+def test_verifys_own_non_python_files_are_inputs(tmp_path):
+    """What verify runs from its package besides Python (Dawn's worker, ORT's runner, the WGSL
+    grammar, the instrumentation WGSL, the pinned Node packages) decides verdicts as its Python
+    does. Left out: what only renders a report or an exported reproduction, and the kernels' own
+    .wgsl, which reach a verdict only as the WGSL a job runs (each job's digest has its sha256)."""
+    import shutil
+
+    import verify
+    from verify.results import reuse
+
+    package = Path(verify.__file__).resolve().parent
+    listed = {path.as_posix() for path in reuse.verdict_files(package)}
+    for name in ("gpu/dawn/worker.mjs", "gpu/dawn/frames.mjs", "gpu/dawn/polling.mjs", "gpu/dawn/package.json",
+                 "gpu/dawn/package-lock.json", "sources/ort/runner.mjs", "wgsl/wgsl.lark",
+                 "instrument/sanitize_log.wgsl", "instrument/subgroups_emulation.wgsl"):
+        assert name in listed, sorted(listed)
+    assert not [p for p in listed if p.endswith((".py", ".pyc")) or "node_modules" in p or "__pycache__" in p
+                or p.startswith(("report/templates/", "export/templates/", "kernels/"))], sorted(listed)
+
+    copy = tmp_path / "verify"
+    for name in listed | {"report/templates/report.html.j2"}:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(package / name, copy / name)
+    before = reuse.files_digest(copy)
+    (copy / "report" / "templates" / "report.html.j2").write_text("<p>another page</p>")
+    assert reuse.files_digest(copy) == before  # a report's look decides no verdict
+    with (copy / "gpu" / "dawn" / "worker.mjs").open("a") as handle:
+        handle.write("// an edit\n")
+    assert reuse.files_digest(copy) != before
+
+
+def test_the_implementation_stack_is_an_input(tmp_path, monkeypatch):
+    """The versions of what runs the WGSL: wgpu-py and the wgpu-native library it loaded, the Node
+    packages installed for Dawn and ORT, apache-tvm, and the driver (in the adapter's identity)."""
+    from importlib import metadata
+
+    from verify.plan import adapter_identity
+    from verify.results import reuse
+
+    wgpu = adapter_identity("wgpu", None)
+    from wgpu.backends.wgpu_native import _ffi
+
+    assert wgpu["versions"] == {"wgpu": metadata.version("wgpu"),
+                                "wgpu-native": ".".join(map(str, _ffi.lib_version_info))}
+    assert wgpu["driver"]  # e.g. "Mesa 22.3.6 (LLVM 15.0.6)", or an NVIDIA driver's version
+    modules = tmp_path / "node_modules"
+    monkeypatch.setenv("VERIFY_NODE_MODULES", str(modules))
+    digests = []
+    for version in ("0.6.2", "0.6.3"):
+        write(modules / "webgpu" / "package.json", json.dumps({"name": "webgpu", "version": version}))
+        reuse.runtime_versions.cache_clear()
+        found = reuse.runtime_versions()
+        assert found["npm"][0]["webgpu"] == version
+        digests.append(json.dumps(found, sort_keys=True))
+    assert digests[0] != digests[1]
+    try:
+        tvm = metadata.version("apache-tvm")
+    except metadata.PackageNotFoundError:
+        tvm = None
+    assert found["apache-tvm"] == tvm

@@ -175,6 +175,9 @@ class CheckResult:
     inputs_sha256: str | None = None
     #: Where this record was copied from instead of running the check again ("path (started)").
     reused_from: str | None = None
+    #: The authentication tag verify made for this record on the machine that ran it
+    #: (verify.results.signing): `--reuse` takes only records whose tag verifies there.
+    auth_tag: str | None = None
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -413,7 +416,7 @@ _EXPECTED = {
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
     "verify_version": str, "notes": list, "subgroup_width": (int, type(None)), "job_id": (int, type(None)),
-    "inputs_sha256": (str, type(None)), "reused_from": (str, type(None)),
+    "inputs_sha256": (str, type(None)), "reused_from": (str, type(None)), "auth_tag": (str, type(None)),
 }
 
 

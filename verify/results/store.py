@@ -10,9 +10,12 @@ stays (the write goes to a temporary file first).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import platform
 import re
+import stat
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -26,6 +29,10 @@ SCHEMA = "verify.results/2"
 #: Schemas this version reads: /1 records are the same fields, untyped.
 READABLE = ("verify.results/1", SCHEMA)
 
+
+#: The largest results file read (bytes). A whole ci gate's is about 10 MB, a nightly's a few times
+#: that; past this bound a file is not one verify wrote, and reading it would only exhaust memory.
+MAX_RESULTS_BYTES = 512 << 20
 
 #: The most shards a gate may be split into (a split into more shards than jobs runs nothing).
 MAX_SHARDS = 100_000
@@ -181,12 +188,8 @@ def load_results(path: str | Path) -> ResultsDocument:
     """A results document; UsageError with one line naming the file and the problem."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such results file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a folder, not a results file (try {path / 'results.json'})") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        data = json.loads(read_results_text(path))
+    except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: cannot read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
@@ -196,6 +199,59 @@ def load_results(path: str | Path) -> ResultsDocument:
         return parse_results(data, str(path))
     except RecursionError:
         raise UsageError(f"{path}: not a verify results file (a value nested too deeply)") from None
+
+
+def results_file_problem(path: str | Path) -> str | None:
+    """Why `path` cannot be a results file, from its metadata alone (None if it may be one): not
+    there, a folder, a symbolic link loop, a FIFO, device or socket (whose read may block for
+    ever, or never end: /dev/zero), or larger than MAX_RESULTS_BYTES. Nothing is opened."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "no such results file"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "too many levels of symbolic links (a link loop?)"
+        return f"cannot read ({exc.strerror or exc})"
+    return _metadata_problem(path, info)
+
+
+def _metadata_problem(path, info: os.stat_result) -> str | None:
+    if stat.S_ISDIR(info.st_mode):
+        return f"is a folder, not a results file (try {Path(path) / 'results.json'})"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a FIFO, device or socket), so not a results file"
+    if info.st_size > MAX_RESULTS_BYTES:
+        return (f"larger than {MAX_RESULTS_BYTES >> 20} MiB ({info.st_size >> 20} MiB), more than any results "
+                "file verify writes")
+    return None
+
+
+def read_results_text(path: Path) -> str:
+    """The text of the results file `path`, read without blocking and no further than
+    MAX_RESULTS_BYTES; UsageError (one line) for anything that is not a regular file of sane size
+    (results_file_problem). The opened file is checked again, so one swapped in after the first
+    look (a FIFO for the file) is refused too, and O_NONBLOCK keeps opening a FIFO from waiting
+    for a writer."""
+    problem = results_file_problem(path)
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        problem = results_file_problem(path) or f"cannot read ({exc.strerror or exc})"
+        raise UsageError(f"{path}: {problem}") from None
+    with os.fdopen(fd, "rb") as handle:
+        problem = _metadata_problem(path, os.fstat(handle.fileno()))
+        if problem is not None:
+            raise UsageError(f"{path}: {problem}")
+        try:
+            data = handle.read(MAX_RESULTS_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_RESULTS_BYTES:  # grew since it was looked at
+        raise UsageError(f"{path}: larger than {MAX_RESULTS_BYTES >> 20} MiB, more than any results file verify writes")
+    return data.decode("utf-8")
 
 
 def parse_results(data, where: str = "results") -> ResultsDocument:
