@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from tests.fixtures.mutants.regenerate import HERE as MUTANTS
 from verify.errors import SetupError
 from verify.gpu import Output
-from verify.gpu.probes import ZERO_INIT_PROBE as _ZERO_INIT_PROBE
 from verify.instrument import (
     EmulatingDevice,
     OutOfBounds,
@@ -30,6 +29,18 @@ from verify.kernels.registry import get_kernel
 pytestmark = pytest.mark.webgpu
 WGSL = Path(__file__).resolve().parent / "wgsl"
 GROUPS = 2
+#: The zero-initialisation probe verify.gpu.probes ran before verify.gpu.semantics replaced it
+#: (3816304): each lane reads its workgroup's memory before any write, then writes a marker.
+_ZERO_INIT_PROBE = """
+var<workgroup> scratch: array<u32, 64>;
+@group(0) @binding(0) var<storage, read_write> seen: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) i: u32) {
+  seen[group.x * 64u + i] = scratch[i];
+  workgroupBarrier();
+  scratch[i] = 0xA5A50000u + group.x;
+}
+"""
 
 
 @pytest.fixture(scope="module")

@@ -47,9 +47,9 @@ class SanitizeCheck(Check):
         """Room for the access log: its size is bounded by the largest storage binding the device
         allows (WebGPU's default, 128 MiB, holds about 5.6 million accesses), and a dispatch of many
         heads logs more than that even on the smallest cases (TVM's prefill at 32 query heads: 7.2
-        million), which would leave the findings incomplete. So the log asks for bindings up to
-        LOG_BINDING_BYTES, granted where the adapter has them (a discrete GPU: 2 GiB and more;
-        lavapipe: 128 MiB, as before)."""
+        million), which is then run again in passes of whole workgroups, a dispatch each
+        (verify.instrument.passes). So the log asks for bindings up to LOG_BINDING_BYTES, granted
+        where the adapter has them (a discrete GPU: 2 GiB and more; lavapipe: 128 MiB, as before)."""
         return {name: max(kernel.limits.get(name, 0), LOG_BINDING_BYTES)
                 for name in ("max-storage-buffer-binding-size", "max-buffer-size")}
 
@@ -57,10 +57,26 @@ class SanitizeCheck(Check):
         return ctx.kernel.cases(ctx.config, get_profile("quick"))
 
     def run_example(self, ctx, case):
+        """One case sanitized. A dispatch whose log does not fit the device's largest binding is run
+        in passes (verify.instrument.passes); where even that cannot analyse it (one workgroup alone
+        logs more), that is verify's limit: the example raises SanitizerLogLimit, which the runner
+        records as an ERROR naming it, never a FAIL of the kernel. It is raised afresh here, so its
+        traceback holds none of the kernel's frames (the kernel's launch is not to blame), and once
+        raised, every later example of the check raises it at once, as an infrastructure error ends
+        a check's examples: Hypothesis then shrinks without running a dispatch."""
         from verify.instrument import SanitizingDevice
+        from verify.instrument.passes import SanitizerLogLimit
 
         device = ctx.cached("sanitizing device", lambda: SanitizingDevice(ctx.device))
-        ctx.launch(case, device=device)
+        limit = ctx.cached("sanitizer's limit", list)
+        if not limit:
+            try:
+                ctx.launch(case, device=device)
+            except SanitizerLogLimit as exc:
+                device.take_report()  # the case's earlier dispatches, if any: no verdict on them either
+                limit.append(str(exc))
+        if limit:
+            raise SanitizerLogLimit(limit[0]) from None
         report = device.take_report()
         reasons = report.messages()
         features = dict(ctx.kernel.features(case), accesses=report.accesses)

@@ -21,6 +21,7 @@ from verify.instrument.findings import (
                                         UnboundedLoop,
                                         UninitializedRead,
 )
+from verify.instrument.passes import SanitizerLogLimit
 from verify.instrument.sanitize import LOOP_BOUND, Sanitized, sanitize
 from verify.instrument.subgroups import emulate_subgroups
 from verify.wgsl.parser import Module, WgslSyntaxError, parse
@@ -28,5 +29,5 @@ from verify.wgsl.types import UnsupportedWgsl
 
 __all__ = [
     "Access", "EmulatingDevice", "Finding", "LOOP_BOUND", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",
-    "Sanitized", "SanitizingDevice", "UnboundedLoop", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "emulate_subgroups", "parse", "sanitize",
+    "SanitizerLogLimit", "Sanitized", "SanitizingDevice", "UnboundedLoop", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "emulate_subgroups", "parse", "sanitize",
 ]

@@ -10,24 +10,30 @@ limits, adapter facts) is the wrapped device's.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from verify.errors import SetupError
+from verify.gpu.binding import grid
 from verify.gpu.buffers import GUARD_BYTES, InOut, Output
-from verify.gpu.device import Launched, Pipeline
+from verify.gpu.device import Launched, Pipeline, Timing
 from verify.instrument.findings import SanitizerReport
+from verify.instrument.passes import run_in_passes
 from verify.instrument.sanitize import Sanitized, sanitize
-from verify.instrument.shadow import HEADER_WORDS, RECORD_WORDS, analyze, log_words
+from verify.instrument.shadow import ALL_GROUPS, HEADER_WORDS, RECORD_WORDS, analyze, new_log
 from verify.instrument.subgroups import WIDTHS, emulate_subgroups
 from verify.wgsl import Interface, read_interface, sha256
 
 #: Records a pipeline's log holds at first (1.5 MiB). A dispatch that logs more is run again
-#: with room for all of them (and a quarter more), up to the device's largest storage binding;
-#: the pipeline's next run starts with room for what this one logged, as the log is uploaded
-#: and read back whole every run.
+#: with room for all of them (and a quarter more), up to the device's largest storage binding,
+#: and past that in passes (verify.instrument.passes); the pipeline's next run starts with room
+#: for what this one logged, as the log is uploaded and read back whole every run.
 DEFAULT_CAPACITY = 1 << 16
+#: For tests only: caps the records a sanitizer's log holds (as SanitizingDevice's `max_records`),
+#: so that a small dispatch overflows it as a large one overflows the device's largest binding.
+LOG_ROOM_VARIABLE = "VERIFY_SANITIZER_LOG_ROOM"
 _STORAGE_LIMIT = "max-storage-buffers-per-shader-stage"
 _BINDING_SIZE = "max-storage-buffer-binding-size"
 #: WebGPU's default maxStorageBufferBindingSize, where the device does not say.
@@ -77,12 +83,21 @@ class SanitizingDevice(_Wrapper):
 
     `bounds_only`: the bounds pass (sanitize(..., bounds_only=True)): only out-of-bounds accesses
     and unbounded loops are logged and found, at little more than a plain run's cost.
+
+    `max_records` (for tests; else the environment's VERIFY_SANITIZER_LOG_ROOM): the most records
+    a log may hold, below what the device's largest storage binding allows, so that a small
+    dispatch is run in passes as a large one is. A dispatch one of whose workgroups alone logs
+    more raises SanitizerLogLimit (verify's limit, not a finding).
     """
 
-    def __init__(self, device, capacity: int = DEFAULT_CAPACITY, *, bounds_only: bool = False):
+    def __init__(self, device, capacity: int = DEFAULT_CAPACITY, *, bounds_only: bool = False,
+                 max_records: int | None = None):
         super().__init__(device)
         self.capacity = capacity
         self.bounds_only = bounds_only
+        if max_records is None and os.environ.get(LOG_ROOM_VARIABLE):
+            max_records = int(os.environ[LOG_ROOM_VARIABLE])
+        self.max_records = max_records
         self._capacities: dict[int, int] = {}  # id(pipeline) -> records its log has room for
         self._sanitized: dict[tuple, InstrumentedPipeline] = {}
         self._report = SanitizerReport()
@@ -111,30 +126,69 @@ class SanitizingDevice(_Wrapper):
         added = {}
         if sanitized.runtime_arrays:
             added[sanitized.lengths_name] = sanitized.lengths({name: _nbytes(v) for name, v in resources.items()})
-        capacity = self._capacities.get(id(pipeline), self.capacity)
-        while True:
-            added[sanitized.log_name] = InOut(np.zeros(log_words(capacity), dtype=np.uint32))
-            run = self._device.run(pipeline.instrumented, {**resources, **added}, workgroups, timestamps=timestamps)
-            words = run.outputs.pop(sanitized.log_name)
+        largest = self._max_capacity()
+        capacity = min(self._capacities.get(id(pipeline), self.capacity), largest)
+
+        def dispatch(capacity: int, first: int = 0, groups: int = ALL_GROUPS):
+            log = {sanitized.log_name: InOut(new_log(capacity, first, groups))}
+            run = self._device.run(pipeline.instrumented, {**resources, **added, **log}, workgroups,
+                                   timestamps=timestamps)
             run.guard_intact.pop(sanitized.log_name, None)
+            return run.outputs.pop(sanitized.log_name), run
+
+        while True:
+            words, run = dispatch(capacity)
             attempted = int(words[0])
-            if attempted <= capacity or capacity >= self._max_capacity():
+            if attempted <= capacity or capacity >= largest:
                 break
-            capacity = min(attempted + attempted // 4, self._max_capacity())
+            capacity = min(attempted + attempted // 4, largest)
         # The next run of this pipeline starts with room for this one's records and a quarter more:
         # a case far smaller than the last does not pay for uploading and reading back a huge log.
-        self._capacities[id(pipeline)] = min(max(self.capacity, attempted + attempted // 4), self._max_capacity())
-        analyze(words, sanitized, self._report)
-        return run
+        self._capacities[id(pipeline)] = min(max(self.capacity, attempted + attempted // 4), largest)
+        if attempted <= capacity:
+            analyze(words, sanitized, self._report)
+            return run
+        # More than the largest log holds: the dispatch again, in passes of whole workgroups. The
+        # outputs are this run's (every access was performed; only the log was short).
+        del words
+
+        def in_pass(first: int, count: int):
+            words, again = dispatch(capacity, first, count)
+            return words, again.timing  # its outputs are the first run's again
+
+        x, y, z = grid(workgroups)
+        timings = run_in_passes(in_pass, x * y * z, attempted, capacity, sanitized, self._report, self._room())
+        return Launched(run.outputs, run.guard_intact, _total([run.timing, *timings]))
 
     def _max_capacity(self) -> int:
-        size = self._device.limits.get(_BINDING_SIZE, _DEFAULT_BINDING_SIZE)
-        return (size - GUARD_BYTES - 4 * HEADER_WORDS) // (4 * RECORD_WORDS)
+        """The most records a log may hold: what the device's largest storage binding holds, or
+        max_records where that is less (at least 2: a pass needs one slot besides the last)."""
+        largest = self._binding_capacity()
+        return largest if self.max_records is None else max(2, min(largest, self.max_records))
+
+    def _binding_capacity(self) -> int:
+        return (self._binding_size() - GUARD_BYTES - 4 * HEADER_WORDS) // (4 * RECORD_WORDS)
+
+    def _binding_size(self) -> int:
+        return self._device.limits.get(_BINDING_SIZE, _DEFAULT_BINDING_SIZE)
+
+    def _room(self) -> str:
+        """What bounds the log, in words (for SanitizerLogLimit's message)."""
+        if self._max_capacity() < self._binding_capacity():
+            return f"capped at {self._max_capacity():,} records for testing: {LOG_ROOM_VARIABLE} or max_records"
+        return f"a log is one storage binding, and this device's {_BINDING_SIZE} is {self._binding_size():,} bytes"
 
     def take_report(self) -> SanitizerReport:
         """The findings since the last call (or since the device was wrapped), and a fresh start."""
         report, self._report = self._report, SanitizerReport()
         return report
+
+
+def _total(timings: list[Timing]) -> Timing:
+    """The time of several runs of one dispatch, stage by stage."""
+    stamps = [t.gpu_ns for t in timings]
+    return Timing(sum(t.upload for t in timings), sum(t.dispatch for t in timings),
+                  sum(t.readback for t in timings), None if None in stamps else sum(stamps))
 
 
 def _nbytes(resource) -> int:

@@ -154,14 +154,16 @@ class UnboundedLoop(Finding):
 @dataclass(frozen=True)
 class LogTruncated(Finding):
     """The shadow log filled up: accesses past its capacity were not recorded, so the analysis
-    of the rest is incomplete (a clean result would mean nothing)."""
+    of the rest is incomplete (a clean result would mean nothing). Only `analyze` of such a log
+    reports it: SanitizingDevice runs a dispatch whose log does not fit again in passes
+    (verify.instrument.passes), or raises SanitizerLogLimit where it cannot."""
 
     recorded: int
     attempted: int
 
     def message(self) -> str:
         return (f"sanitizer log truncated: {self.attempted} accesses, room for {self.recorded}; "
-                "the findings are incomplete (raise SanitizingDevice's capacity)")
+                "the findings are incomplete")
 
 
 @dataclass

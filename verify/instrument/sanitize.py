@@ -270,7 +270,8 @@ class _Instrumenter:
             body = function.children[-1]
             self.rewriter.insert(self._brace(body) + 1,
                                  f" {PREFIX}lane = {lane}; {PREFIX}group = {group}.x + {groups}.x * "
-                                 f"({group}.y + {groups}.y * {group}.z);")
+                                 f"({group}.y + {groups}.y * {group}.z); {PREFIX}step = select(0u, 1u, "
+                                 f"{PREFIX}group - {LOG_NAME}.first_group < {LOG_NAME}.groups);")
 
     def _bound_loop(self, node: Tree) -> None:
         """Count the loop's trips in a variable set to zero just before it (on the loop's own

@@ -13,6 +13,9 @@
 //   unbounded loop: loop | lane << 20 | 1 << 30, workgroup, bound, 0, 0, 0
 // `count` counts every record asked for, so a count past the room says the log is truncated;
 // records past the room all land in its last slot, which the host then never reads.
+// Only the workgroups first_group .. first_group + groups - 1 log (the host sets both: every
+// workgroup, or one pass of a dispatch whose log does not fit, verify.instrument.passes); the
+// records of the others count nothing and land in the last slot too.
 //
 // The record functions have no branches: every site inlines them (lavapipe and NVIDIA's compiler
 // inline every call), and branches in each copy multiplied the blocks a driver compiles (the
@@ -20,6 +23,8 @@
 
 struct _SanLog {
   count: atomic<u32>,
+  first_group: u32,
+  groups: u32,
   records: array<u32>,
 }
 
@@ -27,6 +32,8 @@ struct _SanLog {
 
 var<private> _san_lane: u32;
 var<private> _san_group: u32;
+// 1u where this invocation's workgroup logs (set in the prologue from first_group and groups), else 0u.
+var<private> _san_step: u32;
 var<private> _san_epoch: u32;
 var<private> _san_workgroup_epoch: u32;
 var<private> _san_storage_epoch: u32;
@@ -35,8 +42,9 @@ var<private> _san_storage_epoch: u32;
 const _san_loop_bound: u32 = ${loop_bound}u;
 
 fn _san_record(head: u32, group: u32, a: u32, b: u32, c: u32, d: u32) {
-  let slot = atomicAdd(&_san_log.count, 1u);
-  let at = min(slot, arrayLength(&_san_log.records) / 6u - 1u) * 6u;
+  let slot = atomicAdd(&_san_log.count, _san_step);
+  // A workgroup that does not log: slot | 0xffffffffu, the last slot.
+  let at = min(slot | (_san_step - 1u), arrayLength(&_san_log.records) / 6u - 1u) * 6u;
   _san_log.records[at] = head;
   _san_log.records[at + 1u] = group;
   _san_log.records[at + 2u] = a;

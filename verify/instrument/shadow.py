@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.instrument.bearing import NONE as _NONE
+from verify.instrument.bearing import bearing as _bearing
+from verify.instrument.bearing import composite_key as _composite_key
 from verify.instrument.findings import (
     Access,
     LogTruncated,
@@ -37,13 +40,16 @@ from verify.instrument.findings import (
 from verify.instrument.sanitize import MAX_SITES, Sanitized
 
 RECORD_WORDS = 6
-HEADER_WORDS = 1
+#: The log's header: the count of records asked for, then the first workgroup that logs and how
+#: many do (sanitize_log.wgsl).
+HEADER_WORDS = 3
+#: `groups` of a log that every workgroup writes to.
+ALL_GROUPS = 0xFFFFFFFF
 LANE_SHIFT = 20
 LANE_MASK = 0x3FF
 OUT_OF_BOUNDS = 1 << 31
 #: A record of a loop the sanitizer ended at its bound (the site is then the loop's number).
 UNBOUNDED_LOOP = 1 << 30
-_NONE = np.iinfo(np.int64).max
 
 
 def log_words(capacity: int) -> int:
@@ -51,33 +57,55 @@ def log_words(capacity: int) -> int:
     return HEADER_WORDS + RECORD_WORDS * capacity
 
 
-def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | None = None) -> SanitizerReport:
-    """Add the findings of one dispatch's log (`words`, the u32 log buffer) to `report`."""
-    report = report if report is not None else SanitizerReport()
+def new_log(capacity: int, first_group: int = 0, groups: int = ALL_GROUPS) -> np.ndarray:
+    """The log to upload: room for `capacity` records, logged by workgroups `first_group` to
+    `first_group + groups - 1` (by default every workgroup)."""
+    words = np.zeros(log_words(capacity), dtype=np.uint32)
+    words[1:HEADER_WORDS] = first_group, groups
+    return words
+
+
+def read_log(words: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """(records, attempted, capacity) of a log read back: the records it holds (rows of
+    RECORD_WORDS), how many were asked for, and how many it has room for."""
     words = np.asarray(words, dtype=np.uint32).ravel()
     attempted = int(words[0])
     capacity = (words.size - HEADER_WORDS) // RECORD_WORDS
     # Past the room, every record lands in the last slot (sanitize_log.wgsl): it is then a mix.
     count = attempted if attempted <= capacity else max(0, capacity - 1)
-    records = words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS)
+    return words[HEADER_WORDS:HEADER_WORDS + count * RECORD_WORDS].reshape(count, RECORD_WORDS), attempted, capacity
+
+
+def analyze(words: np.ndarray, sanitized: Sanitized, report: SanitizerReport | None = None) -> SanitizerReport:
+    """Add the findings of one dispatch's log (`words`, the u32 log buffer) to `report`."""
+    report = report if report is not None else SanitizerReport()
+    records, attempted, capacity = read_log(words)
     report.dispatches += 1
     report.accesses += attempted
     if attempted > capacity:
-        report.findings.append(LogTruncated(count, attempted))
-    tables = _SiteTables(sanitized)
+        report.findings.append(LogTruncated(len(records), attempted))
+    return analyze_records(records, SiteTables(sanitized), report)
+
+
+def analyze_records(records: np.ndarray, tables: SiteTables, report: SanitizerReport,
+                    unit: np.ndarray | None = None) -> SanitizerReport:
+    """Add the findings of `records` (a whole dispatch's, or all a dispatch's passes kept:
+    verify.instrument.passes) to `report`. `unit`: each variable's granule (_units), where the
+    records are not all the dispatch logged and so cannot tell it."""
+    sanitized = tables.sanitized
     flags = records[:, 0] & np.uint32(UNBOUNDED_LOOP | OUT_OF_BOUNDS)
     if flags.any():  # records of loops and out-of-bounds accesses are rare: set apart only when there are some
         loops = (flags & np.uint32(UNBOUNDED_LOOP)) != 0
         report.findings.extend(_unbounded_loops(records[loops].astype(np.int64), sanitized))
         report.findings.extend(_out_of_bounds(records[~loops & (flags != 0)].astype(np.int64), tables))
         records = records[flags == 0]
-    accesses = _Accesses(records, tables)
+    accesses = _Accesses(records, tables, unit)
     for finding in accesses.findings():
         (report.notes if isinstance(finding, RedundantWrites) else report.findings).append(finding)
     return report
 
 
-class _SiteTables:
+class SiteTables:
     """Per-site facts as arrays indexed by site id."""
 
     def __init__(self, sanitized: Sanitized):
@@ -101,7 +129,7 @@ class _SiteTables:
         return self.sanitized.variables[self.variable_names[variable]].type
 
 
-def _out_of_bounds(records: np.ndarray, tables: _SiteTables) -> list[OutOfBounds]:
+def _out_of_bounds(records: np.ndarray, tables: SiteTables) -> list[OutOfBounds]:
     if records.size == 0:
         return []
     site = records[:, 0] & (MAX_SITES - 1)
@@ -128,111 +156,86 @@ def _unbounded_loops(records: np.ndarray, sanitized: Sanitized) -> list[Unbounde
     return findings
 
 
-def _units(site: np.ndarray, variable: np.ndarray, offset: np.ndarray, scalars: np.ndarray,
-           tables: _SiteTables) -> np.ndarray:
+def _units(site: np.ndarray, variable: np.ndarray, offset: np.ndarray, tables: SiteTables) -> np.ndarray:
     """Scalars per tracked granule of each variable: s for a variable accessed only in whole aligned
     elements of s scalars (the same verdicts, s times fewer rows), else 1. Which sizes a variable is
     accessed in is a fact of its sites that appear in the log; only the alignment needs the rows."""
-    unit = np.ones(len(tables.variable_names), dtype=np.int64)
     if site.size == 0:
-        return unit
-    present = np.flatnonzero(np.bincount(site, minlength=len(tables.sites)))
-    low = np.full(unit.size, np.iinfo(np.int64).max)
-    high = np.zeros(unit.size, dtype=np.int64)
-    np.minimum.at(low, tables.variable[present], tables.scalars[present])
-    np.maximum.at(high, tables.variable[present], tables.scalars[present])
-    candidate = np.where((low == high) & (high > 1), high, 1)
+        return np.ones(len(tables.variable_names), dtype=np.int64)
+    candidate = _candidate_units(np.flatnonzero(np.bincount(site, minlength=len(tables.sites))), tables)
     if np.all(candidate == 1):
-        return unit
+        return candidate
     misaligned = offset % candidate[variable] != 0
     candidate[np.unique(variable[misaligned])] = 1
     return candidate
 
 
-def _bearing(rows: dict, tables: _SiteTables) -> np.ndarray | None:
-    """The rows that can bear on a finding (None: all of them). Most of a tiled kernel's log is
-    reads of workgroup memory its workgroup wrote before the last barrier. Where every invocation
-    of a workgroup passed the same barriers, so that the space epoch is a function of the epoch
-    (_space_epochs_follow_epochs), a read of an address its workgroup wrote in an earlier epoch
-    and not in the read's space epoch (so not in its epoch either) bears on none:
-      - it is initialised (a write of an earlier epoch precedes it), so it is no uninitialised
-        read; whether another read is depends on writes only, and every write is kept;
-      - the groups of the race rules it belongs to, (address, workgroup, epoch) and (address,
-        workgroup, space epoch), hold no write, and a group without a write never races; every
-        row of a group that holds one is kept, so which rows a race quotes, how many addresses
-        it counts and whether its writes are all alike are as before; and since the space epoch
-        follows the epoch, leaving rows out joins no two runs of one space epoch;
-      - it is workgroup memory, which the rule between workgroups does not look at.
-    The unsynchronised rule's shortcut (a space whose epochs and space epochs are in step is
-    skipped) only sees fewer rows: a race of that rule keeps its write and its later access,
-    whose epochs and space epochs are out of step. Where the log shows barriers some invocations
-    did not pass, nothing is left out. tests/instrument/test_shadow.py compares the findings
-    with and without this on logs of both kinds."""
-    site = rows["site"]
-    workgroup = np.flatnonzero(tables.workgroup[site])
-    writes = tables.writes[site[workgroup]]
-    if not writes.any() or writes.all():
-        return None
-    group, epoch, space_epoch = (rows[k][workgroup] for k in ("group", "epoch", "space_epoch"))
-    if not _space_epochs_follow_epochs(group, epoch, space_epoch):
-        return None
-    cell = _composite_key([rows["variable"][workgroup], rows["address"][workgroup], group])
-    in_space_epoch = None if cell is None else _composite_key([cell, space_epoch])
-    if in_space_epoch is None:
-        return None
-    quiet = (~writes & (_first_write_epoch(cell[writes], epoch[writes], cell) < epoch)
-             & ~_member(in_space_epoch, in_space_epoch[writes]))
-    keep = np.ones(site.size, dtype=bool)
-    keep[workgroup[quiet]] = False
-    return keep
+def _candidate_units(present: np.ndarray, tables: SiteTables) -> np.ndarray:
+    """Per variable, s where every one of its sites among `present` (site ids) touches s > 1 scalars, else 1."""
+    low = np.full(len(tables.variable_names), np.iinfo(np.int64).max)
+    high = np.zeros(low.size, dtype=np.int64)
+    np.minimum.at(low, tables.variable[present], tables.scalars[present])
+    np.maximum.at(high, tables.variable[present], tables.scalars[present])
+    return np.where((low == high) & (high > 1), high, 1)
 
 
-def _space_epochs_follow_epochs(group: np.ndarray, epoch: np.ndarray, space_epoch: np.ndarray) -> bool:
-    """Whether, in each workgroup, the space epoch is one non-decreasing function of the epoch (as
-    it is when every invocation of the workgroup passes the same barriers): the rows of one space
-    epoch of a cell are then consecutive in epoch order."""
-    first_group, first_epoch = int(group.min()), int(epoch.min())
-    epochs = int(epoch.max()) - first_epoch + 1
-    size = (int(group.max()) - first_group + 1) * epochs
-    if size > 1 << 22:
-        return False
-    at = (group - first_group) * epochs + (epoch - first_epoch)
-    low = np.full(size, _NONE, dtype=np.int64)
-    high = np.full(size, -1, dtype=np.int64)
-    np.minimum.at(low, at, space_epoch)
-    np.maximum.at(high, at, space_epoch)
-    seen = np.flatnonzero(high >= 0)
-    values, same_group = high[seen], (seen[1:] // epochs) == (seen[:-1] // epochs)
-    return not (np.any(low[seen] != values) or np.any(same_group & (values[1:] < values[:-1])))
+class UnitFacts:
+    """What decides each variable's granule (_units), gathered over the in-bounds records of a
+    dispatch a batch at a time (its passes, verify.instrument.passes): the sites that appear, and
+    per variable the greatest common divisor of the offsets (s divides every offset if and only if
+    it divides their gcd). `units()` is then what _units gives for all the batches in one log."""
+
+    def __init__(self, tables: SiteTables):
+        self.tables = tables
+        self.present = np.zeros(len(tables.sites), dtype=bool)
+        self.gcd = np.zeros(len(tables.variable_names), dtype=np.int64)
+
+    def add(self, records: np.ndarray) -> None:
+        site = records[:, 0].astype(np.int64) & (MAX_SITES - 1)
+        if site.size == 0:
+            return
+        self.present |= np.bincount(site, minlength=len(self.tables.sites)) > 0
+        variable, offset = self.tables.variable[site], records[:, 4].astype(np.int64)
+        for v in np.unique(variable):
+            self.gcd[v] = np.gcd(self.gcd[v], np.gcd.reduce(offset[variable == v]))
+
+    def units(self) -> np.ndarray:
+        candidate = _candidate_units(np.flatnonzero(self.present), self.tables)
+        candidate[self.gcd % candidate != 0] = 1
+        return candidate
 
 
-def _member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Whether each of `values` is one of `keys` (few): a table where the keys span a small range,
-    else a search of them sorted."""
-    low, high = int(keys.min()), int(keys.max())
-    if high - low < 8 * (values.size + keys.size) + (1 << 22):
-        table = np.zeros(high - low + 1, dtype=bool)
-        table[keys - low] = True
-        inside = (values >= low) & (values <= high)
-        return inside & table[np.where(inside, values - low, 0)]
-    keys = np.unique(keys)
-    return keys[np.minimum(np.searchsorted(keys, values), keys.size - 1)] == values
-
-
-def _first_write_epoch(written: np.ndarray, epochs: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """For each of `cells`, the earliest of `epochs` of the writes of that cell (`written`), or
-    _NONE: a table by cell where the cells span a small range, else a search of the sorted writes."""
-    low, high = int(written.min()), int(written.max())
-    inside = (cells >= low) & (cells <= high)
-    if high - low < 8 * (cells.size + written.size) + (1 << 22):
-        table = np.full(high - low + 1, _NONE, dtype=np.int64)
-        np.minimum.at(table, written - low, epochs)
-        return np.where(inside, table[np.where(inside, cells - low, 0)], _NONE)
-    order = np.argsort(written, kind="stable")
-    keys, starts = np.unique(written[order], return_index=True)
-    earliest = np.minimum.reduceat(epochs[order], starts)
-    at = np.minimum(np.searchsorted(keys, cells), keys.size - 1)
-    return np.where(keys[at] == cells, earliest[at], _NONE)
+def access_rows(records: np.ndarray, tables: SiteTables, unit: np.ndarray | None = None) -> tuple[dict, np.ndarray]:
+    """(rows, unit): the columns of in-bounds access `records`, one row per granule of `unit`
+    scalars (by default _units of these records) they touch. Rows are in log order (`order`: the
+    record's index), except the further granules of multi-granule accesses, which follow all the
+    others."""
+    head = records[:, 0].astype(np.int64)
+    site = head & (MAX_SITES - 1)
+    lane = (head >> LANE_SHIFT) & LANE_MASK
+    order = np.arange(len(records), dtype=np.int64)
+    variable = tables.variable[site] if len(site) else np.zeros(0, np.int64)
+    offset = records[:, 4].astype(np.int64)
+    scalars = tables.scalars[site] if len(site) else np.zeros(0, np.int64)
+    if unit is None:
+        unit = _units(site, variable, offset, tables)
+    if np.any(unit > 1):
+        span, first = scalars // unit[variable], offset // unit[variable]
+    else:
+        span, first = scalars, offset
+    base = {"site": site, "lane": lane, "group": records[:, 1].astype(np.int64),
+            "epoch": records[:, 2].astype(np.int64), "space_epoch": records[:, 3].astype(np.int64),
+            "variable": variable, "address": first, "order": order, "value": records[:, 5].astype(np.int64),
+            "record_offset": offset, "scalars": scalars}
+    wide = np.flatnonzero(span > 1)
+    if wide.size:  # one more row per further granule of a multi-granule access, appended
+        extra = span[wide] - 1
+        repeat = np.repeat(wide, extra)
+        within = 1 + np.arange(repeat.size) - np.repeat(np.cumsum(extra) - extra, extra)
+        more = {k: v[repeat] for k, v in base.items()}
+        more["address"] = more["address"] + within
+        base = {k: np.concatenate([v, more[k]]) for k, v in base.items()}
+    return base, unit
 
 
 class _Accesses:
@@ -242,32 +245,9 @@ class _Accesses:
     all the others: order matters only between rows of one invocation (`order` says it), and
     for choosing which of several racing accesses a finding quotes."""
 
-    def __init__(self, records: np.ndarray, tables: _SiteTables):
+    def __init__(self, records: np.ndarray, tables: SiteTables, unit: np.ndarray | None = None):
         self.tables = tables
-        head = records[:, 0].astype(np.int64)
-        site = head & (MAX_SITES - 1)
-        lane = (head >> LANE_SHIFT) & LANE_MASK
-        order = np.arange(len(records), dtype=np.int64)
-        variable = tables.variable[site] if len(site) else np.zeros(0, np.int64)
-        offset = records[:, 4].astype(np.int64)
-        scalars = tables.scalars[site] if len(site) else np.zeros(0, np.int64)
-        self.unit = unit = _units(site, variable, offset, scalars, tables)
-        if np.any(unit > 1):
-            span, first = scalars // unit[variable], offset // unit[variable]
-        else:
-            span, first = scalars, offset
-        base = {"site": site, "lane": lane, "group": records[:, 1].astype(np.int64),
-                "epoch": records[:, 2].astype(np.int64), "space_epoch": records[:, 3].astype(np.int64),
-                "variable": variable, "address": first, "order": order, "value": records[:, 5].astype(np.int64),
-                "record_offset": offset, "scalars": scalars}
-        wide = np.flatnonzero(span > 1)
-        if wide.size:  # one more row per further granule of a multi-granule access, appended
-            extra = span[wide] - 1
-            repeat = np.repeat(wide, extra)
-            within = 1 + np.arange(repeat.size) - np.repeat(np.cumsum(extra) - extra, extra)
-            more = {k: v[repeat] for k, v in base.items()}
-            more["address"] = more["address"] + within
-            base = {k: np.concatenate([v, more[k]]) for k, v in base.items()}
+        base, self.unit = access_rows(records, tables, unit)
         keep = _bearing(base, tables)
         if keep is not None:
             base = {k: v[keep] for k, v in base.items()}
@@ -492,17 +472,3 @@ class _LazyColumns(dict):
         return self._changes[keys]
 
 
-def _composite_key(columns: list[np.ndarray]) -> np.ndarray | None:
-    """One int64 ordering rows as the columns do lexicographically (None if it would overflow)."""
-    if not columns or columns[0].size == 0:
-        return np.zeros(0, dtype=np.int64)
-    key = np.zeros(columns[0].size, dtype=np.int64)
-    span = 1
-    for column in columns:
-        low, high = int(column.min()), int(column.max())
-        size = high - low + 1
-        span *= size
-        if span >= 1 << 62:
-            return None
-        key = key * size + (column - low)
-    return key
