@@ -463,7 +463,9 @@ def cmd_gate(args) -> int:
 
 def _reuse(args, jobs: list, listed: dict | None = None) -> tuple[list, list]:
     """(jobs to run, records reused): with --reuse, a job whose inputs are unchanged since a PASS in
-    the given results files (default: the output folder's results.json) takes that record.
+    the given results files (default: the output folder's results.json) takes that record, if
+    verify made it on this machine (its tag verifies: verify.results.signing); the run says, once
+    per file, why records matching a job were not taken.
 
     Every run digests its jobs' inputs, --reuse or not, so each record carries them
     (CheckResult.inputs_sha256) and any later `--reuse` can take it: a first plain `verify gate`

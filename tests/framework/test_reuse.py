@@ -48,6 +48,23 @@ def test_a_run_without_reuse_leaves_records_a_later_reuse_can_take(tmp_path):
 
 
 @pytest.mark.webgpu
+def test_a_plain_gate_then_reuse_reuses_every_pass_and_again_from_the_reused_records(tmp_path):
+    """The gate's sequence end to end: every record of a plain gate is tagged, so a --reuse with
+    nothing changed takes each PASS; the records it copied keep their tags, so the next takes them too."""
+    out = tmp_path / "out"
+    base = ["gate", "--profile", "quick", "--kernels", "merge_state", "--implementation", "wgpu", "--jobs", "2",
+            "--out", str(out)]
+    plain = verify(*base)
+    assert plain.returncode == 0, plain.stderr
+    passed = sum(r["verdict"] == "pass" for r in records(out))
+    assert passed and all(r["auth_tag"] for r in records(out))
+    for _ in range(2):
+        again = verify(*base, "--reuse")
+        assert again.returncode == 0 and f"reusing {passed} of {passed} checks" in again.stderr, again.stderr
+        assert "not reused" not in again.stderr and all(r["reused_from"] for r in records(out))
+
+
+@pytest.mark.webgpu
 def test_a_failure_is_never_reused(tmp_path):
     out = tmp_path / "out"
     wgsl = MUTANTS / "merge_state" / "natural_log.wgsl"

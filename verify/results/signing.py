@@ -9,7 +9,7 @@ field but the job's position in its run, where a reuse came from, and the tag it
 copies the tag with the record, so a reused record stays reusable.
 
 Who can make a record reusable: whoever can read the key, i.e. this user (and root) on this
-machine, through verify. A record edited in any field the tag covers, or tagged with another
+machine; verify tags only the records its own runs make. A record edited in any field the tag covers, or tagged with another
 machine's key, does not verify and runs again; so does every record when the key is missing or
 replaced (a key that is not this user's own private regular file is replaced).
 
@@ -30,7 +30,6 @@ from pathlib import Path
 
 from verify.errors import UsageError
 from verify.results.record import CheckResult
-
 
 #: The key's file in verify's cache folder.
 KEY_FILE = "reuse-key"
@@ -136,6 +135,8 @@ def _make_key(path: Path, *, replace_existing: bool) -> SigningKey:
                 theirs = _read_key(path)
                 if isinstance(theirs, bytes):
                     return SigningKey(theirs)
+                os.replace(temporary, path)
+            except OSError:  # a file system without hard links: the rename is atomic still
                 os.replace(temporary, path)
     except OSError as exc:
         return SigningKey(None, f"cannot make {path}: {exc.strerror or exc}")
