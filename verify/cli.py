@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from verify._version import DISTRIBUTION, __version__
-from verify.errors import FailureKind, KernelError, UsageError, deprecated
+from verify.errors import FailureKind, InfrastructureError, KernelError, UsageError, deprecated
 from verify.results.record import Verdict
 
 EPILOG = """\
@@ -860,6 +860,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KernelError as exc:
         print(f"verify: kernel failed: {exc}", file=sys.stderr)
+        return 1
+    except InfrastructureError as exc:  # e.g. ORT's Node died while a capture was made for the plan
+        print(f"verify: error: {exc} (what runs the kernel broke, not the kernel: no verdict; run it again)",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("verify: interrupted", file=sys.stderr)

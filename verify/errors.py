@@ -27,6 +27,7 @@ class FailureKind(str, enum.Enum):
     COMPILE_DIVERGENCE = "compile divergence"
     OVER_LIMIT = "over a device limit"
     TIME_LIMIT = "time limit"
+    VERIFY_LIMIT = "verify's limit"
     CRASH = "crash or device lost"
     KERNEL_CODE = "error in the kernel's code"
     INTERNAL = "internal error"
@@ -52,6 +53,14 @@ class InfrastructureError(Exception):
     kernel; the next check starts that process again."""
 
     kind = FailureKind.CRASH
+
+
+class VerifyLimit(Exception):
+    """The check reached a limit of verify's own, not of the kernel (the sanitizer's access log
+    cannot hold even one workgroup of a dispatch): the check cannot be carried out here, so its
+    record is an ERROR naming the limit, never a FAIL of the kernel nor "an internal error"."""
+
+    kind = FailureKind.VERIFY_LIMIT
 
 
 class ContractError(Exception):

@@ -11,12 +11,12 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from verify._version import __version__
 from verify.checks import get_check
-from verify.errors import FailureKind, SetupError, UsageError
+from verify.errors import FailureKind, InfrastructureError, SetupError, UsageError
 from verify.gpu.device import SUBGROUP_WIDTHS
 from verify.gpu.implementations import (
     ADAPTER_ENVIRONMENT,
@@ -258,6 +258,10 @@ def _with_wgsl(planned: list, workers: int, *, profile: Profile, seed: int) -> l
         except UsageError as exc:
             failed[entry.name] = broken(spec.name, f"{spec.name}: its gate configs are refused: {exc}",
                                         kernel_ref=spec.ref, profile=profile, seed=seed)
+        except InfrastructureError as exc:  # what makes the WGSL (ORT's Node) died: not the kernel's code
+            failed[entry.name] = replace(broken(spec.name, f"{spec.name}: making its WGSL: {exc} (what runs the "
+                                                "kernel broke, not the kernel: no verdict on it)", kernel_ref=spec.ref,
+                                                profile=profile, seed=seed), failure_kind=exc.kind)
         except Exception as exc:
             failed[entry.name] = broken(spec.name, f"{spec.name}: wgsl() in {spec.provenance} raised "
                                         f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile,

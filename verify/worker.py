@@ -27,8 +27,8 @@ from pathlib import Path
 from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.implementations import divergence
-from verify.checks.runner import RunOptions, infrastructure_reason, raised_by, run_check
-from verify.errors import FailureKind, InfrastructureError, KernelError, SetupError, UsageError
+from verify.checks.runner import RunOptions, infrastructure_reason, limit_reason, raised_by, run_check
+from verify.errors import FailureKind, InfrastructureError, KernelError, SetupError, UsageError, VerifyLimit
 from verify.gpu import compiling
 from verify.gpu.device import ShaderCompileError
 from verify.gpu.implementations import (
@@ -362,6 +362,8 @@ def _check_job(job: Job, devices: DeviceCache, emit) -> None:
         emit(Finished(job.result(Verdict.FAIL, str(exc), failure_kind=exc.kind)))
     except InfrastructureError as exc:
         emit(Finished(job.result(Verdict.ERROR, infrastructure_reason(exc), failure_kind=exc.kind)))
+    except VerifyLimit as exc:
+        emit(Finished(job.result(Verdict.ERROR, limit_reason(exc), failure_kind=exc.kind)))
     except Exception as exc:
         reason, kind = raised_by(exc, _loaded_kernel(job))
         emit(Finished(job.result(Verdict.ERROR, reason, failure_kind=kind, traceback=traceback.format_exc())))

@@ -85,3 +85,26 @@ def _job() -> Job:
 def test_two_deaths_are_the_kernels_failure_only_as_evidence(first, second, verdict):
     record = _death_record(_job(), first, second, "")
     assert record.verdict is verdict, record.reason
+
+
+def test_a_runtime_dying_while_the_plan_makes_wgsl_is_an_error_naming_it_never_the_kernels_code(monkeypatch):
+    from verify.errors import FailureKind
+    from verify.plan import gate_jobs
+    from verify.profiles import get_profile
+
+    monkeypatch.syspath_prepend(str(PLUGIN))
+    jobs, planned_out = gate_jobs(["verify_toy.infrastructure:DiesWhileMakingWgsl"], profile=get_profile("quick"),
+                                  seed=0, out_dir=None, time_limit=None, implementations=["wgpu"])
+    [record] = planned_out
+    assert not jobs and record.verdict is Verdict.ERROR and record.failure_kind is FailureKind.CRASH
+    assert "process died" in record.reason and "not the kernel" in record.reason
+
+
+def test_check_says_a_runtime_death_while_planning_in_one_line(tmp_path):
+    result, records = None, None
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PLUGIN), *sys.path]))
+    result = subprocess.run([sys.executable, "-m", "verify", "check", "verify_toy.infrastructure:DiesWhileMakingWgsl",
+                             "--implementation", "wgpu", "--out", str(tmp_path / "o")],
+                            capture_output=True, text=True, env=environment, timeout=600)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "process died" in result.stderr and "not the kernel" in result.stderr

@@ -219,8 +219,8 @@ def test_the_sanitize_check_records_verifys_limit_as_an_error_not_a_failure(webg
     result = run_check(get_check("sanitize"), ctx, RunOptions(4, seed=0)).result
     assert result.verdict is Verdict.ERROR and result.verdict is not Verdict.FAIL
     assert "verify's limit, not a finding: workgroup 0" in result.reason and "capped at 2 records" in result.reason
-    assert "the kernel's own code" not in result.reason
-    assert result.failure_kind is not FailureKind.SANITIZER
+    assert "the kernel's own code" not in result.reason and "internal error" not in result.reason
+    assert result.failure_kind is FailureKind.VERIFY_LIMIT
     # The first case's one run (its one workgroup overflowed the log); Hypothesis's further tries
     # ended at once, with no dispatch.
-    assert device.logs == [(0, ALL_GROUPS)] and result.runs > 1
+    assert device.logs == [(0, ALL_GROUPS)] and result.runs >= 1

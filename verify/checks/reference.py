@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
-from verify.errors import FailureKind, SetupError
+from verify.errors import FailureKind, SetupError, VerifyLimit
 from verify.gpu.device import ShaderCompileError
 from verify.wgsl import WgslSyntaxError
 from verify.wgsl.types import UnsupportedWgsl
@@ -62,7 +62,7 @@ class BoundsPass:
 
         try:
             ctx.launch(case, device=self.device)
-        except (UnsupportedWgsl, WgslSyntaxError, SetupError, ShaderCompileError) as exc:
+        except (UnsupportedWgsl, WgslSyntaxError, SetupError, VerifyLimit, ShaderCompileError) as exc:
             self.device.take_report()
             if first:
                 self.state = "clean"

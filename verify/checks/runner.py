@@ -19,7 +19,7 @@ from hypothesis.errors import Flaky
 
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
-from verify.errors import ContractError, FailureKind, InfrastructureError, KernelError, SetupError
+from verify.errors import ContractError, FailureKind, InfrastructureError, KernelError, SetupError, VerifyLimit
 from verify.results.detail import error_detail
 from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
 
@@ -76,7 +76,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         base = CheckResult(kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=Verdict.PASS)
     started = time.perf_counter()
     state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0,
-             "paths": Counter(), "infrastructure": None, "setup": None}
+             "paths": Counter(), "infrastructure": None, "setup": None, "limit": None}
 
     def body(case):
         entered = time.perf_counter()
@@ -91,6 +91,8 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             raise state["infrastructure"]
         if state["setup"] is not None:  # the machine lacks what the kernel needs: nothing more can run
             raise state["setup"]
+        if state["limit"] is not None:  # verify cannot carry the check out here: no example means anything
+            raise state["limit"]
         state["calls"] += 1
         shrinking = state["first_failure"] is not None
         try:
@@ -99,8 +101,10 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             state["infrastructure"] = exc
             raise
         except SetupError as exc:
-            if _skips_the_check(exc):
-                state["setup"] = exc
+            state["setup"] = exc
+            raise
+        except VerifyLimit as exc:
+            state["limit"] = exc
             raise
         except KernelError as exc:
             outcome = Outcome(False, float("inf"), [], [str(exc)], ctx.kernel.features(case), case, exc.kind)
@@ -160,6 +164,9 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
     if state["setup"] is not None:  # the machine, not the kernel nor verify: not verified here, saying why
         verdict, reason, kind = Verdict.SKIP, str(state["setup"]), None
         shrunk, trace = None, None
+    if state["limit"] is not None:  # verify's own limit: no verdict on the kernel, and no defect of verify's
+        verdict, reason, kind = Verdict.ERROR, limit_reason(state["limit"]), FailureKind.VERIFY_LIMIT
+        shrunk, trace = None, None
     if state["infrastructure"] is not None:  # whatever Hypothesis made of it (a flaky failure, a shrink)
         verdict, reason, kind = Verdict.ERROR, infrastructure_reason(state["infrastructure"]), FailureKind.CRASH
         shrunk, trace = None, None
@@ -185,14 +192,8 @@ def _rank(outcome: Outcome) -> tuple:
     return (not outcome.passed, score)
 
 
-def _skips_the_check(exc: SetupError) -> bool:
-    """Whether a SetupError an example raised ends the check as a SKIP naming it: the machine
-    lacks what the kernel needs (its runtime, or the pinned version of it; a device limit), so no
-    example can say anything, and it is neither a verdict on the kernel nor a defect of verify's.
-    The sanitizer's log limit (verify.instrument.passes.SanitizerLogLimit, loaded wherever one was
-    raised) is a SetupError too, but the sanitize check's own error on this adapter: kept as it was."""
-    limit = getattr(sys.modules.get("verify.instrument.passes"), "SanitizerLogLimit", None)
-    return limit is None or not isinstance(exc, limit)
+def limit_reason(exc: VerifyLimit) -> str:
+    return f"{exc}\n(verify's own limit, not the kernel's: no verdict on it)"
 
 
 def infrastructure_reason(exc: InfrastructureError) -> str:

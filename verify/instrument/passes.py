@@ -35,7 +35,7 @@ from collections import deque
 
 import numpy as np
 
-from verify.errors import SetupError
+from verify.errors import VerifyLimit
 from verify.instrument.bearing import bearing
 from verify.instrument.findings import SanitizerReport
 from verify.instrument.sanitize import Sanitized
@@ -56,7 +56,7 @@ from verify.instrument.shadow import (
 PLANNED_FILL = 0.75
 
 
-class SanitizerLogLimit(SetupError):
+class SanitizerLogLimit(VerifyLimit):
     """verify's limit, not the kernel's: one workgroup alone logs more accesses than the largest
     log the device can bind, or the kernel's accesses changed between the passes of a dispatch run
     in several. The dispatch cannot be analysed here, so there is no verdict on it: the sanitize
