@@ -9,6 +9,8 @@ one line, exit 2, with nothing left behind.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import importlib.util
 import json
 import subprocess
@@ -118,6 +120,70 @@ def test_replaying_the_capture_judges_as_verify_judges_the_kernels_launch(webgpu
         metrics = ours[output["name"]]
         assert (output["failing"], output["nan"]) == (metrics.failing, metrics.nan_count)
         assert output["max_ratio"] == metrics.max_err_over_budget
+
+
+def _unpack(text: str) -> bytes:
+    return gzip.decompress(base64.b64decode(text))
+
+
+def _wide(case: Case, dtype=np.float64, **overrides) -> Case:
+    """`case` with every array as `dtype` (a case file written by hand or by another tool), some replaced."""
+    return Case({k: np.asarray(overrides.get(k, v), dtype) for k, v in case.arrays.items()}, case.params)
+
+
+def test_a_float64_case_is_reproduced_in_the_types_the_kernel_binds(tmp_path):
+    """WebGPU has no f64: the case's float64 arrays become the f32 the WGSL declares (rounded), the
+    reference is of those values, and the outputs are read back and judged as f32."""
+    case = merge()
+    path = saved(tmp_path, "merge_state", {"head_dim": 64, "dtype": "f32"}, _wide(case), message="v: 384/384 over")
+    done = export(path, "-o", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "out" / "repro.json").read_text())
+    assert {o["name"]: o["dtype"] for o in data["outputs"]} == {"v": "f32", "s": "f32"}
+    buffers = {b["name"]: b for b in data["buffers"]}
+    for name in ("v", "s", "v_other", "s_other"):
+        raw = _unpack(buffers[name]["data"])
+        f32 = case[name].astype(np.float32).tobytes()
+        assert raw[:len(f32)] == f32, name  # the f32 values, not float64 bytes read as twice as many f32
+    assert buffers["v"]["readback"] == case["v"].size * 4
+    lo = np.frombuffer(_unpack(data["outputs"][1]["lo"]), "<f8")
+    kernel = get_kernel("merge_state")
+    config = kernel.config({"head_dim": 64, "dtype": "f32"})
+    [_, s] = kernel.expected(config, case)  # the f32 case: the reference of the values the kernel gets
+    assert np.array_equal(lo, np.asarray(s.lo, np.float64).ravel())
+    assert "float64 -> f32" in data["case"] and "v: 384/384" not in (tmp_path / "out" / "ISSUE.md").read_text()
+
+
+@pytest.mark.webgpu
+def test_a_float64_case_of_a_correct_kernel_passes_with_wgpu(tmp_path):
+    pytest.importorskip("wgpu")
+    path = saved(tmp_path, "merge_state", {"head_dim": 64, "dtype": "f32"}, _wide(merge()))
+    assert export(path, "-o", tmp_path / "out").returncode == 0
+    verdict, output, code = run_python(tmp_path / "out")
+    assert (verdict, code) == ("PASS", 0), output
+
+
+def test_a_float64_case_past_the_kernels_type_is_refused_in_one_line(tmp_path):
+    """An f16 kernel given float64 values past 65504: converting would change the case."""
+    case = merge()
+    wide = _wide(case, v=np.full(case["v"].shape, 1e6))
+    path = saved(tmp_path, "merge_state", {"head_dim": 64, "dtype": "f16"}, wide)
+    before = {p.name for p in tmp_path.iterdir()}
+    _one_line_error(export(path, "-o", tmp_path / "out"), "v", "float64", "f16's range")
+    _nothing_left(tmp_path, before)
+
+
+def test_a_launch_that_binds_a_64_bit_array_is_refused():
+    """Whatever the case, an array the launch itself makes float64 has no WebGPU type to be bound as."""
+    kernel = get_kernel("merge_state")
+    config = kernel.config({"head_dim": 64, "dtype": "f32"})
+
+    class Widening(type(kernel)):
+        def launch(self, device, wgsl, config, case):
+            return super().launch(device, wgsl, config, case.replace({"v": case["v"].astype(np.float64)}))
+
+    with pytest.raises(UsageError, match="binds 'v' as float64, a type WebGPU does not have"):
+        capture(Widening(), config, kernel.wgsl(config), merge())
 
 
 def _load_script(path: Path):

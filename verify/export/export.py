@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from verify.errors import ContractError, UsageError
-from verify.export.capture import capture
+from verify.export.capture import capture, conform
 from verify.export.write import Story, render, write_folder
 from verify.results.record import KnownFinding
 
@@ -103,15 +103,21 @@ def adapter_label(adapter: dict | None) -> str:
     return f"{name} ({detail})" if detail else name
 
 
-def story_of(kernel, config: dict, check, case, meta: dict) -> Story:
-    """What the files of an exported case file say: its finding, or its failure message."""
-    message = meta.get("message") or ""
+def story_of(kernel, config: dict, check, case, meta: dict, converted: tuple = ()) -> Story:
+    """What the files of an exported case file say: its finding, or its failure message.
+
+    `converted`: the case's arrays conform turned from a 64-bit type into the kernel's ("v float64
+    -> f32"). The saved verdict then came from a run that bound them as they were, bytes the kernel
+    misread, so it says nothing of this reproduction: it is left out, and the case says so."""
+    message = "" if converted else meta.get("message") or ""
     on = adapter_label(meta.get("adapter"))
     finding = finding_of(kernel, check.name, config, meta)
     sanitizer = sanitizer_messages(message) if meta.get("failure_kind") == "sanitizer finding" else []
     if finding is not None:
         title, _, body = finding.text.partition("\n")
         detail = [p for p in plain(body).split("\n") if p.strip()]
+    elif converted:
+        title, detail = f"{kernel.name}: a saved case, its 64-bit arrays as the kernel binds them", []
     else:
         title = f"{kernel.name}: {message.split('; ')[0] or 'fails its reference'}"
         detail = []
@@ -130,7 +136,14 @@ def story_of(kernel, config: dict, check, case, meta: dict) -> Story:
     if sanitizer:
         expect["pass"] = ("The outputs are within budget here: what is wrong is an access the values do not show on "
                           "this adapter (the offending lines below).")
-    return Story(title=title.strip(), detail=detail, kernel=kernel.name, config=config, case=case.summary(),
+    summary = case.summary()
+    if converted:
+        summary += (f" ({', '.join(converted)}: the case file's arrays as the kernel binds them, floats rounded to "
+                    "nearest; WebGPU has no 64-bit types)")
+        expect.update(verdict="PASS or FAIL", text=f"Not known: the run on {on} bound the case's 64-bit arrays as "
+                      "they were, bytes the kernel misread, so its verdict does not carry over.",
+                      fail="The kernel fails this case.", **{"pass": "Within budget."})
+    return Story(title=title.strip(), detail=detail, kernel=kernel.name, config=config, case=summary,
                  budget=plain(kernel.budget_doc()), expect=expect, upstream=kernel.upstream(config, meta["wgsl"]),
                  sanitizer=sanitizer, observed=observed)
 
@@ -142,8 +155,12 @@ def export_case(path, out) -> Path:
     check_destination(Path(out))  # before any work: a bad destination is the first thing said
     kernel, config, check, case, meta = load_for_export(path)
     width = int(meta["subgroup_width"]) if meta.get("subgroup_width") else None
+    limits = check.device_limits(kernel, config)
     try:
-        captured = capture(kernel, config, meta["wgsl"], case, limits=check.device_limits(kernel, config), width=width)
+        case, converted = conform(kernel, config, meta["wgsl"], case, limits=limits, width=width)
+        captured = capture(kernel, config, meta["wgsl"], case, limits=limits, width=width)
     except ContractError as exc:  # the kernel breaks its contract: nothing a reproduction could judge
         raise UsageError(f"{path}: {exc}") from None
-    return write_folder(Path(out), render(captured, story_of(kernel, config, check, case, meta)))
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    return write_folder(Path(out), render(captured, story_of(kernel, config, check, case, meta, tuple(converted))))

@@ -6,7 +6,10 @@ the kernel, check and config it shows under, how to make its case (the kernel's 
 `finding_examples` where it has them, else the case the documented reproduction uses), and what
 a maintainer reads: the headline, the explanation, and where it does not show and why. Each case
 is also run once here, on the kernel's own WebGPU implementation (and through the sanitizer for
-the findings it names lines for), so ISSUE.md can say what came back.
+the findings it names lines for): what came back goes to OBSERVED.md beside the reproduction, not
+into its files, which are the same bytes wherever and whenever they are exported (the committed
+reports/findings/ is a fresh export, byte for byte); the sanitizer's lines go into ISSUE.md and
+the page in a form that does not depend on the run (stable_message).
 
 Findings of a WebGPU implementation rather than of a kernel (lavapipe's workgroup memory, §8;
 its loop cap, §9; Naga and Tint disagreeing, §12) ship no folder of their own: §8 and §12 show
@@ -25,9 +28,12 @@ WebGPU calls the recording device never sees (docs/findings.md "Reproductions").
 from __future__ import annotations
 
 import json
+import sys
+import threading
+import time
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -848,48 +854,153 @@ def _worst(outputs: dict, expected: list, count: int = 5) -> list[dict]:
     return rows
 
 
-def observe(finding: Finding, kernel, config: dict, wgsl: str, case) -> tuple[dict | None, list[str]]:
-    """Run the case once here: what came back ({on, verdict, reason, worst}), and the sanitizer's
-    messages where the finding names lines. (None, []) where no device of the implementation opens."""
+class Devices:
+    """The devices one finding runs on: opened as its runs ask, at most one at a time, all closed
+    when the finding is done.
+
+    Dawn lives in a Node process per device (verify.gpu.dawn's worker.mjs). A device opened per
+    run and never closed (the process's stderr thread keeps it referenced, so it is never
+    collected) piled up 11-13 idle Dawn workers, about 2 GB, over one `verify findings export`. So
+    opening a device closes the one before (the sanitizer's limits differ from the check's), and
+    `close` ends it: a finding done leaves no Dawn worker behind, and there is never more than one.
+    ONNX Runtime's Node process (verify.sources.ort.runtime) is another matter: one per process by
+    design, started where a kernel's WGSL comes from ORT, kept for the next ORT finding (starting it
+    costs a second or two of loading ORT's wasm) and ended when the export is (close_ort_runtimes).
+    """
+
+    def __init__(self):
+        self._key = None
+        self._device = None
+
+    def get(self, implementation: str | None, limits: dict):
+        """A device of `implementation` held to `limits` (SetupError where none opens here)."""
+        from verify.gpu.implementations import open_device
+
+        key = (implementation, json.dumps(limits, sort_keys=True))
+        if self._device is not None and self._key == key and getattr(self._device, "alive", True):
+            return self._device
+        self.close()
+        self._device = open_device(implementation, None, limits)
+        self._key = key
+        return self._device
+
+    def close(self) -> None:
+        device, self._device, self._key = self._device, None, None
+        if device is not None and hasattr(device, "close"):
+            device.close()
+
+    def __enter__(self) -> "Devices":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def close_ort_runtimes() -> None:
+    """End ONNX Runtime's Node processes (started where a kernel's WGSL is captured from an ORT
+    session, or its cache looked up), if this process started any."""
+    runtime = sys.modules.get("verify.sources.ort.runtime")
+    if runtime is not None:
+        runtime.close_shared()
+
+
+@dataclass
+class Observed:
+    """A finding's case run once here: what came back ({on, verdict, reason, worst, compiler}),
+    and the sanitizer's findings where the finding names lines (verify.instrument.findings)."""
+
+    result: dict | None = None
+    sanitizer: list = field(default_factory=list)
+    #: Why nothing was run (no device of the implementation opens here), or "".
+    missing: str = ""
+
+
+def observe(finding: Finding, kernel, config: dict, wgsl: str, case, devices: Devices) -> Observed:
+    """Run the case once here, on `devices`: what came back, and the sanitizer's findings where the
+    finding names lines. Nothing (and why) where no device of the implementation opens."""
     from verify.checks import get_check
     from verify.checks.context import CheckContext
     from verify.gpu.device import ShaderCompileError
-    from verify.worker import DeviceCache
 
     check = get_check(finding.check)
     implementation = finding.implementation or (kernel.implementations or (None,))[0]
     try:
-        device = DeviceCache().get(None, implementation, check.device_limits(kernel, config))
-    except SetupError:
-        return None, []
+        device = devices.get(implementation, check.device_limits(kernel, config))
+    except SetupError as exc:
+        return Observed(missing=str(exc).splitlines()[0])
     on = device.info.label
     missing = device.missing(kernel.requirements(config))
     if missing:
-        return {"on": on, "verdict": "SKIP", "reason": f"the adapter lacks {', '.join(missing)}", "worst": []}, []
+        return Observed({"on": on, "verdict": "SKIP", "reason": f"the adapter lacks {', '.join(missing)}", "worst": []})
     try:
         launched = kernel.launch(device, wgsl, config, case)
     except ShaderCompileError as exc:
         message = "\n".join(str(exc).strip().splitlines()[:40])
-        return {"on": on, "verdict": "ERROR", "reason": f"the WGSL does not compile ({exc.compiler or 'compiler'}):",
-                "compiler": message, "worst": []}, []
+        return Observed({"on": on, "verdict": "ERROR", "compiler": message, "worst": [],
+                         "reason": f"the WGSL does not compile ({exc.compiler or 'compiler'}):"})
     outcome = CheckContext(kernel, config, device, wgsl).judge(case, launched)
-    observed = {"on": on, "verdict": "PASS" if outcome.passed else "FAIL",
-                "reason": outcome.message() if not outcome.passed else "every output within its budget",
-                "worst": _worst(launched.outputs, kernel.expected(config, case))}
-    messages = []
+    observed = Observed({"on": on, "verdict": "PASS" if outcome.passed else "FAIL",
+                         "reason": outcome.message() if not outcome.passed else "every output within its budget",
+                         "worst": _worst(launched.outputs, kernel.expected(config, case))})
     if finding.sanitize:
         from verify.instrument import SanitizingDevice
 
         if finding.check != "sanitize":  # the sanitizer binds its log as one more storage buffer
-            device = DeviceCache().get(None, implementation, get_check("sanitize").device_limits(kernel, config))
+            device = devices.get(implementation, get_check("sanitize").device_limits(kernel, config))
         sanitizing = SanitizingDevice(device)
         kernel.launch(sanitizing, wgsl, config, case)
-        messages = sanitizing.take_report().messages()
-    return observed, messages
+        observed.sanitizer = list(sanitizing.take_report().findings)
+    return observed
+
+
+def stable_message(found) -> str:
+    """A sanitizer finding as the folder states it: what is accessed wrongly, how, and at which lines,
+    without what the run it came from happened to see first (the invocation, the element, the index
+    of the first access logged; the count, which follows the adapter's subgroup width). The messages
+    with those are in OBSERVED.md (observed_text): a folder's files are the same on every machine."""
+    from verify.instrument.findings import OutOfBounds, Race, UninitializedRead
+
+    def memory(space: str, variable: str) -> str:
+        return f"{'workgroup array' if space == 'workgroup' else 'storage buffer'} {variable}"
+
+    def at(site) -> str:
+        return f'at {site.where} "{site.source_line.strip()}"'
+
+    if isinstance(found, OutOfBounds):
+        site = found.access.site
+        where = site.expression.strip()
+        if where.count("[") > 1:
+            where = f"index {found.dimension} of {where}"
+        return (f"out-of-bounds {site.kind.verb} of {memory(site.space, site.variable)}: an index not below the "
+                f"length {found.length} ({where}); {site.kind.verb} {at(site)}")
+    if isinstance(found, UninitializedRead):
+        site = found.access.site
+        return (f"uninitialised read of {memory(site.space, site.variable)}: read {at(site)} before any invocation "
+                "of the workgroup wrote it (the kernel relies on zero-initialisation)")
+    if isinstance(found, Race):  # the two accesses by line: which one the log holds first is the run's
+        first, second = sorted((found.first.site, found.second.site), key=lambda site: (site.where, site.kind.verb))
+        how = {"epoch": "with no barrier between them", "workgroups": "in different workgroups, which nothing orders",
+               "memory": f"with no {'storageBarrier' if found.space == 'storage' else 'workgroupBarrier'} between them"}
+        return (f"race on {memory(found.space, found.variable)}: {first.kind.verb} {at(first)} and "
+                f"{second.kind.verb} {at(second)}, {how.get(found.ordering, 'unordered')}")
+    return found.message()
 
 
 # -- writing ------------------------------------------------------------------------------------------------
-def story(finding: Finding, kernel, config: dict, wgsl: str, case, observed, messages) -> Story:
+#: Where the tests run each reproduction (Finding.shows), as a folder's ISSUE.md names them.
+PLACES = {"chromium": "a browser: Chromium on SwiftShader (subgroups of 4, no shader-f16)",
+          "wgpu": "wgpu (Naga) on Mesa 22.3 lavapipe (subgroups of 8, workgroup memory not zeroed)",
+          "dawn": "Dawn (Tint) in Node on Mesa 25 lavapipe (subgroups of 8)"}
+#: The file of a folder that says what came back on the machine that exported it: a run's result
+#: (the adapter, the worst elements, the sanitizer's first witnesses) differs by machine and by run,
+#: so it lies beside the reproduction and is not committed (reports/findings/.gitignore): the
+#: folder's other files are the same wherever and whenever it is exported.
+OBSERVED = "OBSERVED.md"
+
+
+def story(finding: Finding, kernel, config: dict, wgsl: str, case, sanitizer: list[str]) -> Story:
+    """What the folder's files say: the registry's text, the route table, the sanitizer's lines;
+    nothing measured on this machine (OBSERVED)."""
     verdict, why = finding.shows.get("chromium", ("FAIL", None))
     fail = f"The finding reproduces on this adapter: {finding.title}."
     expect = {
@@ -906,7 +1017,23 @@ def story(finding: Finding, kernel, config: dict, wgsl: str, case, observed, mes
     return Story(title=finding.title, detail=list(finding.detail), kernel=kernel.name, config=config,
                  case=case.summary(), budget=_plain_budget(kernel.budget_doc()), expect=expect,
                  upstream=finding.upstream or kernel.upstream(config, wgsl), notes=_unique(notes),
-                 sanitizer=messages, observed=observed, links=list(finding.links))
+                 sanitizer=sanitizer, links=list(finding.links), routes=_routes(finding.shows))
+
+
+def _routes(shows: dict) -> list[dict]:
+    return [{"place": PLACES[where], "verdict": verdict, "why": why or ""} for where, (verdict, why) in shows.items()]
+
+
+def observed_text(title: str, observed: Observed) -> str:
+    """OBSERVED.md: what came back when the case ran here (verdict, worst elements, the compiler's
+    messages, the sanitizer's messages with their witnesses), to paste under an issue."""
+    from verify.export.write import _environment
+
+    messages = [f.message() for f in observed.sanitizer]
+    missing = "no device of the kernel's WebGPU implementation opens here" if observed.missing else ""
+    text = _environment().get_template("OBSERVED.md.j2").render(title=title, observed=observed.result,
+                                                                missing=missing, sanitizer=messages)
+    return text.rstrip() + "\n"
 
 
 def reproduction_limits(finding: Finding, kernel, config: dict) -> dict:
@@ -920,17 +1047,18 @@ def reproduction_limits(finding: Finding, kernel, config: dict) -> dict:
     return get_check(finding.check).device_limits(kernel, config)
 
 
-def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) -> dict:
-    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes."""
+def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, devices: Devices | None) -> dict:
+    """The files of `fixed/`: the finding's case on the kernel with its fix, which passes (and, run
+    on `devices`, what came back)."""
     repaired = finding.fix(wgsl)
     captured = capture(kernel, config, repaired, case, limits=reproduction_limits(finding, kernel, config))
-    observed = observe(replace(finding, sanitize=False), kernel, config, repaired, case)[0] if run else None
-    told = story(finding, kernel, config, repaired, case, observed, [])
+    told = story(finding, kernel, config, repaired, case, [])
     told.title = f"{finding.title}: with {finding.fix_text}, the outputs match the reference"
     told.detail = [f"The same case as the folder above, on the kernel with {finding.fix_text}. "
                    "Every output is within its budget of the reference, where the kernel as shipped fails."]
     verdict, why = (finding.fixed_shows or {}).get("chromium", ("PASS", None))
     told.notes = [why for _, why in (finding.fixed_shows or {}).values() if why]
+    told.routes = _routes({where: (finding.fixed_shows or {}).get(where, ("PASS", None)) for where in finding.shows})
     places = {"chromium": "in a browser with WebGPU", "wgpu": "with wgpu", "dawn": "with Dawn"}
     told.expect = {"verdict": verdict,
                    "text": "PASS everywhere." if not finding.fixed_shows else
@@ -940,7 +1068,11 @@ def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, run: bool) ->
                    "fail": "The fixed kernel fails here: the fix does not cover this adapter.",
                    "error": "The WGSL does not compile or the dispatch is refused here.",
                    "skip": "This adapter cannot run the kernel."}
-    return render(captured, told)
+    files = render(captured, told)
+    if devices is not None:
+        files[OBSERVED] = observed_text(told.title, observe(replace(finding, sanitize=False), kernel, config,
+                                                            repaired, case, devices))
+    return files
 
 
 def _unique(items: list) -> list:
@@ -953,11 +1085,15 @@ def _plain_budget(text: str) -> str:
     return plain(text)
 
 
-def build(finding: Finding, *, run: bool = True):
-    """(files of the finding's folder, its index entry)."""
+def build(finding: Finding, *, run: bool = True, devices: Devices | None = None):
+    """(files of the finding's folder, its index entry, what came back here: an Observed, None where
+    not `run`). The case runs on `devices` (its own, closed before it returns, where none is given)."""
     from verify.kernels.registry import get_kernel
     from verify.results.record import KnownFinding
 
+    if run and devices is None:
+        with Devices() as own:
+            return build(finding, run=run, devices=own)
     kernel = get_kernel(finding.kernel)
     config = kernel.config(finding.config)
     wgsl = kernel.wgsl(config)
@@ -971,25 +1107,67 @@ def build(finding: Finding, *, run: bool = True):
             raise UsageError(f"finding {finding.name}: {kernel.name} gives no example case under {finding.check}")
         case = examples[0]
     captured = capture(kernel, config, wgsl, case, limits=reproduction_limits(finding, kernel, config))
-    observed, messages = observe(finding, kernel, config, wgsl, case) if run else (None, [])
-    told = story(finding, kernel, config, wgsl, case, observed, messages)
+    observed = observe(finding, kernel, config, wgsl, case, devices) if run else None
+    sanitizer = sorted(set(stable_message(f) for f in observed.sanitizer), key=_by_line) if observed else []
+    told = story(finding, kernel, config, wgsl, case, sanitizer)
     if finding.fix is not None:
         told.detail.append(f"The folder `fixed/` holds the same reproduction with {finding.fix_text}; it passes.")
     files = render(captured, told)
+    if observed is not None:
+        files[OBSERVED] = observed_text(finding.title, observed)
     if finding.fix is not None:
-        files.update({f"fixed/{name}": text for name, text in fixed(finding, kernel, config, wgsl, case, run).items()})
+        files.update({f"fixed/{name}": text for name, text in
+                      fixed(finding, kernel, config, wgsl, case, devices if run else None).items()})
     headlines = [f.headline for f in KnownFinding.all_of(kernel.known_finding(finding.check, config))
                  if f.headline.startswith(finding.headline)]
     entry = {"name": finding.name, "section": finding.section, "title": finding.title, "kernel": kernel.name,
              "check": finding.check, "config": config, "headlines": headlines, "shows": finding.shows,
-             **({"fixed_shows": finding.fixed_shows} if finding.fixed_shows else {}),
-             "observed": {k: v for k, v in observed.items() if k != "worst"} if observed else None}
-    return files, entry
+             **({"fixed_shows": finding.fixed_shows} if finding.fixed_shows else {})}
+    return files, entry, observed
 
 
-def export_findings(out: Path, *, only: str | None = None, run: bool = True, say=lambda line: None) -> list[Path]:
+def _by_line(message: str) -> tuple:
+    """A sanitizer line's sort key: its first cited line, then its text (the sanitizer lists its
+    findings in the order of its log, which is the run's)."""
+    lines = [int(n) for n in re.findall(r"\bat line (\d+)\b", message)]
+    return (min(lines) if lines else 0, message)
+
+
+class _Heartbeat:
+    """A line every `every` seconds while a finding runs, so a long one (a first capture of ORT's
+    programs, a cold shader cache) is seen working rather than hung."""
+
+    def __init__(self, say, name: str, start: float, every: float):
+        self._say, self._name, self._start, self._every = say, name, start, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat {name}", daemon=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._every):
+            self._say(f"      {self._name}: still running, {time.monotonic() - self._start:.0f} s")
+
+    def __enter__(self) -> "_Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+#: Seconds between two heartbeat lines of a finding still running.
+HEARTBEAT_S = 30.0
+
+
+def export_findings(out: Path, *, only: str | None = None, run: bool = True, say=lambda line: None,
+                    heartbeat_s: float = HEARTBEAT_S) -> list[Path]:
     """Regenerate every finding's folder under `out` (each written all at once, replacing the old
-    one) and the index beside them; `only`: comma-separated names."""
+    one) and the index beside them; `only`: comma-separated names.
+
+    `say` gets a line as each finding starts (`...   name (§) (i/n)`), one every `heartbeat_s`
+    seconds while it runs, and one when it is done with its time and what came back here. Each
+    finding runs on its own Devices, closed when it is done (no Dawn worker outlives a finding),
+    and ONNX Runtime's Node process, where one was started, is ended with the export."""
     from verify.export.write import check_destination
 
     wanted = FINDINGS
@@ -1005,23 +1183,35 @@ def export_findings(out: Path, *, only: str | None = None, run: bool = True, say
     for finding in wanted:
         check_destination(out / finding.name, replace=True)
     written, entries = [], _read_index(out)
-    for finding in wanted:
-        files, entry = build(finding, run=run)
-        written.append(write_folder(out / finding.name, files, replace=True))
-        entries[finding.name] = entry
-        observed = entry["observed"]
-        say(f"{finding.name} ({finding.section}): {out / finding.name}" +
-            (f"  [{observed['verdict']} on {observed['on']}]" if observed else ""))
+    try:
+        for number, finding in enumerate(wanted, 1):
+            say(f"...   {finding.name} ({finding.section}) ({number}/{len(wanted)})")
+            start = time.monotonic()
+            with Devices() as devices, _Heartbeat(say, finding.name, start, heartbeat_s):
+                files, entry, observed = build(finding, run=run, devices=devices)
+            written.append(write_folder(out / finding.name, files, replace=True))
+            entries[finding.name] = entry
+            shown = ""
+            if observed is not None and observed.result:
+                shown = f"  [{observed.result['verdict']} on {observed.result['on']}]"
+            elif observed is not None:
+                shown = f"  [not run here: {observed.missing}]"
+            took = time.monotonic() - start
+            say(f"done  {finding.name} ({finding.section}) {took:.1f} s: {out / finding.name}{shown}")
+    finally:
+        close_ort_runtimes()
     order = {name: i for i, name in enumerate(finding_names())}
     index = {"schema": INDEX_SCHEMA, "findings": sorted(entries.values(), key=lambda e: order.get(e["name"], 1 << 20))}
-    write_atomic(out / INDEX, json.dumps(index, indent=1, default=_plain) + "\n")
+    write_atomic(out / INDEX, (json.dumps(index, indent=1, default=_plain, sort_keys=True) + "\n").encode())
     return written
 
 
 def _read_index(out: Path) -> dict:
     try:
         data = json.loads((out / INDEX).read_text())
-        return {e["name"]: e for e in data.get("findings", []) if isinstance(e, dict) and "name" in e}
+        # "observed" (what came back where an older export ran) is no longer part of an entry: OBSERVED
+        return {e["name"]: {k: v for k, v in e.items() if k != "observed"}
+                for e in data.get("findings", []) if isinstance(e, dict) and "name" in e}
     except (OSError, ValueError, AttributeError):
         return {}
 

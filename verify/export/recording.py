@@ -44,6 +44,9 @@ class RecordedRun:
     buffers: list[BoundBuffer]
     workgroups: tuple[int, int, int]
     markers: dict = field(default_factory=dict)
+    #: The numpy dtype of each array the launch bound (by binding name): an ndarray, an InOut's
+    #: array, an Output's element type; bytes (a packed uniform) have none.
+    dtypes: dict = field(default_factory=dict)
 
 
 class RecordingDevice:
@@ -93,9 +96,21 @@ class RecordingDevice:
             payload = marker_bytes(len(self.runs), buffer.binding.binding, buffer.readback.nbytes)
             markers[buffer.name] = payload
             raw[buffer.name] = payload + buffer.data[len(payload):]  # its padding and guard as uploaded
-        self.runs.append(RecordedRun(pipeline, bound, grid(workgroups), markers))
+        self.runs.append(RecordedRun(pipeline, bound, grid(workgroups), markers, _dtypes(resources)))
         outputs, guards = unpack_readbacks(bound, raw)
         return Launched(outputs, guards)
+
+
+def _dtypes(resources: dict) -> dict:
+    found = {}
+    for name, value in resources.items():
+        if isinstance(value, buffers.Output):
+            found[name] = np.dtype(value.dtype)
+        elif isinstance(value, buffers.InOut):
+            found[name] = value.array.dtype
+        elif not isinstance(value, (bytes, bytearray)):
+            found[name] = np.asarray(value).dtype  # as verify.gpu.binding turns it into bytes
+    return found
 
 
 def marker_bytes(run: int, binding: int, nbytes: int) -> bytes:

@@ -44,8 +44,10 @@ class Story:
 
     `expect` holds the verdict the kernel showed (`verdict`), a sentence saying so (`text`), and
     what each verdict means when a script reports it (`fail`, `pass`, `error`, `skip`). `observed`,
-    where the case was run when the folder was made: {on, verdict, reason, worst: [{output, index,
-    got, expected, budget, ratio}]}.
+    what the input the folder is made from says came back ({on, verdict, reason, worst: [{output,
+    index, got, expected, budget, ratio}]}: a saved case's failure); never what came back when the
+    folder was made, which differs by machine and run and would make the same export differ
+    (verify.export.findings.OBSERVED).
     """
 
     title: str
@@ -60,6 +62,9 @@ class Story:
     sanitizer: list = field(default_factory=list)
     observed: dict | None = None
     links: list = field(default_factory=list)
+    #: Where the reproduction is known to give what ([{place, verdict, why}]): ISSUE.md's table
+    #: where nothing observed is part of the folder.
+    routes: list = field(default_factory=list)
 
 
 def pack(data: bytes) -> str:
@@ -145,7 +150,7 @@ def render(capture: Capture, story: Story) -> dict[str, str]:
     """The folder's files by name."""
     env = _environment()
     data = document(capture, story)
-    core = (TEMPLATES / "core.js").read_text()
+    core = (TEMPLATES / "core.js").read_text(encoding="utf-8")
     lines = capture.pipelines[0][0].splitlines()
     cited = [{"number": n, "text": lines[n - 1]} for n in data["citedLines"] if 0 < n <= len(lines)]
     config_text = " ".join(f"{k}={v}" for k, v in sorted(story.config.items()))
@@ -155,16 +160,17 @@ def render(capture: Capture, story: Story) -> dict[str, str]:
         doc={**data, "config_text": config_text, "upstream": story.upstream, "detail": story.detail,
              "sanitizer": story.sanitizer, "cited_lines": cited, "binding_rows": rows, "guard_bytes": GUARD_BYTES,
              "budget": story.budget, "pipelines": [dict(p, wgsl=_in_script(p["wgsl"])) for p in data["pipelines"]]},
-        data=Markup(json.dumps(page_data, separators=(",", ":")).replace("</", "<\\/")),
+        data=Markup(json.dumps(page_data, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")),
         core=Markup(core.replace("\nexport ", "\n")))
     issue = env.get_template("ISSUE.md.j2").render(
         story=story, capture=capture, config_text=f"`{config_text}`", binding_rows=rows, guard_bytes=GUARD_BYTES,
         cited=cited, has_exact=any(o["exact"] for o in data["outputs"]), webgpu_version=WEBGPU_VERSION)
     files = {
         "repro.html": html,
-        "repro.json": json.dumps(data, indent=1) + "\n",
-        "repro.py": (TEMPLATES / "repro.py").read_text(),
-        "repro.mjs": (TEMPLATES / "repro.mjs").read_text().replace("{{ core }}", core),
+        "repro.json": json.dumps(data, indent=1, sort_keys=True) + "\n",
+        "repro.py": (TEMPLATES / "repro.py").read_text(encoding="utf-8"),
+        "repro.mjs": ((TEMPLATES / "repro.mjs").read_text(encoding="utf-8")
+                      .replace("{{ webgpu_version }}", WEBGPU_VERSION).replace("{{ core }}", core)),
         "ISSUE.md": issue,
     }
     for index, (wgsl, _, _) in enumerate(capture.pipelines):
@@ -220,8 +226,8 @@ def write_folder(out: Path, files: dict, *, replace: bool = False) -> Path:
         for name, content in files.items():
             target = staging / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, str):
-                target.write_text(content)
+            if isinstance(content, str):  # the same bytes whatever the locale or platform
+                target.write_text(content, encoding="utf-8", newline="\n")
             else:
                 target.write_bytes(content)
         staging.chmod(0o755)

@@ -1,6 +1,6 @@
 // kernel: ort.attention.decode_qkv
 // config: dtype=f32 head_size=64 kv_num_heads=2 m_tile=1 max_past=160 num_heads=4 softcap=2.0
-// onnxruntime-web 1.30.0 on llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6) 0.0.1: GroupQueryAttention(dtype=f32, num_heads=4, kv_num_heads=2, head_size=64, packed_qkv=False, do_rotary=False, rotary_interleaved=False, rotary_dim=0, local_window_size=-1, softcap=2.0, scale=0.0, has_head_sink=False, smooth_softmax=False), batch=1 new=1 past=[0] capacity=1 q_spread=0.25 seed=0 path=split | query[1, 1, 256] key[1, 1, 128] value[1, 1, 128] past_key[1, 2, 1, 64] past_value[1, 2, 1, 64] seqlens_k[1] total_sequence_length[]
+// onnxruntime-web 1.30.0 on llvmpipe: GroupQueryAttention(dtype=f32, num_heads=4, kv_num_heads=2, head_size=64, packed_qkv=False, do_rotary=False, rotary_interleaved=False, rotary_dim=0, local_window_size=-1, softcap=2.0, scale=0.0, has_head_sink=False, smooth_softmax=False), batch=1 new=1 past=[0] capacity=1 q_spread=0.25 seed=0 path=split | query[1, 1, 256] key[1, 1, 128] value[1, 1, 128] past_key[1, 2, 1, 64] past_value[1, 2, 1, 64] seqlens_k[1] total_sequence_length[]
 enable subgroups;
 const workgroup_size_x: u32 = 128;
 const workgroup_size_y: u32 = 1;

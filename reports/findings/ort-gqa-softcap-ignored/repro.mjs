@@ -1,10 +1,40 @@
-// Reproduce the kernel's failure with Dawn in Node (npm install webgpu): node repro.mjs
+// Reproduce the kernel's failure with Dawn in Node (npm install webgpu@0.6.2): node repro.mjs
 // Reads repro.json beside this file. Set WEBGPU_MODULE to the package's index.js when it is not
-// installed where Node finds it from here. Exit 0 PASS, 1 FAIL or ERROR, 2 when it cannot run here.
+// installed where Node finds it from here. Exit 0 PASS, 1 FAIL or ERROR, 2 when it cannot run here
+// (no adapter, a missing feature, npm webgpu not installed, repro.json missing or damaged: one line
+// saying what is missing and what to install). Only exit 1 means the bug reproduces, so nothing that
+// keeps the reproduction from running may end in an uncaught error, which Node exits 1 with.
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
-const { create, globals } = await import(process.env.WEBGPU_MODULE ? pathToFileURL(process.env.WEBGPU_MODULE).href : 'webgpu');
+const INSTALL = 'npm install webgpu@0.6.2';
+const AGAIN = "copy the reproduction's folder again (repro.json comes with repro.mjs)";
+// Dawn asks Vulkan for features Debian 12's Mesa 22.3 lavapipe lacks (dynamic indexing of uniform arrays),
+// so on a machine without a GPU it needs Mesa 24 or later, or SwiftShader.
+const NO_ADAPTER = 'no WebGPU adapter: Dawn (npm webgpu) found no Vulkan driver it accepts (it refuses Mesa 22.3, ' +
+  "Debian 12's lavapipe); install Mesa 25 (Debian 12: apt install -t bookworm-backports mesa-vulkan-drivers) or run " +
+  "with VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json (Debian's chromium: SwiftShader, no shader-f16)";
+
+/** Exit 2 ("cannot run here") with one line: never exit 1, which would say the bug reproduces. */
+function cannotRun(reason) {
+  console.error(`SKIP  cannot run here: ${reason}`);
+  process.exit(2);
+}
+
+const firstLine = error => String((error && error.message) || error).trim().split('\n')[0];
+
+const modulePath = process.env.WEBGPU_MODULE;
+let webgpu;
+try {
+  webgpu = await import(modulePath ? pathToFileURL(modulePath).href : 'webgpu');
+} catch (error) {
+  if (error && error.code === 'ERR_MODULE_NOT_FOUND') {
+    cannotRun(modulePath ? `WEBGPU_MODULE=${modulePath} is not there; point it at npm webgpu's index.js, or ${INSTALL}`
+                     : `Node finds no npm webgpu from here; ${INSTALL} (or set WEBGPU_MODULE to its index.js)`);
+  }
+  cannotRun(`npm webgpu does not load (${firstLine(error)}); ${INSTALL}`);
+}
+const { create, globals } = webgpu;
 Object.assign(globalThis, globals);  // GPUBufferUsage, GPUMapMode, GPUShaderStage
 
 // ---- The reproduction: create the buffers, dispatch, read the outputs back, compare. ----------------
@@ -25,16 +55,85 @@ function half(bits) {
   return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
 }
 
+/** Bytes per element of each output type (WebGPU has no 64-bit types). */
+const WIDTH = { f16: 2, f32: 4, i8: 1, u8: 1, i16: 2, u16: 2, i32: 4, u32: 4 };
+
 /** The elements of an output, as numbers, from the bytes read back. */
 function decode(bytes, dtype, count) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const read = {
     f16: i => half(view.getUint16(2 * i, true)), f32: i => view.getFloat32(4 * i, true),
-    f64: i => view.getFloat64(8 * i, true), i8: i => view.getInt8(i), u8: i => view.getUint8(i),
+    i8: i => view.getInt8(i), u8: i => view.getUint8(i),
     i16: i => view.getInt16(2 * i, true), u16: i => view.getUint16(2 * i, true),
     i32: i => view.getInt32(4 * i, true), u32: i => view.getUint32(4 * i, true),
   }[dtype];
   return Array.from({ length: count }, (_, i) => read(i));
+}
+
+/**
+ * What makes a reproduction document unusable ('' if nothing): a missing or mistyped field, a blob that is
+ * not base64 of gzip or not as long as its shape says, an index to no buffer or pipeline. A script checks
+ * this before it runs anything, so a damaged repro.json is "cannot run here", never a failure half way.
+ */
+export async function damage(repro) {
+  const format = 'webgpu-kernel-repro/1';
+  if (!repro || typeof repro !== 'object' || repro.format !== format) return `not a ${format} document`;
+  const fields = { title: 'string', expect: 'object', features: 'array', limits: 'object', pipelines: 'array',
+                   buffers: 'array', dispatches: 'array', outputs: 'array' };
+  for (const [name, kind] of Object.entries(fields)) {
+    const value = repro[name];
+    const ok = kind === 'array' ? Array.isArray(value)
+      : typeof value === kind && value !== null && !Array.isArray(value);
+    if (!ok) return `'${name}' is missing or not a${kind === 'array' ? 'n' : ''} ${kind}`;
+  }
+  const count = n => Number.isInteger(n) && n >= 0;
+  try {
+    for (const p of repro.pipelines) {
+      if (typeof p.wgsl !== 'string' || typeof p.entryPoint !== 'string' ||
+          !p.bindings.every(([b, type]) => count(b) && typeof type === 'string')) {
+        return 'a pipeline without its WGSL, entry point or bindings';
+      }
+    }
+    const sizes = [];
+    for (const b of repro.buffers) {
+      if (!['storage', 'read-only-storage', 'uniform'].includes(b.usage)) {
+        return `buffer '${b.name}' has the usage '${b.usage}'`;
+      }
+      sizes.push((await unpack(b.data)).byteLength);
+      if (b.guard && b.guard[0] + b.guard[1] > sizes[sizes.length - 1]) {
+        return `buffer '${b.name}' is shorter than its guard's end`;
+      }
+    }
+    for (const d of repro.dispatches) {
+      if (!(d.pipeline >= 0 && d.pipeline < repro.pipelines.length) ||
+          !d.bindings.every(([, index]) => index >= 0 && index < repro.buffers.length)) {
+        return 'a dispatch names a pipeline or buffer that is not there';
+      }
+      if (d.workgroups.length !== 3 || !d.workgroups.every(count)) {
+        return "a dispatch's workgroup counts are not three counts";
+      }
+    }
+    for (const o of repro.outputs) {
+      if (!o.shape.every(count)) return `output '${o.name}' has the shape ${JSON.stringify(o.shape)}`;
+      const elements = o.shape.reduce((a, b) => a * b, 1);
+      if (!(o.dtype in WIDTH) || !(o.buffer >= 0 && o.buffer < repro.buffers.length)) {
+        return `output '${o.name}' is '${o.dtype}' in buffer ${o.buffer}`;
+      }
+      if (sizes[o.buffer] < elements * WIDTH[o.dtype]) return `output '${o.name}' does not fit its buffer`;
+      for (const key of ['lo', 'hi', 'budget', 'exact']) {
+        if (o[key] === null || o[key] === undefined) {
+          if (key === 'lo' || key === 'budget') return `output '${o.name}' has no ${key}`;
+          continue;
+        }
+        if ((await unpack(o[key])).byteLength !== elements * (key === 'exact' ? 1 : 8)) {
+          return `output '${o.name}': ${key} does not hold ${elements} elements`;
+        }
+      }
+    }
+  } catch (error) {
+    return `${(error && error.name) || 'Error'}: ${(error && error.message) || error}`;
+  }
+  return '';
 }
 
 /** (i, j, ...) of flat element `flat` in an array of `shape`. */
@@ -137,10 +236,19 @@ async function compile(device, code, entryPoint, bindings) {
   return { pipeline };
 }
 
-export async function reproduce(gpu, repro) {
+/**
+ * Run the reproduction on `gpu` (navigator.gpu, or npm webgpu's). `options.noAdapter`: what to say where
+ * there is no adapter (the Node script names the drivers Dawn accepts and how to get one).
+ */
+export async function reproduce(gpu, repro, options = {}) {
   const result = { verdict: 'SKIP', reason: '', adapter: null, subgroupSize: null, outputs: [], guards: [] };
-  const adapter = gpu && await gpu.requestAdapter();
-  if (!adapter) { result.reason = 'no WebGPU adapter'; return result; }
+  let adapter = null, refusal = '';
+  try {
+    adapter = gpu && await gpu.requestAdapter();
+  } catch (error) {
+    refusal = ` (${(error && error.message) || error})`;
+  }
+  if (!adapter) { result.reason = (options.noAdapter || 'no WebGPU adapter') + refusal; return result; }
   const info = adapter.info || {};
   result.adapter = { vendor: info.vendor, architecture: info.architecture, device: info.device,
                      description: info.description, subgroupMinSize: info.subgroupMinSize,
@@ -239,9 +347,29 @@ export function fmt(x) {
 }
 
 
-const repro = JSON.parse(readFileSync(new URL('./repro.json', import.meta.url), 'utf8'));
+let text, repro;
+try {
+  text = readFileSync(new URL('./repro.json', import.meta.url), 'utf8');
+} catch (error) {
+  cannotRun(error.code === 'ENOENT' ? `repro.json is missing beside repro.mjs; ${AGAIN}`
+                                    : `repro.json cannot be read (${firstLine(error)}); ${AGAIN}`);
+}
+try {
+  repro = JSON.parse(text);
+} catch (error) {
+  cannotRun(`repro.json is not valid JSON (truncated or edited: ${firstLine(error)}); ${AGAIN}`);
+}
+const problem = await damage(repro);
+if (problem) cannotRun(`repro.json is damaged (${problem}); ${AGAIN}`);
+
+let gpu;
+try {
+  gpu = create([]);
+} catch (error) {
+  cannotRun(`${NO_ADAPTER} (Dawn: ${firstLine(error)})`);
+}
 console.log(repro.title);
-const result = await reproduce(create([]), repro);
+const result = await reproduce(gpu, repro, { noAdapter: NO_ADAPTER });
 for (const line of describe(result)) console.log(line);
 const meaning = repro.expect[result.verdict.toLowerCase()];
 if (meaning) console.log(meaning);

@@ -4,22 +4,49 @@ Reads repro.json beside this file: the kernel's WGSL, every buffer's bytes, the 
 each output's acceptable values. Creates the buffers, dispatches, reads the outputs back and
 compares. Prints PASS or FAIL with the worst elements; exit 0 PASS, 1 FAIL or ERROR (the WGSL
 does not compile, the dispatch is refused), 2 when it cannot run here (no adapter, a missing
-feature).
+feature, wgpu or numpy not installed, repro.json missing or damaged: one line saying what is
+missing and what to install). Only exit 1 means the bug reproduces, so nothing that keeps the
+reproduction from running may end in a traceback (which Python exits 1 with).
 """
 
 import base64
+import binascii
 import gzip
 import json
 import re
 import sys
+import zlib
 from pathlib import Path
 
-import numpy as np
-import wgpu
+#: What to run when a package is missing (the only two this script imports).
+INSTALL = "pip install wgpu numpy"
+
+
+def cannot_run(reason: str) -> "NoReturn":
+    """Exit 2 ("cannot run here") with one line: never exit 1, which would say the bug reproduces."""
+    print(f"SKIP  cannot run here: {reason}", file=sys.stderr)
+    sys.exit(2)
+
+
+try:
+    import numpy as np
+    import wgpu
+except ImportError as missing:  # numpy, wgpu, or what wgpu needs (cffi)
+    cannot_run(f"Python ({sys.executable}) cannot import {missing.name or missing}; {INSTALL}")
+if not hasattr(wgpu, "gpu") or not hasattr(wgpu.gpu, "request_adapter_sync"):
+    cannot_run(f"wgpu {getattr(wgpu, '__version__', '?')} is too old for this script (it has no "
+               f"wgpu.gpu.request_adapter_sync); pip install --upgrade wgpu")
 
 HERE = Path(__file__).resolve().parent
-DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i8": "i1", "u8": "u1", "i16": "<i2", "u16": "<u2",
-          "i32": "<i4", "u32": "<u4"}
+DTYPES = {"f16": "<f2", "f32": "<f4", "i8": "i1", "u8": "u1", "i16": "<i2", "u16": "<u2", "i32": "<i4",
+          "u32": "<u4"}
+#: What a Linux machine without a GPU installs for wgpu to find an adapter (Mesa's CPU Vulkan driver).
+NO_ADAPTER = ("no WebGPU adapter: wgpu found no Vulkan, Metal or D3D12 driver; on Linux without a GPU install "
+              "Mesa's lavapipe (Debian/Ubuntu: apt install mesa-vulkan-drivers)")
+#: The format repro.json declares, which this script reads.
+FORMAT = "webgpu-kernel-repro/1"
+#: The buffer usages repro.json names, as WebGPU's binding types.
+USAGES = ("storage", "read-only-storage", "uniform")
 #: WebGPU's feature names -> wgpu-native's, where they differ.
 FEATURES = {"subgroups": "subgroup"}
 SUBGROUP_PROBE = """
@@ -34,6 +61,77 @@ fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32)
 def unpack(text: str) -> bytes:
     """Bytes of a blob: base64 of gzip."""
     return gzip.decompress(base64.b64decode(text))
+
+
+def load(path: Path) -> dict:
+    """repro.json, checked through before anything runs: a missing, truncated or edited file is
+    one line and exit 2, never a KeyError half way through that would exit 1."""
+    again = "copy the reproduction's folder again (repro.json comes with repro.py)"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        cannot_run(f"{path.name} is missing beside {Path(__file__).name}; {again}")
+    except (OSError, UnicodeDecodeError) as error:
+        cannot_run(f"{path} cannot be read ({error}); {again}")
+    try:
+        repro = json.loads(text)
+    except ValueError as error:
+        cannot_run(f"{path.name} is not valid JSON (truncated or edited: {error}); {again}")
+    problem = damage(repro)
+    if problem:
+        cannot_run(f"{path.name} is damaged ({problem}); {again}")
+    return repro
+
+
+def damage(repro) -> str:
+    """What makes `repro` unusable ("" if nothing): a missing or mistyped field, a blob that is
+    not base64 of gzip or not as long as its shape says, an index to no buffer or pipeline."""
+    if not isinstance(repro, dict) or repro.get("format") != FORMAT:
+        return f"not a {FORMAT} document"
+    fields = {"title": str, "expect": dict, "features": list, "limits": dict, "pipelines": list, "buffers": list,
+              "dispatches": list, "outputs": list}
+    for name, kind in fields.items():
+        if not isinstance(repro.get(name), kind):
+            return f"{name!r} is missing or not a {kind.__name__}"
+    buffers, pipelines = repro["buffers"], repro["pipelines"]
+    try:
+        for p in pipelines:
+            if not (isinstance(p["wgsl"], str) and isinstance(p["entryPoint"], str)
+                    and all(isinstance(b, int) and isinstance(kind, str) for b, kind in p["bindings"])):
+                return "a pipeline without its WGSL, entry point or bindings"
+        sizes = []
+        for b in buffers:
+            if b["usage"] not in USAGES:
+                return f"buffer {b.get('name')!r} has the usage {b['usage']!r}"
+            sizes.append(len(unpack(b["data"])))
+            if b["guard"] and b["guard"][0] + b["guard"][1] > sizes[-1]:
+                return f"buffer {b['name']!r} is shorter than its guard's end"
+        for d in repro["dispatches"]:
+            if not 0 <= d["pipeline"] < len(pipelines) or any(not 0 <= i < len(buffers) for _, i in d["bindings"]):
+                return "a dispatch names a pipeline or buffer that is not there"
+            if len(d["workgroups"]) != 3 or any(not isinstance(n, int) or n < 0 for n in d["workgroups"]):
+                return "a dispatch's workgroup counts are not three counts"
+        for o in repro["outputs"]:
+            count = 1
+            for n in o["shape"]:
+                if not isinstance(n, int) or n < 0:
+                    return f"output {o.get('name')!r} has the shape {o['shape']}"
+                count *= n
+            if o["dtype"] not in DTYPES or not 0 <= o["buffer"] < len(buffers):
+                return f"output {o['name']!r} is {o['dtype']!r} in buffer {o['buffer']}"
+            if sizes[o["buffer"]] < count * np.dtype(DTYPES[o["dtype"]]).itemsize:
+                return f"output {o['name']!r} does not fit its buffer"
+            for key in ("lo", "hi", "budget", "exact"):
+                if o[key] is None and key in ("lo", "budget"):
+                    return f"output {o['name']!r} has no {key}"
+                width = 1 if key == "exact" else 8
+                if o[key] is not None and len(unpack(o[key])) != count * width:
+                    return f"output {o['name']!r}: {key} does not hold {count} elements"
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
+        return f"{type(error).__name__}: {error}"
+    except (binascii.Error, zlib.error, EOFError, OSError) as error:  # a blob that is not base64 of gzip
+        return f"a blob is not base64 of gzip ({error})"
+    return ""
 
 
 def for_naga(wgsl: str) -> str:
@@ -120,9 +218,14 @@ def judge(output: dict, data: bytes) -> dict:
 
 def reproduce(repro: dict) -> dict:
     result = {"verdict": "SKIP", "reason": "", "adapter": None, "subgroup_size": None, "outputs": [], "guards": []}
-    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as error:  # wgpu-native missing for this platform, or no driver it can load
+        first = (str(error).strip().splitlines() or [""])[0]
+        result["reason"] = f"{NO_ADAPTER} (wgpu: {type(error).__name__}: {first})"
+        return result
     if adapter is None:
-        result["reason"] = "no WebGPU adapter"
+        result["reason"] = NO_ADAPTER
         return result
     info = adapter.info
     result["adapter"] = " / ".join(str(info.get(k)) for k in ("vendor", "device", "description", "backend_type")
@@ -151,8 +254,7 @@ def reproduce(repro: dict) -> dict:
     except wgpu.GPUError as error:
         result["verdict"], result["reason"] = "ERROR", f"the WGSL does not compile:\n{error}"
         return result
-    usages = {"storage": wgpu.BufferUsage.STORAGE, "read-only-storage": wgpu.BufferUsage.STORAGE,
-              "uniform": wgpu.BufferUsage.UNIFORM}
+    usages = dict(zip(USAGES, (wgpu.BufferUsage.STORAGE, wgpu.BufferUsage.STORAGE, wgpu.BufferUsage.UNIFORM)))
     initial = [unpack(b["data"]) for b in repro["buffers"]]
     buffers = [(device.create_buffer_with_data(data=data, usage=usages[b["usage"]] | wgpu.BufferUsage.COPY_SRC),
                 b["readback"]) for b, data in zip(repro["buffers"], initial)]
@@ -187,7 +289,7 @@ def fmt(x) -> str:
 
 
 def main() -> int:
-    repro = json.loads((HERE / "repro.json").read_text(encoding="utf-8"))
+    repro = load(HERE / "repro.json")
     print(repro["title"])
     result = reproduce(repro)
     print(f"{result['verdict']}  {result['reason']}")

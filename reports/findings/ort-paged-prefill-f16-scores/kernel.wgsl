@@ -1,6 +1,6 @@
 // kernel: ort.attention.paged_prefill
 // config: block_size=32 dtype=f16 head_size=64 kv_num_heads=1 max_past=160 num_heads=4
-// onnxruntime-web 1.30.0 on llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6) 0.0.1: PagedAttention(dtype=f16, num_heads=4, kv_num_heads=1, head_size=64, packed_qkv=False, do_rotary=False, rotary_interleaved=False, rotary_dim=0, local_window_size=-1, softcap=0.0, scale=0.0, has_head_sink=False, block_size=32), batch=1 new=[32] past=[0] q_spread=0.25 seed=0 path=paged_prefill | query[32, 256] key[32, 64] value[32, 64] key_cache[2, 32, 1, 64] value_cache[2, 32, 1, 64] cumulative_sequence_length[2] past_seqlens[1] block_table[1, 1]
+// onnxruntime-web 1.30.0 on llvmpipe: PagedAttention(dtype=f16, num_heads=4, kv_num_heads=1, head_size=64, packed_qkv=False, do_rotary=False, rotary_interleaved=False, rotary_dim=0, local_window_size=-1, softcap=0.0, scale=0.0, has_head_sink=False, block_size=32), batch=1 new=[32] past=[0] q_spread=0.25 seed=0 path=paged_prefill | query[32, 256] key[32, 64] value[32, 64] key_cache[2, 32, 1, 64] value_cache[2, 32, 1, 64] cumulative_sequence_length[2] past_seqlens[1] block_table[1, 1]
 enable f16;
 enable subgroups;
 const workgroup_size_x: u32 = 64;

@@ -16,16 +16,85 @@ function half(bits) {
   return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
 }
 
+/** Bytes per element of each output type (WebGPU has no 64-bit types). */
+const WIDTH = { f16: 2, f32: 4, i8: 1, u8: 1, i16: 2, u16: 2, i32: 4, u32: 4 };
+
 /** The elements of an output, as numbers, from the bytes read back. */
 function decode(bytes, dtype, count) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const read = {
     f16: i => half(view.getUint16(2 * i, true)), f32: i => view.getFloat32(4 * i, true),
-    f64: i => view.getFloat64(8 * i, true), i8: i => view.getInt8(i), u8: i => view.getUint8(i),
+    i8: i => view.getInt8(i), u8: i => view.getUint8(i),
     i16: i => view.getInt16(2 * i, true), u16: i => view.getUint16(2 * i, true),
     i32: i => view.getInt32(4 * i, true), u32: i => view.getUint32(4 * i, true),
   }[dtype];
   return Array.from({ length: count }, (_, i) => read(i));
+}
+
+/**
+ * What makes a reproduction document unusable ('' if nothing): a missing or mistyped field, a blob that is
+ * not base64 of gzip or not as long as its shape says, an index to no buffer or pipeline. A script checks
+ * this before it runs anything, so a damaged repro.json is "cannot run here", never a failure half way.
+ */
+export async function damage(repro) {
+  const format = 'webgpu-kernel-repro/1';
+  if (!repro || typeof repro !== 'object' || repro.format !== format) return `not a ${format} document`;
+  const fields = { title: 'string', expect: 'object', features: 'array', limits: 'object', pipelines: 'array',
+                   buffers: 'array', dispatches: 'array', outputs: 'array' };
+  for (const [name, kind] of Object.entries(fields)) {
+    const value = repro[name];
+    const ok = kind === 'array' ? Array.isArray(value)
+      : typeof value === kind && value !== null && !Array.isArray(value);
+    if (!ok) return `'${name}' is missing or not a${kind === 'array' ? 'n' : ''} ${kind}`;
+  }
+  const count = n => Number.isInteger(n) && n >= 0;
+  try {
+    for (const p of repro.pipelines) {
+      if (typeof p.wgsl !== 'string' || typeof p.entryPoint !== 'string' ||
+          !p.bindings.every(([b, type]) => count(b) && typeof type === 'string')) {
+        return 'a pipeline without its WGSL, entry point or bindings';
+      }
+    }
+    const sizes = [];
+    for (const b of repro.buffers) {
+      if (!['storage', 'read-only-storage', 'uniform'].includes(b.usage)) {
+        return `buffer '${b.name}' has the usage '${b.usage}'`;
+      }
+      sizes.push((await unpack(b.data)).byteLength);
+      if (b.guard && b.guard[0] + b.guard[1] > sizes[sizes.length - 1]) {
+        return `buffer '${b.name}' is shorter than its guard's end`;
+      }
+    }
+    for (const d of repro.dispatches) {
+      if (!(d.pipeline >= 0 && d.pipeline < repro.pipelines.length) ||
+          !d.bindings.every(([, index]) => index >= 0 && index < repro.buffers.length)) {
+        return 'a dispatch names a pipeline or buffer that is not there';
+      }
+      if (d.workgroups.length !== 3 || !d.workgroups.every(count)) {
+        return "a dispatch's workgroup counts are not three counts";
+      }
+    }
+    for (const o of repro.outputs) {
+      if (!o.shape.every(count)) return `output '${o.name}' has the shape ${JSON.stringify(o.shape)}`;
+      const elements = o.shape.reduce((a, b) => a * b, 1);
+      if (!(o.dtype in WIDTH) || !(o.buffer >= 0 && o.buffer < repro.buffers.length)) {
+        return `output '${o.name}' is '${o.dtype}' in buffer ${o.buffer}`;
+      }
+      if (sizes[o.buffer] < elements * WIDTH[o.dtype]) return `output '${o.name}' does not fit its buffer`;
+      for (const key of ['lo', 'hi', 'budget', 'exact']) {
+        if (o[key] === null || o[key] === undefined) {
+          if (key === 'lo' || key === 'budget') return `output '${o.name}' has no ${key}`;
+          continue;
+        }
+        if ((await unpack(o[key])).byteLength !== elements * (key === 'exact' ? 1 : 8)) {
+          return `output '${o.name}': ${key} does not hold ${elements} elements`;
+        }
+      }
+    }
+  } catch (error) {
+    return `${(error && error.name) || 'Error'}: ${(error && error.message) || error}`;
+  }
+  return '';
 }
 
 /** (i, j, ...) of flat element `flat` in an array of `shape`. */
@@ -128,10 +197,19 @@ async function compile(device, code, entryPoint, bindings) {
   return { pipeline };
 }
 
-export async function reproduce(gpu, repro) {
+/**
+ * Run the reproduction on `gpu` (navigator.gpu, or npm webgpu's). `options.noAdapter`: what to say where
+ * there is no adapter (the Node script names the drivers Dawn accepts and how to get one).
+ */
+export async function reproduce(gpu, repro, options = {}) {
   const result = { verdict: 'SKIP', reason: '', adapter: null, subgroupSize: null, outputs: [], guards: [] };
-  const adapter = gpu && await gpu.requestAdapter();
-  if (!adapter) { result.reason = 'no WebGPU adapter'; return result; }
+  let adapter = null, refusal = '';
+  try {
+    adapter = gpu && await gpu.requestAdapter();
+  } catch (error) {
+    refusal = ` (${(error && error.message) || error})`;
+  }
+  if (!adapter) { result.reason = (options.noAdapter || 'no WebGPU adapter') + refusal; return result; }
   const info = adapter.info || {};
   result.adapter = { vendor: info.vendor, architecture: info.architecture, device: info.device,
                      description: info.description, subgroupMinSize: info.subgroupMinSize,

@@ -1,6 +1,6 @@
 // kernel: ort.attention.flash
 // config: dtype=f32 head_size=64 kv_num_heads=2 max_past=160 num_heads=4
-// onnxruntime-web 1.30.0 on llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6) 0.0.1: GroupQueryAttention(dtype=f32, num_heads=4, kv_num_heads=2, head_size=64, packed_qkv=False, do_rotary=False, rotary_interleaved=False, rotary_dim=0, local_window_size=-1, softcap=0.0, scale=0.0, has_head_sink=False, smooth_softmax=False), batch=1 new=32 past=[0] capacity=32 q_spread=0.25 seed=0 path=flash | query[1, 32, 256] key[1, 32, 128] value[1, 32, 128] past_key[1, 2, 32, 64] past_value[1, 2, 32, 64] seqlens_k[1] total_sequence_length[]
+// onnxruntime-web 1.30.0 on llvmpipe: GroupQueryAttention(dtype=f32, num_heads=4, kv_num_heads=2, head_size=64, packed_qkv=False, do_rotary=False, rotary_interleaved=False, rotary_dim=0, local_window_size=-1, softcap=0.0, scale=0.0, has_head_sink=False, smooth_softmax=False), batch=1 new=32 past=[0] capacity=32 q_spread=0.25 seed=0 path=flash | query[1, 32, 256] key[1, 32, 128] value[1, 32, 128] past_key[1, 2, 32, 64] past_value[1, 2, 32, 64] seqlens_k[1] total_sequence_length[]
 enable subgroups;
 const workgroup_size_x: u32 = 64;
 const workgroup_size_y: u32 = 1;
