@@ -90,9 +90,42 @@ def emulating(device, width: int | None):
 
 
 def adapter_record(device) -> AdapterRecord:
+    """The adapter as a record keeps it, with its provenance: the implementation's version and the
+    WGSL semantics probes that deviate here (measured once per machine, verify.gpu.semantics)."""
     info = device.info
+    semantics = getattr(device, "semantics", None)
+    deviations = None
+    if semantics is not None:
+        from verify.gpu.semantics import Conformance
+
+        deviations = ",".join(r.probe for r in semantics.results if r.verdict is Conformance.DEVIATES)
     return AdapterRecord(info.name, info.vendor, info.backend, info.adapter_type, info.driver,
-                         device.subgroup_size, device.zeroes_workgroup_memory, info.implementation)
+                         device.subgroup_size, not (deviations and "workgroup-zero-init" in deviations.split(",")),
+                         info.implementation, getattr(info, "implementation_version", ""), deviations)
+
+
+def source_version(kernel, config: dict, wgsl: str, user_wgsl: bool) -> str:
+    """Who made the WGSL, at which version: the upstream project's (TVM, ORT), a package's, or
+    verify's own; "" for a user's file (its author is the reader)."""
+    if user_wgsl:
+        return ""
+    try:
+        upstream = kernel.upstream(config, wgsl)
+    except Exception:  # provenance must never cost a check
+        upstream = None
+    if upstream is not None:
+        return f"{upstream.project} {upstream.version}".strip()
+    module = type(kernel).__module__.split(".")[0]
+    if module == "verify":
+        from verify._version import __version__
+
+        return f"verify {__version__}"
+    try:
+        from importlib import metadata
+
+        return f"{module} {metadata.version(module)}"
+    except Exception:
+        return module
 
 
 def compile_divergence(refusal: ShaderCompileError, modules: list[str], devices: DeviceCache, adapter: str | None,
@@ -156,7 +189,8 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
     check = get_check(job.check)
     limits = dict(check.device_limits(kernel, config), **check.instrument_limits(kernel, config))
     device = emulating(devices.get(job.adapter, job.implementation, limits), job.subgroup_width)
-    source = replace(job.source, sha256=sha256(wgsl))
+    source = replace(job.source, sha256=sha256(wgsl),
+                     version=source_version(kernel, config, wgsl, user_wgsl=job.wgsl is not None))
     base = replace(job, source=source).result(Verdict.PASS, family=kernel.family, adapter=adapter_record(device),
                                               budget=kernel.budget_doc())
     # A finding documents the kernel's own WGSL; a user's file under its contract is judged plainly.

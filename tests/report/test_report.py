@@ -162,7 +162,8 @@ def test_known_findings_follow_failures_in_full_with_their_own_index(tmp_path):
     assert "bad" in headline.attrs["class"].split()
     assert headline.all_text() == "1 of 4 checks did not hold; 1 known finding reproduced, 1 skipped"
     adapter_header = rows(dom.by_class("by-adapter")[0])[0]
-    assert adapter_header == ["adapter", "driver", "fail", "divergence", "error", "known", "skip", "pass"]
+    assert adapter_header == ["adapter", "driver", "implementation", "WGSL semantics", "fail", "divergence", "error",
+                              "known", "skip", "pass"]
     assert [c.all_text() for c in dom.by_class("counts")[0].by_class("count")] == [
         "1fail", "0divergence", "0error", "1known", "1skip", "1pass"]
 

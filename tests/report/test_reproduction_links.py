@@ -4,9 +4,10 @@ to it, under whichever check the kernel reports the finding.
 A folder is exported under one kernel and check (verify/export/findings.py), but a finding shows
 under several: TVM's merge race under `reference` and `sanitize`, ORT's zero-initialised decode
 partials under `reference`, `determinism`, `implementations` and `sanitize`, one program's bug
-under every kernel that runs it. What a KNOWN record carries is the finding's text, so the
-expected links here come from the registry and the kernels' own Kernel.known_finding, while the
-report reads only the committed index.json: the test holds the two to each other.
+under every kernel that runs it. A KNOWN record carries the finding's id (verify.findings), which
+is the folder's name: the expected links here come from the kernels' own Kernel.known_finding,
+while the report reads only the committed index.json. Records written before findings had ids
+carry only the finding's text, and still link by its headline (the last tests).
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ FINDINGS_DIR = ROOT / "reports" / "findings"
 TEMPLATE = record(load_fixture(FAILING), "reference", "fail")
 
 
-def known_record(kernel: str, check: str, text: str, config: dict | None = None) -> CheckResult:
-    """A KNOWN record of `kernel` under `check` carrying the finding `text`, as the worker writes it."""
-    data = dict(known(TEMPLATE, text), kernel=kernel, check=check, config=config or TEMPLATE["config"])
+def known_record(kernel: str, check: str, text: str, config: dict | None = None,
+                 finding_id: str | None = None) -> CheckResult:
+    """A KNOWN record of `kernel` under `check` carrying the finding `text` (and its id), as the
+    worker writes it."""
+    data = dict(known(TEMPLATE, text), kernel=kernel, check=check, config=config or TEMPLATE["config"],
+                finding_id=finding_id)
     return CheckResult.from_dict(data)
 
 
@@ -58,46 +62,32 @@ def registry():
     return found
 
 
-def own_headlines(finding, stated) -> list[str]:
-    """The headlines of the findings a folder reproduces: those its kernel states under the folder's
-    check beginning with the folder's `headline`; where that leaves several, the ones that show on
-    every implementation and subgroup width (the folder's case runs on the kernel's own), as the
-    Naga refusal beside ORT's f16 accumulation, the 4-lane branch beside FlashAttention's carried
-    scores and wgpu's unzeroed partials beside the ignored softcap are each another folder's."""
-    mine = [f for f in stated[finding.check] if f.headline.startswith(finding.headline)]
-    if len(mine) > 1:
-        mine = [f for f in mine if not f.implementations and not f.subgroup_widths] or mine
-    return [f.headline for f in mine]
-
-
 def links(record: CheckResult, entries: list[dict]) -> set[str]:
     return {name for name, _ in reproductions_of(record, entries)}
 
 
 def test_every_known_record_of_a_finding_with_a_reproduction_links_to_it(registry):
     """Each folder is linked from the KNOWN records of its finding under every check its kernel
-    states it, and only the folders reproducing a record's finding are linked from it."""
+    states it, and a record links only the folders its findings' ids name."""
     entries = finding_entries(FINDINGS_DIR, ROOT / "reports")
-    owners: dict[str, set] = {}
-    for finding, _, stated in registry:
-        for headline in own_headlines(finding, stated):
-            owners.setdefault(headline, set()).add(finding.name)
+    folders = {e["name"] for e in entries}
     linked, checked = set(), 0
     for finding, config, stated in registry:
         for check, findings in stated.items():
             for stated_finding in findings:
-                if stated_finding.headline not in owners:
-                    continue
-                got = links(known_record(finding.kernel, check, stated_finding.text, config), entries)
-                assert got == owners[stated_finding.headline], (finding.kernel, check, stated_finding.headline)
+                assert stated_finding.finding_id, (finding.kernel, check, stated_finding.headline)
+                got = links(known_record(finding.kernel, check, stated_finding.text, config,
+                                         stated_finding.finding_id), entries)
+                expected = {stated_finding.finding_id} & folders
+                assert got == expected, (finding.kernel, check, stated_finding.finding_id)
                 linked |= got
                 checked += 1
-    unlinked = {f.name for f, _, stated in registry if own_headlines(f, stated)} - linked
-    assert not unlinked and checked >= len(linked)
-    # A folder whose kernel states no finding where it was exported has no KNOWN record to link it
-    # (TVM's decode at a GQA group of 9 fails plainly): the index lists no headline for it either.
-    silent = {f.name for f, _, stated in registry if not own_headlines(f, stated)}
-    assert silent == {e["name"] for e in entries if not e.get("headlines")}
+    # Every folder whose kernel states its finding somewhere is linked from a record of it.
+    stated_ids = {f.finding_id for _, _, stated in registry for fs in stated.values() for f in fs}
+    assert {f.name for f, _, _ in registry if f.name in stated_ids} <= linked and checked >= len(linked)
+    # The index lists, per folder, the headlines of the findings of that id its kernel states there.
+    for entry in entries:
+        assert all(h for h in entry.get("headlines") or ())
 
 
 def test_the_merge_race_under_sanitize_and_orts_zero_init_under_every_check_link_their_folders(registry, tmp_path):
@@ -105,11 +95,13 @@ def test_the_merge_race_under_sanitize_and_orts_zero_init_under_every_check_link
     stated = {(f.kernel, check): fs for f, _, s in registry for check, fs in s.items()}
     race = stated[("tvm.merge_state", "sanitize")][0]
     zero_init = stated[("ort.attention.decode_qkv", "reference")][-1]
-    assert zero_init.headline.startswith("ORT's FlashAttentionDecodeQKV sums workgroup memory it never wrote")
+    assert (race.finding_id, zero_init.finding_id) == ("tvm-merge-race", "ort-decode-partials-zero-init")
     document = load_fixture(FAILING)
-    document["records"] = [dict(known(TEMPLATE, race.text), kernel="tvm.merge_state", check="sanitize")]
+    document["records"] = [dict(known(TEMPLATE, race.text), kernel="tvm.merge_state", check="sanitize",
+                                finding_id=race.finding_id)]
     for check in ("reference", "determinism", "implementations", "sanitize"):
-        document["records"].append(dict(known(TEMPLATE, zero_init.text), kernel="ort.attention.decode_qkv", check=check))
+        document["records"].append(dict(known(TEMPLATE, zero_init.text), kernel="ort.attention.decode_qkv", check=check,
+                                        finding_id=zero_init.finding_id))
     report = tmp_path / "reports" / "check" / "report.html"
     report.parent.mkdir(parents=True)
     (tmp_path / "reports" / "findings").symlink_to(FINDINGS_DIR)  # as the committed reports/findings/

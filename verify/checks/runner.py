@@ -51,6 +51,7 @@ def _summarise(outcome: Outcome | None, axes: dict | None = None) -> ExampleSumm
         case=outcome.case.summary() if outcome.case is not None else "",
         outputs=list(outcome.outputs),
         detail=error_detail(outcome.outputs, axes, with_heatmap=not outcome.passed),
+        reasons=list(outcome.reasons),
     )
 
 

@@ -63,14 +63,15 @@ class Finding:
     kernel's own). `transform(wgsl)`: the WGSL the folder runs, where it is not the kernel's own.
     `fixed_shows`: where `fixed/` does not PASS, the verdict it gives there and why (as `shows`,
     per place; elsewhere it passes).
+
+    `name` is the finding's id (verify.findings): its title, section of docs/findings.md, the
+    layer to blame and where to report it come from that one declaration.
     """
 
     name: str
-    section: str
     kernel: str
     check: str
     config: dict
-    title: str
     detail: tuple
     shows: dict
     make_case: Callable | None = None
@@ -83,9 +84,21 @@ class Finding:
     fix_text: str = ""
     fixed_shows: dict | None = None
     transform: Callable | None = None
-    #: Where the kernel states several findings under `check`, the start of the headline of the one
-    #: this folder reproduces (the report links a known record to the folders of its headline).
-    headline: str = ""
+
+    @property
+    def declared(self):
+        """The finding as verify.findings declares it."""
+        from verify.findings import get_finding
+
+        return get_finding(self.name)
+
+    @property
+    def title(self) -> str:
+        return self.declared.title
+
+    @property
+    def section(self) -> str:
+        return self.declared.section
 
 
 # -- the findings' cases ---------------------------------------------------------------------------------
@@ -395,8 +408,7 @@ MERGE_RACE_DETAIL = (
 
 FINDINGS = (
     Finding(
-        "tvm-merge-race", "§2", "tvm.merge_state", "reference", dict(heads=8, head_dim=128, dtype="f32"),
-        "merge_state_inplace races on S: the lanes of a row read S[n, h] and overwrite it with no barrier between",
+        "tvm-merge-race", "tvm.merge_state", "reference", dict(heads=8, head_dim=128, dtype="f32"),
         MERGE_RACE_DETAIL,
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=lambda kernel, config: merge_case(1, config["heads"], config["head_dim"]),
@@ -404,8 +416,7 @@ FINDINGS = (
                "race: an NVIDIA H200 (subgroups of 32) passed 2000 cases in each of three configs.",),
         sanitize=True, fix=with_storage_barrier, fix_text="one `storageBarrier()` before the write of S"),
     Finding(
-        "tvm-merge-infinite-empty", "§3", "tvm.merge_state", "infinite_empty", dict(heads=1, head_dim=64, dtype="f32"),
-        "merge_state_inplace returns NaN when both states are empty (lse = -inf)",
+        "tvm-merge-infinite-empty", "tvm.merge_state", "infinite_empty", dict(heads=1, head_dim=64, dtype="f32"),
         ("The merge computes `M = max(s, s')` and weighs each side `exp2(s - M)` (`_decode_kernels.py` L499-501). For "
          "two empty states written as -inf, as FlashAttention-style kernels write an empty state, `M = -inf` and "
          "`-inf - (-inf)` is NaN: v and s come back NaN where the merge of two empty states is the empty state "
@@ -416,9 +427,8 @@ FINDINGS = (
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=two_empty_states),
     Finding(
-        "tvm-decode-below-floor", "§4", "tvm.decode", "below_floor",
+        "tvm-decode-below-floor", "tvm.decode", "below_floor",
         dict(head_dim=128, qo_heads=8, kv_heads=2, dtype="f32"),
-        "batch_decode_paged_kv returns an empty state for a context whose logits all lie below -5e4",
         ("The online softmax's running max starts at -5e4 (`st_m[0] = -5e4`, `_decode_kernels.py` L292) and tile "
          "padding gets the logit -5e4 (L350; L381 in the slice merge). A context whose every base-2 logit lies below "
          "-5e4 therefore keeps the max at -5e4, every weight `2^(s - m)` underflows to 0, and the kernel stores "
@@ -431,9 +441,8 @@ FINDINGS = (
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=decode_case([7], below_floor_by=600.0)),
     Finding(
-        "tvm-decode-dropped-heads", "§5", "tvm.decode", "reference",
+        "tvm-decode-dropped-heads", "tvm.decode", "reference",
         dict(head_dim=128, qo_heads=36, kv_heads=4, dtype="f32"),
-        "batch_decode_paged_kv never computes head 8 of a GQA group of 9 (the group does not split)",
         ("The decode schedule halves bdy (query heads per workgroup) until `bdx * bdy <= 256`, then covers the group "
          "with `gdz = GROUP_SIZE // bdy` head slices (`_decode_kernels.py` L203). When bdy does not divide the group "
          "the remainder is never computed: with head_dim 128 and a group of 9 (36 query heads over 4 KV heads) "
@@ -442,8 +451,7 @@ FINDINGS = (
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=decode_case([4])),
     Finding(
-        "tvm-merge-dropped-heads", "§5", "tvm.merge_state", "reference", dict(heads=9, head_dim=128, dtype="f32"),
-        "merge_state_inplace leaves head 8 of 9 unmerged at head_dim 128 (the heads do not split)",
+        "tvm-merge-dropped-heads", "tvm.merge_state", "reference", dict(heads=9, head_dim=128, dtype="f32"),
         ("The merge covers the heads with `gdy = num_heads // bdy` groups of bdy heads (`_decode_kernels.py` L463): "
          "with 9 heads of 128 dims bdy halves to 4 and `gdy = 2` groups cover 8 heads, so head 8 keeps its first "
          "state (s and v come back unchanged). The same floor leaves heads 12-13 of 14 unmerged at head_dim 256.",
@@ -452,8 +460,7 @@ FINDINGS = (
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=lambda kernel, config: merge_case(2, config["heads"], config["head_dim"])),
     Finding(
-        "tvm-packed-grid", "§6", "tvm.decode", "packed_grid", dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
-        "A packed grid runs one workgroup too many: the early return tests `> packGridDimX` where `>=` is needed",
+        "tvm-packed-grid", "tvm.decode", "packed_grid", dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
         ("WebGPU caps a grid dimension at 65535 workgroups, so TVM's web runtime halves an x of 65536 or more "
          "(rounding up) while doubling z, and passes the original x as packGridDimX (`web/src/webgpu.ts` L771-789). "
          "Every kernel TVM generates for WebGPU returns early where `blockIdx.z * gridDim.x + blockIdx.x > "
@@ -467,9 +474,8 @@ FINDINGS = (
          "with z = 2, and workgroup index 3 = packGridDimX runs). The bytes past the end of output and lse change."),
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)}),
     Finding(
-        "tvm-tree-extra-warp", "§14.1", "tvm.tree_attention", "reference",
+        "tvm-tree-extra-warp", "tvm.tree_attention", "reference",
         dict(head_dim=96, qo_heads=4, kv_heads=1, dtype="f32"),
-        "tree_attn runs a fifth warp at f32 head_dim 96 that stores past Q_smem, K_smem and V_smem: one query row wrong",
         ("`tree_attn.py`'s own `get_tile_size` (L514-522, L1147-1155) does not require the O tile to divide the row "
          "tile, unlike `_get_prefill_tile_size` (`_kernel_common.py` L469-481). For a row tile of 16 and D = 96 in "
          "f32 it returns (3, 4): the O gemm pads 16 rows to 18 and needs `ceil(16/3) * 96/4 = 144` threads, 5 warps, "
@@ -492,9 +498,8 @@ FINDINGS = (
         sanitize=True, fix=with_extra_warp_guarded,
         fix_text=f"each Q/K/V load store wrapped in `if (i32(threadIdx.y) < {TREE_LOAD_WARPS}i)`"),
     Finding(
-        "tvm-tree-mask-past-tree", "§14.2", "tvm.tree_attention", "sanitize",
+        "tvm-tree-mask-past-tree", "tvm.tree_attention", "sanitize",
         dict(head_dim=64, qo_heads=8, kv_heads=2, dtype="f32"),
-        "tree_attn reads the tree mask past the tree: the padding rows of the last tile read past the end of mask",
         ("The tree mask (`_check_tree_order`, `tree_attn.py` L47-64) reads "
          "`tree_order[indptr[b] + row + tree_len - qo_len]` for every row of a tile, and the kernels evaluate it "
          "before the row's own `row < qo_len`. The padding rows of a sequence's last tile therefore read the next "
@@ -515,9 +520,8 @@ FINDINGS = (
                "finding.",),
         sanitize=True),
     Finding(
-        "tvm-prefill-below-floor", "§16", "tvm.prefill", "below_floor",
+        "tvm-prefill-below-floor", "tvm.prefill", "below_floor",
         dict(head_dim=64, qo_heads=2, kv_heads=2, dtype="f32", causal=1),
-        "batch_prefill_paged_kv returns the mean of a causal row's future tokens when its logits all lie below -5e4",
         ("The online softmax's running max starts at -5e4 (`init_states`, `_kernel_common.py` L229-234) and every "
          "hidden column, a causal row's future tokens and the tile padding, gets the logit -5e4 "
          "(`softmax_update_causal`, L256-296: masked columns contribute `exp2(-5e4 - m_new)`). When every visible "
@@ -534,8 +538,7 @@ FINDINGS = (
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=future_case),
     Finding(
-        "dp4a-f16-accumulation", "§7", "dp4a.matmul", "accumulator_range", dict(dtype="f16", acc="f16"),
-        "f16 accumulation in ONNX Runtime's DP4A matmul overflows to Inf where the result is small",
+        "dp4a-f16-accumulation", "dp4a.matmul", "accumulator_range", dict(dtype="f16", acc="f16"),
         ("ONNX Runtime's DP4A kernels keep their running sums in the output type, f16 for f16 models "
          "(`dp4a_matmul.wgsl.template`: `lane_output`; `dp4a_matmul_small_m.wgsl.template`: `inter_results`). With "
          "large same-sign chunk products a running sum passes 65504 and becomes Inf although the exact result is "
@@ -553,8 +556,7 @@ FINDINGS = (
                            "onnxruntime/contrib_ops/webgpu/quantization/dp4a_matmul_small_m.wgsl.template")),
         links=("microsoft/onnxruntime#29599", "microsoft/onnxruntime#29611")),
     Finding(
-        "ort-f16-accumulation", "§13.1", "ort.dp4a.matmul", "accumulator_range", dict(dtype="f16", bits=4, block_size=32),
-        "DP4AMatMulNBits accumulates f16 models' sums in f16: the running sums overflow to -Inf where Y is 0",
+        "ort-f16-accumulation", "ort.dp4a.matmul", "accumulator_range", dict(dtype="f16", bits=4, block_size=32),
         ("DP4AMatMulNBits keeps `lane_output1..4: vec4<output_element_t>`, f16 for f16 models, and adds every chunk "
          "product to them; onnxruntime-web 1.30 has no f32-accumulation option. With large same-sign chunk products "
          "a running sum passes 65504 and becomes -Inf although the exact result is finite and small.",
@@ -568,8 +570,7 @@ FINDINGS = (
         make_case=same_sign_case,
         links=("microsoft/onnxruntime#29599", "microsoft/onnxruntime#29611")),
     Finding(
-        "ort-quantize-zero-block", "§13.2", "ort.dp4a.quantize", "zero_blocks", dict(dtype="f32"),
-        "DP4AMatMulQuantize divides an all-zero block by its max: the block's codes are pack4x8snorm(0/0)",
+        "ort-quantize-zero-block", "ort.dp4a.quantize", "zero_blocks", dict(dtype="f32"),
         ("DP4AMatMulQuantize computes `norm_a = local_a / scale` with scale the block's max |a| and stores "
          "`pack4x8snorm(norm_a)`, with no guard for scale = 0 (`dp4a_quantize.wgsl.template`). For a block of 128 "
          "zeros that is `pack4x8snorm(NaN)`, which WGSL leaves to the implementation; lavapipe gives -127 for every "
@@ -580,8 +581,7 @@ FINDINGS = (
         make_case=zero_block_case,
         notes=("An implementation whose pack4x8snorm maps NaN to 0 stores the expected codes and passes.",)),
     Finding(
-        "ort-small-m-scales-past-row", "§13.3", "ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32"),
-        "DP4AMatMulNBitsSmallMProgram reads A scales past its row, and past the end of scales_a for the last row",
+        "ort-small-m-scales-past-row", "ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32"),
         ("loadSHMA loads 8 A scales per 1024 values of K (`if (col < 8)`), guarded only by the vec4 index "
          "`kidx_v + col < K16`. When a row has fewer than 8 scales left (K/128 not a multiple of 8) it reads the next "
          "rows' scales, and for the last row it reads past the end of `scales_a`: with M = 1 and K = 256, indices 2 "
@@ -599,8 +599,7 @@ FINDINGS = (
                "The reproduction passes everywhere; the offending line below is the finding.",),
         sanitize=True),
     Finding(
-        "ort-small-m-zero-init", "§13.4, §8", "ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32"),
-        "DP4AMatMulNBitsSmallMProgram adds onto workgroup memory it never clears, relying on zero-initialisation",
+        "ort-small-m-zero-init", "ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32"),
         ("The small-M program only ever adds to `inter_results` (`+=`), so its sums start from WGSL's "
          "zero-initialisation of workgroup memory. That is valid WGSL, but wrong wherever workgroup memory is not "
          "zeroed: Mesa 22.3's lavapipe under wgpu (every output wrong, err/budget about 1e7), or Dawn's "
@@ -619,8 +618,7 @@ FINDINGS = (
         sanitize=True, implementation="wgpu", fix=with_cleared_sums,
         fix_text="`inter_results` set to 0 by the workgroup's own lanes, then a `workgroupBarrier()`, before the sums"),
     Finding(
-        "ort-tile-naga-refuses", "§13.5, §12", "ort.dp4a.matmul", "implementations", dict(dtype="f32"),
-        "DP4AMatMulNBits does not compile in wgpu (Naga): `subgroupShuffle(own_b0, 0)` with an abstract-int lane",
+        "ort-tile-naga-refuses", "ort.dp4a.matmul", "implementations", dict(dtype="f32"),
         ("DP4AMatMulNBits broadcasts B over 16-lane subgroups with `subgroupShuffle(own_b0, 0)`. The lane is an "
          "abstract-int literal, which WGSL converts to the u32 the built-in takes: valid WGSL that Tint (Dawn, "
          "Chrome) compiles and Naga (wgpu, Firefox) refuses (\"Subgroup operation is invalid\"). So the program does "
@@ -634,10 +632,8 @@ FINDINGS = (
                "Sint, expected unsigned int\").",),
         implementation="wgpu"),
     Finding(
-        "ort-decode-partials-zero-init", "§18.6, §8", "ort.attention.decode_qkv", "sanitize",
+        "ort-decode-partials-zero-init", "ort.attention.decode_qkv", "sanitize",
         dict(dtype="f32", head_size=64, num_heads=16, kv_num_heads=1),
-        "FlashAttentionDecodeQKV sums workgroup memory it never wrote (inner_qk_values, tile_output), relying on "
-        "zero-initialisation",
         ("GroupQueryAttention's split decode program (`FlashAttentionDecodeQKV`, flash_attention.cc, fewer than 32 "
          "new tokens) only ever adds to `inner_qk_values` (`+=` per key row and vec4 of the head) and to "
          "`tile_output` (`+=` of the value partials), and sums all 32 columns of `inner_qk_values` although a head of "
@@ -662,10 +658,8 @@ FINDINGS = (
         fix_text="`inner_qk_values` and `tile_output` set to 0 by the workgroup's own lanes, then a "
                  "`workgroupBarrier()`, before the sums"),
     Finding(
-        "ort-flash-carried-scores", "§18.2", "ort.attention.flash", "reference",
+        "ort-flash-carried-scores", "ort.attention.flash", "reference",
         dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
-        "FlashAttention's score accumulators qk_1..qk_4 are a loop body's `var` without initializer: on Tint and "
-        "Naga each key step's scores carry the previous step's",
         ("GroupQueryAttention's prefill program (`FlashAttention`, flash_attention.cc, 32 new tokens or more) "
          "declares its score accumulators `var qk_1 : vec4<qk_precision>;` .. `qk_4` inside the loop over key "
          "steps and only ever adds to them, relying on the body's `var` starting from its zero value on every "
@@ -683,10 +677,8 @@ FINDINGS = (
                                   "`sg_size <= 8` branch scores keys 4..7 of each step through lanes a 4-lane "
                                   "subgroup does not have, comes on top and the zeroed accumulators do not fix it")}),
     Finding(
-        "ort-flash-subgroups-of-4", "§18.3", "ort.attention.flash", "reference",
+        "ort-flash-subgroups-of-4", "ort.attention.flash", "reference",
         dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
-        "FlashAttention assumes subgroups of at least 8 lanes: with 4 its `sg_size <= 8` branch scores 8 keys a step "
-        "from 4 loaded ones",
         ("GroupQueryAttention's prefill program (`FlashAttention`, flash_attention.cc, 32 new tokens or more) walks "
          "the keys in steps of min(subgroup size, 16), each lane loading one key's K and V row and the step's scores "
          "gathered by subgroupShuffle. Its branch for `sg_size <= 8` scores 8 keys a step (k_start + 0..7) from "
@@ -707,15 +699,12 @@ FINDINGS = (
         notes=("It shows only where subgroups have 4 lanes (Chromium's SwiftShader, the software adapter of a "
                "browser without a GPU); on 8 lanes or more the page passes.",),
         transform=with_zeroed_scores,
-        headline="ORT's FlashAttention assumes subgroups of at least 8 lanes",
         fix=with_four_keys_a_step_on_4_lanes,
         fix_text="keys k_start + 4..7 of each step masked where `sg_size` is 4 (`&& sg_size > 4u` on their "
                  "is_key_visible tests)"),
     Finding(
-        "ort-gqa-softcap-ignored", "§18.1", "ort.attention.decode_qkv", "reference",
+        "ort-gqa-softcap-ignored", "ort.attention.decode_qkv", "reference",
         dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, softcap=2.0),
-        "GroupQueryAttention ignores softcap on WebGPU: FlashAttentionDecodeQKV of a session with softcap = 2 "
-        "computes the uncapped scores",
         ("GroupQueryAttention's `softcap` attribute t asks for every score s = scale q.k to be replaced by "
          "t tanh(s / t) before the softmax. onnxruntime-web 1.30 accepts the attribute, but the programs it "
          "dispatches for the op take no softcap: the split decode program (`FlashAttentionDecodeQKV`, "
@@ -740,10 +729,8 @@ FINDINGS = (
                               "sums rest on zero-initialised workgroup memory, which that driver does not zero "
                               "(ort-decode-partials-zero-init, §18.6)")}),
     Finding(
-        "ort-copy-kv-cache-reads-past-end", "§18.5", "ort.attention.copy_kv_cache", "sanitize",
+        "ort-copy-kv-cache-reads-past-end", "ort.attention.copy_kv_cache", "sanitize",
         dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
-        "CopyKVCache (past and present not shared) reads key and value past their end for a sequence shorter "
-        "than the batch's longest",
         ("When an application does not bind GroupQueryAttention's past_key/past_value to present_key/present_value, "
          "ORT copies the whole cache first (`CopyKVCache`, flash_attention.cc): one lane per present row below the "
          "batch's largest total T, per sequence, KV head and vec4 of the head, copying past row r for r < past_b "
@@ -770,10 +757,8 @@ FINDINGS = (
         fix_text="the copy of a new token guarded to rows below the sequence's own total "
                  "(`sequence_id < total_seq_length`), zeros written past it"),
     Finding(
-        "ort-flash-reads-past-cache", "§18.7", "ort.attention.flash", "sanitize",
+        "ort-flash-reads-past-cache", "ort.attention.flash", "sanitize",
         dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
-        "FlashAttention reads present_key and present_value past their end where the cache buffer ends within "
-        "the last key step",
         ("GroupQueryAttention's prefill program (`FlashAttention`, flash_attention.cc, 32 new tokens or more) walks "
          "the keys in steps of min(subgroup size, 16) and loads each step's K and V rows with "
          "`let val = select(q_value_t(0), present_key[offset + idx], k_start + slot < total_seq);` (and the same "
@@ -804,9 +789,8 @@ FINDINGS = (
         fix_text="each K and V row of a key step loaded only below the sequence's total "
                  "(`if (k_start + slot < total_seq)`, zero otherwise)"),
     Finding(
-        "ort-paged-prefill-f16-scores", "§18.4", "ort.attention.paged_prefill", "large_scores",
+        "ort-paged-prefill-f16-scores", "ort.attention.paged_prefill", "large_scores",
         dict(head_size=64, num_heads=4, kv_num_heads=1, block_size=32),
-        "FlashAttentionPagedPrefill sums q.k in f16: a partial sum past 65504 is Inf and the sequence's outputs NaN",
         ("PagedAttention's prefill program (`FlashAttentionPagedPrefill`, flash_attention.cc; 32 new tokens or more "
          "in blocks larger than 16, no head sink, no local window) keeps each score in the model's type: "
          "`var score = q_element_t(0);` and `score += dot(q_tile[i], k_tile[k][i]);` over the head's vec4s, f16 for "
@@ -826,6 +810,35 @@ FINDINGS = (
         fix_text="the q.k sum kept in f32 (`var score = f32(0)`, each vec4 dot taken in f32) and rounded to f16 once "
                  "when stored",
         fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    # The implementations' own findings, each through a conformance kernel: the smallest program that
+    # shows the deviation, judged against what WGSL requires (verify.kernels.conformance).
+    Finding(
+        "wgpu-native-workgroup-zero-init", "conformance.workgroup_zero_init", "reference", dict(words=4096),
+        ("WGSL zero-initialises every workgroup variable at the start of each workgroup (var declarations, the "
+         "workgroup address space). wgpu-native creates every compute pipeline with "
+         "`zero_initialize_workgroup_memory: false` (src/lib.rs, at each pipeline creation, marked TODO(wgpu.h)), so "
+         "wgpu-core never adds Naga's zeroing and a workgroup reads what the driver left there: the previous "
+         "dispatch's markers on Mesa's lavapipe (22.3 and 25) and on NVIDIA's Vulkan driver once another kernel used "
+         "the memory. Dawn, and wgpu-core as Firefox and Deno create pipelines, zero it.",
+         "The kernel runs twice on 256 workgroups of 64 lanes: the first dispatch fills its 16 KiB array with "
+         "markers, the second counts, per lane, the words it reads before writing any. Every count must be 0."),
+        shows={"chromium": ("PASS", "Chromium's Dawn zeroes workgroup memory"), "wgpu": ("FAIL", None),
+               "dawn": ("PASS", "Dawn zeroes workgroup memory")},
+        upstream=Upstream("wgpu-native (gfx-rs/wgpu-native), through wgpu-py", "29.0.1.1 (wgpu-py 0.32.0)",
+                          "every compute pipeline created with zero_initialize_workgroup_memory: false",
+                          ("src/lib.rs",))),
+    Finding(
+        "loop-var-not-rezeroed", "conformance.loop_var_zero_init", "reference", {},
+        ("WGSL gives a function-scope variable without an initializer the zero value each time its declaration "
+         "executes; in a loop body that is every iteration. Tint (Dawn, Chrome) and Naga before wgpu v30 "
+         "(wgpu-native 29, which wgpu-py 0.32 ships; fixed by gfx-rs/wgpu#9592) declare the variable once for the "
+         "whole loop, so its value carries from one iteration to the next.",
+         "The kernel's loop body declares `var scalar: u32;` and `var vector: vec4<f32>;`, adds 1 to each and "
+         "stores them, for 4 iterations. Every stored value must be 1; the implementations store 1, 2, 3, 4."),
+        shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        upstream=Upstream("Dawn (Tint) and wgpu-native (Naga)", "Dawn v20261009 (npm webgpu 0.6.2); wgpu-native 29",
+                          "function-scope `var` without initializer inside a loop body",
+                          ("src/tint (var lowering)", "naga/src/back/spv (gfx-rs/wgpu#9489, #9592)"))),
 )
 
 
@@ -1017,7 +1030,8 @@ def story(finding: Finding, kernel, config: dict, wgsl: str, case, sanitizer: li
     return Story(title=finding.title, detail=list(finding.detail), kernel=kernel.name, config=config,
                  case=case.summary(), budget=_plain_budget(kernel.budget_doc()), expect=expect,
                  upstream=finding.upstream or kernel.upstream(config, wgsl), notes=_unique(notes),
-                 sanitizer=sanitizer, links=list(finding.links), routes=_routes(finding.shows))
+                 sanitizer=sanitizer, links=list(finding.links), routes=_routes(finding.shows),
+                 blame=finding.declared)
 
 
 def _routes(shows: dict) -> list[dict]:
@@ -1119,8 +1133,10 @@ def build(finding: Finding, *, run: bool = True, devices: Devices | None = None)
         files.update({f"fixed/{name}": text for name, text in
                       fixed(finding, kernel, config, wgsl, case, devices if run else None).items()})
     headlines = [f.headline for f in KnownFinding.all_of(kernel.known_finding(finding.check, config))
-                 if f.headline.startswith(finding.headline)]
+                 if f.finding_id == finding.name]
+    declared = finding.declared
     entry = {"name": finding.name, "section": finding.section, "title": finding.title, "kernel": kernel.name,
+             "layer": declared.layer.value, "project": declared.project,
              "check": finding.check, "config": config, "headlines": headlines, "shows": finding.shows,
              **({"fixed_shows": finding.fixed_shows} if finding.fixed_shows else {})}
     return files, entry, observed

@@ -65,6 +65,8 @@ class Story:
     #: Where the reproduction is known to give what ([{place, verdict, why}]): ISSUE.md's table
     #: where nothing observed is part of the folder.
     routes: list = field(default_factory=list)
+    #: Whose bug it is (verify.findings.Finding: layer, project, where, note), for a documented finding.
+    blame: object = None
 
 
 def pack(data: bytes) -> str:

@@ -54,6 +54,10 @@ class AdapterColumn:
     counts: Counter = field(default_factory=Counter)
     #: Checks planned on this column that have no record (Cell.unrun, summed over kernels).
     unrun: int = 0
+    #: Provenance: the implementation's version, and the WGSL semantics probes that deviate from
+    #: the specification here (None: not measured; AdapterRecord.deviations).
+    implementation_version: str = ""
+    deviations: tuple | None = None
 
     @property
     def key(self) -> tuple:
@@ -101,6 +105,16 @@ class RecordView:
     def finding_headline(self) -> str:
         """The first line of the record's known finding ("" without one)."""
         return self.record.finding_headline
+
+    @property
+    def blame(self) -> str:
+        """Whose bug the record's documented findings are ("the implementation (wgpu-native)"), from
+        their declarations (verify.findings); "" where the record names none registered here."""
+        from verify.findings import all_findings
+
+        declared = all_findings()
+        found = [declared[i] for i in (self.record.finding_id or "").split(",") if i in declared]
+        return "; ".join(f"{f.id}: the {f.blame}" for f in found)
 
     @property
     def finding_not_reproduced(self) -> bool:
@@ -345,7 +359,13 @@ def _run_summary(index: int, document: ResultsDocument, adapters: list) -> dict:
 def _column(columns: dict, info: AdapterRecord) -> AdapterColumn:
     column = AdapterColumn(info.name, info.backend, info.driver, info.type, info.subgroup_size, info.implementation,
                            index=len(columns))
-    return columns.setdefault(column.key, column)
+    column = columns.setdefault(column.key, column)
+    if getattr(info, "implementation_version", "") and not column.implementation_version:
+        column.implementation_version = info.implementation_version
+    deviating = getattr(info, "deviating", None)
+    if deviating is not None and column.deviations is None:
+        column.deviations = deviating
+    return column
 
 
 #: The column of checks planned on an implementation none of whose checks got a record.

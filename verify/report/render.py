@@ -69,7 +69,9 @@ def _sections(text: str) -> set[str]:
 
 
 def reproductions_of(record, entries: list[dict]) -> list[tuple[str, str]]:
-    """[(name, href)] of the reproductions of a known record's finding.
+    """[(name, href)] of the reproductions of a known record's finding: the folders its
+    `finding_id`s name (verify.findings); for a record without one (written before findings had
+    ids, or a package's finding stated as text), as follows.
 
     A finding is its headline (numbers aside), not the check it was exported under: TVM's merge race
     is reported under `reference` and under `sanitize`, ORT's zero-initialised partials under
@@ -83,6 +85,10 @@ def reproductions_of(record, entries: list[dict]) -> list[tuple[str, str]]:
     cites (TVM's tree race under `determinism` is §14.1's extra warp); where the text cites none
     of theirs either, the only folder of the record's kernel and check (an index exported before
     a headline was reworded)."""
+    ids = [i for i in (getattr(record, "finding_id", None) or "").split(",") if i]
+    by_id = [e for e in entries if e.get("name") in ids]
+    if by_id:  # the finding's own id (verify.findings) names its folder: nothing to guess
+        return [(e["name"], e["href"]) for e in by_id]
     headline = _shape(record.finding_headline)
     listing = [e for e in entries if headline and headline in {_shape(h) for h in e.get("headlines") or []}]
     if not listing:

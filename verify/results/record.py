@@ -71,6 +71,9 @@ class Source:
     kind: str
     origin: str = ""
     sha256: str = ""
+    #: Who made the WGSL, at which version (e.g. "Apache TVM 0.27.0.post1", "ONNX Runtime Web
+    #: 1.30.0", "verify 0.2.0"): what a finding of the kernel is about.
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,10 +91,24 @@ class AdapterRecord:
     #: e.g. wgpu with Naga, dawn with Tint; "" in results written before it was recorded).
     #: (name, backend, driver, implementation) is one column of the report.
     implementation: str = ""
+    #: The implementation's version (AdapterInfo.implementation_version, e.g. "wgpu-py 0.32.0,
+    #: wgpu-native 29.0.1.1").
+    implementation_version: str = ""
+    #: The WGSL semantics probes that deviate from the specification on this (implementation,
+    #: adapter), comma-separated ("" none; None: not measured, results written before them).
+    #: A finding of an implementation shows only where its probe deviates (verify.findings).
+    deviations: str | None = None
 
     @property
     def label(self) -> str:
         return f"{self.name} ({self.backend})" if self.backend else self.name
+
+    @property
+    def deviating(self) -> tuple[str, ...] | None:
+        """The probes that deviate here, or None where none were measured."""
+        if self.deviations is None:
+            return None
+        return tuple(p for p in self.deviations.split(",") if p)
 
 
 @dataclass
@@ -110,6 +127,9 @@ class ExampleSummary:
     outputs: list[OutputMetrics] = field(default_factory=list)
     detail: dict = field(default_factory=dict)
     case_file: str | None = None
+    #: The failure's separate messages (e.g. one per sanitizer finding), which `message` joins: a
+    #: known finding must account for each (KnownFinding.mismatch).
+    reasons: list = field(default_factory=list)
 
     @property
     def replay(self) -> str | None:
@@ -157,6 +177,9 @@ class CheckResult:
     #: A documented failure of the kernel (Kernel.known_finding), and whether it reproduced.
     finding: str | None = None
     finding_reproduced: bool | None = None
+    #: The documented finding's id (verify.findings), where it has one: the report, the
+    #: reproductions and docs/findings.md name it by this.
+    finding_id: str | None = None
     traceback: str | None = None
     verify_version: str = ""
     #: How many of the drawn cases took each host-side launch path (Kernel.launch_paths).
@@ -245,19 +268,45 @@ class CheckResult:
         upstream fix, or an adapter where the bug does not show, is seen. Errors and skips are
         left as they are: they say nothing about a finding.
         """
-        findings = [f for f in KnownFinding.all_of(finding) if f.shows_on_implementation(self)]
-        if not findings or self.verdict not in (Verdict.PASS, Verdict.FAIL, Verdict.DIVERGENCE):
+        declared = KnownFinding.all_of(finding)
+        findings = [f for f in declared if f.shows_on_implementation(self)]
+        if self.verdict not in (Verdict.PASS, Verdict.FAIL, Verdict.DIVERGENCE):
             return self
+        absent = [f for f in declared if f not in findings and f.rests_on_deviation(self)]
+        if not findings:
+            if self.verdict is Verdict.PASS or not absent:
+                return self
+            return replace(self, notes=list(self.notes) + [f"not the documented finding \"{f.headline}\": it shows "
+                                                           f"only where {f.condition()} deviates, and here it conforms"
+                                                           for f in absent])
         if self.verdict is Verdict.PASS:
-            return replace(self, finding=findings[0].text, finding_reproduced=False)
+            return replace(self, finding=findings[0].text, finding_id=findings[0].finding_id or None,
+                           finding_reproduced=False)
         mismatches = []
         for candidate in findings:
             why = candidate.mismatch(self)
             if why is None:
-                return replace(self, verdict=Verdict.KNOWN, finding=candidate.text, finding_reproduced=True)
+                return replace(self, verdict=Verdict.KNOWN, finding=candidate.text,
+                               finding_id=candidate.finding_id or None, finding_reproduced=True)
             mismatches.append(f"{candidate.headline}: {why}")
+        # Several findings may each cover part of a sanitizer's report (a race and a read past the end).
+        together = KnownFinding.covering(findings, self)
+        if together is not None:
+            return replace(self, verdict=Verdict.KNOWN, finding="\n\n".join(f.text for f in together),
+                           finding_id=",".join(f.finding_id for f in together if f.finding_id) or None,
+                           finding_reproduced=True)
         notes = [f"not the documented finding \"{m}\"" for m in mismatches]
         return replace(self, notes=list(self.notes) + notes)
+
+    @property
+    def messages(self) -> list[str]:
+        """The separate messages of the shrunk and worst cases (each once, in order)."""
+        found = []
+        for summary in (self.shrunk, self.worst):
+            for message in (summary.reasons if summary is not None else ()):
+                if message not in found:
+                    found.append(message)
+        return found
 
     @property
     def failing_outputs(self) -> set[str]:
@@ -278,24 +327,50 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class KnownFinding:
-    """A documented failure of a kernel's own WGSL (Kernel.known_finding), and the signature a
-    failure must have to be it: the outputs it makes fail, the kinds of failure it shows as, text
-    its reason contains (e.g. the racing lines a sanitizer names), the WebGPU implementations
-    it shows on, and the emulated subgroup widths it shows at (empty: any of each; a width-bound
-    finding, such as a program that assumes subgroups of at least 8 lanes, shows only where the
-    check ran at that width). The first line of `text` is its headline."""
+    """A documented failure of a kernel's WGSL (Kernel.known_finding), and the signature a failure
+    must have to be it: the outputs it makes fail, the kinds of failure it shows as, text each of
+    its messages contains (e.g. the racing lines a sanitizer names: every message of the failure
+    must be one of the finding's, so a new race beside a known one is still a failure), the WebGPU
+    implementations it shows on, and the emulated subgroup widths it shows at (empty: any of each;
+    a width-bound finding, such as a program that assumes subgroups of at least 8 lanes, shows only
+    where the check ran at that width).
 
-    text: str
+    `finding_id` names the declared finding (verify.findings): its headline, layer and the
+    semantics probes it rests on come from there (a finding of an implementation shows only where
+    one of its probes deviates). `text`, where given, is the evidence; its first line is the
+    headline of a finding declared nowhere else."""
+
+    text: str = ""
     outputs: tuple = ()
     kinds: tuple = ()
     reasons: tuple = ()
     implementations: tuple = ()
     subgroup_widths: tuple = ()
+    finding_id: str = ""
+
+    @property
+    def declared(self):
+        """The verify.findings.Finding of `finding_id`, or None (no id, or not registered here)."""
+        if not self.finding_id:
+            return None
+        from verify.findings import all_findings
+
+        return all_findings().get(self.finding_id)
 
     @property
     def headline(self) -> str:
+        declared = self.declared
+        if declared is not None:
+            return declared.title
         lines = self.text.strip().splitlines()
         return lines[0] if lines else ""
+
+    def __post_init__(self):
+        if not self.text and self.finding_id:
+            declared = self.declared
+            text = (f"{declared.title} (docs/findings.md {declared.section}; the {declared.blame}'s)"
+                    if declared is not None else self.finding_id)
+            object.__setattr__(self, "text", text)
 
     @classmethod
     def all_of(cls, finding) -> list["KnownFinding"]:
@@ -307,10 +382,26 @@ class KnownFinding:
         return [f if isinstance(f, KnownFinding) else KnownFinding(str(f)) for f in finding]
 
     def shows_on_implementation(self, result: "CheckResult") -> bool:
-        implementation = result.adapter.implementation if result.adapter is not None else ""
+        adapter = result.adapter
+        implementation = adapter.implementation if adapter is not None else ""
         if self.subgroup_widths and result.subgroup_width not in self.subgroup_widths:
             return False
-        return not self.implementations or implementation in self.implementations
+        if self.implementations and implementation not in self.implementations:
+            return False
+        return not self.rests_on_deviation(result)
+
+    def rests_on_deviation(self, result: "CheckResult") -> bool:
+        """True where this finding rests on a semantics probe that the record's adapter measured,
+        and none of its probes deviates there: the documented finding cannot be what failed."""
+        declared = self.declared
+        deviating = result.adapter.deviating if result.adapter is not None else None
+        if declared is None or not declared.deviation or deviating is None:
+            return False
+        return not any(probe in deviating for probe in declared.deviation)
+
+    def condition(self) -> str:
+        declared = self.declared
+        return " or ".join(declared.deviation) if declared is not None else ""
 
     def mismatch(self, result: "CheckResult") -> str | None:
         """None if the failure has this finding's signature, else why not."""
@@ -321,10 +412,36 @@ class KnownFinding:
         if self.outputs and failing - set(self.outputs):
             return f"outputs {', '.join(sorted(failing - set(self.outputs)))} fail, the finding's are " \
                    f"{', '.join(self.outputs)}"
-        missing = [text for text in self.reasons if text not in result.reason]
-        if missing:
-            return f"its reason lacks {', '.join(repr(m) for m in missing)}"
+        if self.reasons:
+            stray = [message for message in result.messages if not self.covers(message)]
+            if not result.messages:
+                missing = [text for text in self.reasons if text not in result.reason]
+                if missing:
+                    return f"its reason lacks {', '.join(repr(m) for m in missing)}"
+            elif stray:
+                return f"it also found what the finding does not: {stray[0][:300]}"
         return None
+
+    def covers(self, message: str) -> bool:
+        """Whether one message of a failure (one sanitizer finding) is this finding's."""
+        return all(text in message for text in self.reasons)
+
+    @staticmethod
+    def covering(findings: list["KnownFinding"], result: "CheckResult") -> list["KnownFinding"] | None:
+        """The findings that together account for every message of a failure, each by its
+        signature, or None where some message is none of theirs (or none has messages to split)."""
+        if not result.messages or not all(f.reasons for f in findings):
+            return None
+        if any(f.kinds and result.failure_kind not in f.kinds for f in findings):
+            return None
+        used = []
+        for message in result.messages:
+            owner = next((f for f in findings if f.covers(message)), None)
+            if owner is None:
+                return None
+            if owner not in used:
+                used.append(owner)
+        return used
 
 
 class CheckResults(tuple):
@@ -417,6 +534,7 @@ _EXPECTED = {
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
     "verify_version": str, "notes": list, "subgroup_width": (int, type(None)), "job_id": (int, type(None)),
     "inputs_sha256": (str, type(None)), "reused_from": (str, type(None)), "auth_tag": (str, type(None)),
+    "finding_id": (str, type(None)),
 }
 
 

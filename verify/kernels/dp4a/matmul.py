@@ -45,6 +45,7 @@ from verify.kernels.dp4a.common import (
 from verify.kernels.dp4a.fastpath import MatmulInputs, remembered
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.specialize import body, specialize
+from verify.results.record import KnownFinding
 
 TILE = ConfigKey("tile", "64x64", ("64x64", "128x32", "small_m"),
                  "64x64: ORT's tile kernel; 128x32: the wide-subgroup tile of onnxruntime#33560; "
@@ -159,7 +160,9 @@ class Matmul(Kernel):
 
     def known_finding(self, check, config):
         """acc=f16 is ORT's shipped accumulation: accumulator_range fails by design (verdict "known")."""
-        return F16_ACCUMULATION if check == "accumulator_range" and config["acc"] == "f16" else None
+        if check == "accumulator_range" and config["acc"] == "f16":
+            return KnownFinding(F16_ACCUMULATION, outputs=("y",), finding_id="dp4a-f16-accumulation")
+        return None
 
     def wgsl(self, config):
         source = body(__package__, "matmul_common.wgsl") + "\n" + body(__package__, TILES[config["tile"]][2])

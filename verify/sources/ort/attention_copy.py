@@ -197,7 +197,8 @@ class OrtCopyKvCache(OrtDecodeProgram):
         and its `finding_examples` always."""
         if check == "sanitize" and config["phase"] == "decode":
             return KnownFinding(COPY_READS_PAST_END, kinds=(FailureKind.SANITIZER,),
-                                reasons=("out-of-bounds read of storage buffer key",))
+                                reasons=("out-of-bounds read of storage buffer key",),
+                                finding_id="ort-copy-kv-cache-reads-past-end")
         return None
 
     def finding_examples(self, check, config):

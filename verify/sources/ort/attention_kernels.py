@@ -236,11 +236,12 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         if check not in ("reference", "large_scores"):
             return None
         if config.get("softcap"):
-            findings.append(KnownFinding(SOFTCAP_IGNORED, outputs=("output",)))
+            findings.append(KnownFinding(SOFTCAP_IGNORED, outputs=("output",), finding_id="ort-gqa-softcap-ignored"))
         if self.takes_flash(config):
-            findings.append(KnownFinding(FLASH_LOOP_VAR, outputs=("output",)))
+            findings.append(KnownFinding(FLASH_LOOP_VAR, outputs=("output",), finding_id="ort-flash-carried-scores"))
         if check == "large_scores" and self.takes_paged_prefill(config):
-            findings.append(KnownFinding(PAGED_PREFILL_F16_SCORES, outputs=("output",)))
+            findings.append(KnownFinding(PAGED_PREFILL_F16_SCORES, outputs=("output",),
+                                         finding_id="ort-paged-prefill-f16-scores"))
         return findings or None
 
     def takes_paged_prefill(self, config) -> bool:

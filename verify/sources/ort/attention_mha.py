@@ -163,7 +163,7 @@ class OrtMha(OrtAttentionKernel):
         """§18.2 on the flash path, under `reference`: MultiHeadAttention's FlashAttention variant
         declares the same loop-body score accumulators as GroupQueryAttention's."""
         if check == "reference" and self.takes_flash(config):
-            return KnownFinding(FLASH_LOOP_VAR, outputs=("output",))
+            return KnownFinding(FLASH_LOOP_VAR, outputs=("output",), finding_id="ort-flash-carried-scores")
         return None
 
     def expected(self, config, case):

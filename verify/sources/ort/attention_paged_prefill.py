@@ -165,7 +165,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
         """§18.4 under `large_scores` (the output its signature), as ort.paged_attention states
         it: the program sums q.k in f16, so a partial sum past 65504 is Inf and the output NaN."""
         if check == "large_scores":
-            return KnownFinding(PAGED_PREFILL_F16_SCORES, outputs=("output",))
+            return KnownFinding(PAGED_PREFILL_F16_SCORES, outputs=("output",), finding_id="ort-paged-prefill-f16-scores")
         return None
 
     def paged_config(self, config) -> dict:

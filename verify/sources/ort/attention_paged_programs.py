@@ -312,15 +312,17 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
         differ bit for bit)."""
         if check == "sanitize":
             return KnownFinding(UNINITIALISED_PAGED_PARTIALS, kinds=(FailureKind.SANITIZER,),
-                                reasons=("uninitialised read of workgroup array",))
+                                reasons=("uninitialised read of workgroup array",),
+                                finding_id="ort-decode-partials-zero-init")
         if check == "implementations":
-            return KnownFinding(UNINITIALISED_PAGED_PARTIALS, outputs=("out_split_vx", "metadata"))
+            return KnownFinding(UNINITIALISED_PAGED_PARTIALS, outputs=("out_split_vx", "metadata"),
+                                finding_id="ort-decode-partials-zero-init")
         if check == "determinism":
             return KnownFinding(UNINITIALISED_PAGED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                implementations=("wgpu",))
+                                implementations=("wgpu",), finding_id="ort-decode-partials-zero-init")
         if check == "reference":
             return KnownFinding(UNINITIALISED_PAGED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                implementations=("wgpu",))
+                                implementations=("wgpu",), finding_id="ort-decode-partials-zero-init")
         return None
 
     def launch(self, device, wgsl, config, case):

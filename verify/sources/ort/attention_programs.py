@@ -260,16 +260,20 @@ class OrtDecodeQkv(OrtDecodeProgram):
         it, and on wgpu §18.6 comes on top."""
         if check == "sanitize":
             return KnownFinding(UNINITIALISED_PARTIALS, kinds=(FailureKind.SANITIZER,),
-                                reasons=("uninitialised read of workgroup array",))
+                                reasons=("uninitialised read of workgroup array",),
+                                finding_id="ort-decode-partials-zero-init")
         if check == "implementations":
-            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"))
+            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"),
+                                finding_id="ort-decode-partials-zero-init")
         if check == "determinism":
-            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"), implementations=("wgpu",))
+            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"), implementations=("wgpu",),
+                                finding_id="ort-decode-partials-zero-init")
         if check == "reference":
             uninitialised = KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                         implementations=("wgpu",))
+                                         implementations=("wgpu",), finding_id="ort-decode-partials-zero-init")
             if config.get("softcap"):
-                return [KnownFinding(SOFTCAP_IGNORED, outputs=("out_split_vx", "metadata")), uninitialised]
+                return [KnownFinding(SOFTCAP_IGNORED, outputs=("out_split_vx", "metadata"),
+                                     finding_id="ort-gqa-softcap-ignored"), uninitialised]
             return uninitialised
         return None
 
@@ -479,11 +483,13 @@ class OrtFlashPrefill(OrtDecodeProgram):
         buffer where it ends within the step (its `finding_examples` always, drawn cases where
         their spare rows end there); the signature is the out-of-bounds read of present_key."""
         if check == "reference":
-            return [KnownFinding(FLASH_SUBGROUP_4, outputs=("output",), subgroup_widths=(4,)),
-                    KnownFinding(FLASH_LOOP_VAR, outputs=("output",))]
+            return [KnownFinding(FLASH_SUBGROUP_4, outputs=("output",), subgroup_widths=(4,),
+                                 finding_id="ort-flash-subgroups-of-4"),
+                    KnownFinding(FLASH_LOOP_VAR, outputs=("output",), finding_id="ort-flash-carried-scores")]
         if check == "sanitize":
             return KnownFinding(FLASH_READS_PAST_CACHE, kinds=(FailureKind.SANITIZER,),
-                                reasons=("out-of-bounds read of storage buffer present_key",))
+                                reasons=("out-of-bounds read of storage buffer present_key",),
+                                finding_id="ort-flash-reads-past-cache")
         return None
 
     def finding_examples(self, check, config):

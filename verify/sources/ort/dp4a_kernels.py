@@ -160,7 +160,8 @@ class OrtQuantize(DerivedConfig, Quantize):
         return ort_upstream(QUANTIZE, wgsl)
 
     def known_finding(self, check, config):
-        return KnownFinding(ZERO_BLOCK_CODES, outputs=("codes",)) if check == "zero_blocks" else None
+        return (KnownFinding(ZERO_BLOCK_CODES, outputs=("codes",), finding_id="ort-quantize-zero-block")
+                if check == "zero_blocks" else None)
 
     def wgsl(self, config):
         return header(self.name, config) + captured_programs(CaptureConfig(config["dtype"])).wgsl(QUANTIZE)
@@ -274,10 +275,11 @@ class OrtMatmul(DerivedConfig, Matmul):
     gate_shapes = (dict(dtype="f16", bits=4, block_size=32, has_zero_points=1),
                    dict(dtype="f32", bits=8, block_size=128, has_zero_points=1, has_bias=1))
 
-    #: The sanitize check's finding (every config: a partial tile, or K/128 % 8 != 0, is drawn), and
-    #: what its reason names.
-    sanitize_finding = UNLOADED_TILE_ROWS
-    sanitize_reason = "uninitialised read of workgroup array"
+    #: The sanitize check's findings (every config: a partial tile, or K/128 % 8 != 0, is drawn):
+    #: (evidence, what each of the sanitizer's messages of it names, the finding's id).
+    sanitize_findings = ((UNLOADED_TILE_ROWS, "uninitialised read of workgroup array", "ort-tile-reads-unloaded-rows"),)
+    #: The finding the outputs show where the implementation does not zero workgroup memory, or None.
+    zero_init_finding: str | None = None
     #: Naga refuses this program (docs/findings.md §13.5): a compile divergence on any check run on
     #: wgpu, and the `implementations` check's preflight wherever it runs.
     naga_refuses = True
@@ -290,13 +292,18 @@ class OrtMatmul(DerivedConfig, Matmul):
         y, and Naga's refusal as a compile divergence (only where wgpu compiles it)."""
         findings = []
         if check == "sanitize":
-            findings.append(KnownFinding(self.sanitize_finding, kinds=(FailureKind.SANITIZER,),
-                                         reasons=(self.sanitize_reason,)))
+            findings += [KnownFinding(text, kinds=(FailureKind.SANITIZER,), reasons=(reason,), finding_id=finding_id)
+                         for text, reason, finding_id in self.sanitize_findings]
+        elif self.zero_init_finding is not None:
+            # Only where the adapter's workgroup-zero-init probe deviates (verify.findings): on an
+            # implementation that zeroes workgroup memory as WGSL says, a wrong y is news.
+            findings.append(KnownFinding(outputs=("y",), finding_id=self.zero_init_finding))
         if check == "accumulator_range" and config["dtype"] == "f16":
-            findings.append(KnownFinding(F16_ACCUMULATION, outputs=("y",)))
+            findings.append(KnownFinding(F16_ACCUMULATION, outputs=("y",), finding_id="ort-f16-accumulation"))
         if self.naga_refuses:
             findings.append(KnownFinding(NAGA_REFUSES_TILE, kinds=(FailureKind.COMPILE_DIVERGENCE,),
-                                         implementations=() if check == "implementations" else ("wgpu",)))
+                                         implementations=() if check == "implementations" else ("wgpu",),
+                                         finding_id="ort-tile-naga-refuses"))
         return tuple(findings)
 
     def wgsl(self, config):
@@ -360,8 +367,9 @@ class OrtMatmulSmallM(OrtMatmul):
     program = SMALL_M
     tile = "small_m"
     capture_m = 1
-    sanitize_finding = SMALL_M_READS
-    sanitize_reason = "out-of-bounds read of storage buffer scales_a"
+    sanitize_findings = ((SMALL_M_READS, "out-of-bounds read of storage buffer scales_a", "ort-small-m-scales-past-row"),
+                         (SMALL_M_READS, "uninitialised read of workgroup array inter_results", "ort-small-m-zero-init"))
+    zero_init_finding = "ort-small-m-zero-init"
     naga_refuses = False  # the small-M program compiles under Naga (docs/findings.md §13.5)
     config_keys = (ConfigKey("dtype", "f32", ("f16", "f32"), "type of A, the scales, bias and the output (ORT runs "
                              "this program only for f32)"),) + OrtMatmul.config_keys[1:]

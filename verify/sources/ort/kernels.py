@@ -103,7 +103,7 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
 
     def known_finding(self, check, config):
         if check == "accumulator_range" and config["dtype"] == "f16":
-            return KnownFinding(F16_ACCUMULATION, outputs=("y",))
+            return KnownFinding(F16_ACCUMULATION, outputs=("y",), finding_id="ort-f16-accumulation")
         return None
 
     # -- what ORT runs -------------------------------------------------------------------------------

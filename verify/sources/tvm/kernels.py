@@ -238,9 +238,9 @@ class TvmDecode(DecodeKernel):
         """Below the floor the lse (and output) is wrong; the packed grid's extra workgroup writes
         one sequence past the end of output and lse."""
         if check == "below_floor":
-            return KnownFinding(BELOW_FLOOR, outputs=("output", "lse"))
+            return KnownFinding(BELOW_FLOOR, outputs=("output", "lse"), finding_id="tvm-decode-below-floor")
         if check == "packed_grid":
-            return KnownFinding(PACKED_GRID, kinds=(FailureKind.WRITE_OUT_OF_BOUNDS,))
+            return KnownFinding(PACKED_GRID, kinds=(FailureKind.WRITE_OUT_OF_BOUNDS,), finding_id="tvm-packed-grid")
         return None
 
     def finding_examples(self, check, config):
@@ -515,14 +515,16 @@ class TvmMergeState(MergeState):
         dropped = unmerged_heads(config["heads"], config["head_dim"])
         if check == "reference":
             if dropped:
-                return KnownFinding(dropped_heads_finding(config, dropped), outputs=("s", "v"))
-            return KnownFinding(MERGE_RACE, outputs=("s", "v"))
+                return KnownFinding(dropped_heads_finding(config, dropped), outputs=("s", "v"),
+                                    finding_id="tvm-merge-dropped-heads")
+            return KnownFinding(MERGE_RACE, outputs=("s", "v"), finding_id="tvm-merge-race")
         if check == "sanitize":
             read, write = s_lines(self.wgsl(config))
             return KnownFinding(MERGE_RACE, kinds=(FailureKind.SANITIZER,),
-                                reasons=("race on storage buffer S_ptr", f"at line {write}", f"at line {read}"))
+                                reasons=("race on storage buffer S_ptr", f"at line {write}", f"at line {read}"),
+                                finding_id="tvm-merge-race")
         if check == "infinite_empty":
-            return KnownFinding(INFINITE_EMPTY, outputs=("s", "v"))
+            return KnownFinding(INFINITE_EMPTY, outputs=("s", "v"), finding_id="tvm-merge-infinite-empty")
         return None
 
     def wgsl(self, config):

@@ -44,7 +44,7 @@ from verify.budgets.expected import Expected
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import faithful_rounding_bound, gamma
 from verify.budgets.wgsl_accuracy import rounding_rel
-from verify.errors import UsageError
+from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.attention.common import DTYPE, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE, dtype_features
 from verify.kernels.attention.prefill_cases import (
@@ -57,6 +57,7 @@ from verify.kernels.attention.prefill_cases import (
     tree_cases,
 )
 from verify.kernels.attention.prefill_eval import PrefillProblem, remembered
+from verify.results.record import KnownFinding
 from verify.kernels.attention.rope_variant import LLAMA_3_1, SCALING_KEYS, RopeVariant, trim_config, validate_variant
 from verify.kernels.attention.sizes import SIZES
 from verify.kernels.contract import ConfigKey, Kernel, Launched
@@ -138,6 +139,11 @@ TREE_MASK_READ = (
     "stored, so the outputs are right; a runtime without robust access would read out of bounds. Evidence: "
     "tests/sources/test_tvm_prefill.py::test_tvm_tree_attention_reads_only_its_trees_mask (strict xfail); "
     "docs/findings.md §14.")
+
+#: What the sanitizer's message of each tree finding names (KnownFinding.reasons): the mask read
+#: past the tree, and the extra warp's stores past the workgroup arrays.
+TREE_MASK_READ_SITE = ("out-of-bounds read of storage buffer mask_ptr",)
+TREE_EXTRA_WARP_SITE = ("out-of-bounds ", " of workgroup array ")
 
 BELOW_FLOOR_PREFILL = (
     "TVM's -inf is -5e4: a row whose every visible base-2 logit lies below it comes back as a mean of hidden rows.\n"
@@ -419,7 +425,7 @@ class TvmPrefill(TvmPrefillKernel):
                 "sm_scale": p["sm_scale"]}
 
     def known_finding(self, check, config):
-        return {"below_floor": BELOW_FLOOR_PREFILL}.get(check)
+        return _below_floor(check)
 
 
 class TvmPrefillSlidingWindow(TvmPrefill):
@@ -492,7 +498,14 @@ class TvmPrefillRagged(TvmPrefillKernel):
                 "sm_scale": p["sm_scale"]}
 
     def known_finding(self, check, config):
-        return {"below_floor": BELOW_FLOOR_PREFILL}.get(check)
+        return _below_floor(check)
+
+
+def _below_floor(check: str):
+    """TVM's floor under `below_floor`: rows whose visible logits all lie below it come back wrong."""
+    if check == "below_floor":
+        return KnownFinding(BELOW_FLOOR_PREFILL, outputs=("output", "lse"), finding_id="tvm-prefill-below-floor")
+    return None
 
 
 def clear_of_floor(problem: PrefillProblem) -> bool:
@@ -581,14 +594,16 @@ class TvmTreeAttention(TvmPrefillKernel):
         `page_permutation`."""
         extra_warp = (config["dtype"], config["head_dim"]) in TREE_EXTRA_WARP
         if check == "sanitize":
+            mask = KnownFinding(TREE_MASK_READ, kinds=(FailureKind.SANITIZER,), reasons=TREE_MASK_READ_SITE,
+                                finding_id="tvm-tree-mask-past-tree")
             if extra_warp:
-                headline, evidence = TREE_OUT_OF_BOUNDS.split("\n", 1)
-                return TREE_MASK_READ + " Also at this head dim: " + headline + " " + evidence
-            return TREE_MASK_READ
+                return [mask, KnownFinding(TREE_OUT_OF_BOUNDS, kinds=(FailureKind.SANITIZER,),
+                                           reasons=TREE_EXTRA_WARP_SITE, finding_id="tvm-tree-extra-warp")]
+            return mask
         if extra_warp and check in ("reference", "implementations"):
-            return TREE_OUT_OF_BOUNDS
+            return KnownFinding(TREE_OUT_OF_BOUNDS, outputs=("output", "lse"), finding_id="tvm-tree-extra-warp")
         if extra_warp and check in ("determinism", "page_permutation"):
-            return TREE_EXTRA_WARP_RACE
+            return KnownFinding(TREE_EXTRA_WARP_RACE, outputs=("output", "lse"), finding_id="tvm-tree-extra-warp")
         return None
 
 
@@ -712,4 +727,6 @@ class TvmSequencePrefill(TvmPrefillKernel):
         return split_chunk(case, "dense")
 
     def known_finding(self, check, config):
-        return {"packed_grid": PACKED_GRID}.get(check)
+        if check == "packed_grid":
+            return KnownFinding(PACKED_GRID, kinds=(FailureKind.WRITE_OUT_OF_BOUNDS,), finding_id="tvm-packed-grid")
+        return None
