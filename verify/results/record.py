@@ -292,9 +292,9 @@ class CheckResult:
         # Several findings may each cover part of a sanitizer's report (a race and a read past the end).
         together = KnownFinding.covering(findings, self)
         if together is not None:
-            return replace(self, verdict=Verdict.KNOWN, finding="\n\n".join(f.text for f in together),
-                           finding_id=",".join(f.finding_id for f in together if f.finding_id) or None,
-                           finding_reproduced=True)
+            ids = list(dict.fromkeys(f.finding_id for f in together if f.finding_id))
+            return replace(self, verdict=Verdict.KNOWN, finding="\n\n".join(dict.fromkeys(f.text for f in together)),
+                           finding_id=",".join(ids) or None, finding_reproduced=True)
         notes = [f"not the documented finding \"{m}\"" for m in mismatches]
         return replace(self, notes=list(self.notes) + notes)
 
@@ -337,8 +337,12 @@ class KnownFinding:
 
     `finding_id` names the declared finding (verify.findings): its headline, layer and the
     semantics probes it rests on come from there (a finding of an implementation shows only where
-    one of its probes deviates). `text`, where given, is the evidence; its first line is the
-    headline of a finding declared nowhere else."""
+    one of its probes deviates on the record's adapter). `on_this_adapter` False says the failure
+    is not this adapter's run alone, so its probes do not decide: a comparison with another
+    implementation (which may be the one that deviates), or the sanitizer's reading of the
+    program's own accesses. `text`, where given, is the evidence; its first line is the headline
+    of a finding declared nowhere else. Several KnownFindings may share an id (one signature each:
+    a read past `key`, a read past `value`)."""
 
     text: str = ""
     outputs: tuple = ()
@@ -347,6 +351,7 @@ class KnownFinding:
     implementations: tuple = ()
     subgroup_widths: tuple = ()
     finding_id: str = ""
+    on_this_adapter: bool = True
 
     @property
     def declared(self):
@@ -395,7 +400,7 @@ class KnownFinding:
         and none of its probes deviates there: the documented finding cannot be what failed."""
         declared = self.declared
         deviating = result.adapter.deviating if result.adapter is not None else None
-        if declared is None or not declared.deviation or deviating is None:
+        if not self.on_this_adapter or declared is None or not declared.deviation or deviating is None:
             return False
         return not any(probe in deviating for probe in declared.deviation)
 

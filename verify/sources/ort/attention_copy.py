@@ -196,9 +196,9 @@ class OrtCopyKvCache(OrtDecodeProgram):
         decode config's drawn cases show it where the last sequence is shorter than the longest,
         and its `finding_examples` always."""
         if check == "sanitize" and config["phase"] == "decode":
-            return KnownFinding(COPY_READS_PAST_END, kinds=(FailureKind.SANITIZER,),
-                                reasons=("out-of-bounds read of storage buffer key",),
-                                finding_id="ort-copy-kv-cache-reads-past-end")
+            return [KnownFinding(COPY_READS_PAST_END, kinds=(FailureKind.SANITIZER,),
+                                 reasons=(f"out-of-bounds read of storage buffer {buffer}:",),
+                                 finding_id="ort-copy-kv-cache-reads-past-end") for buffer in ("key", "value")]
         return None
 
     def finding_examples(self, check, config):

@@ -142,7 +142,8 @@ TREE_MASK_READ = (
 
 #: What the sanitizer's message of each tree finding names (KnownFinding.reasons): the mask read
 #: past the tree, and the extra warp's stores past the workgroup arrays.
-TREE_MASK_READ_SITE = ("out-of-bounds read of storage buffer mask_ptr",)
+TREE_MASK_READ_SITES = (("out-of-bounds read of storage buffer mask_ptr",),
+                        ("out-of-bounds read of storage buffer tree_order_ptr",))
 TREE_EXTRA_WARP_SITE = ("out-of-bounds ", " of workgroup array ")
 
 BELOW_FLOOR_PREFILL = (
@@ -594,11 +595,12 @@ class TvmTreeAttention(TvmPrefillKernel):
         `page_permutation`."""
         extra_warp = (config["dtype"], config["head_dim"]) in TREE_EXTRA_WARP
         if check == "sanitize":
-            mask = KnownFinding(TREE_MASK_READ, kinds=(FailureKind.SANITIZER,), reasons=TREE_MASK_READ_SITE,
-                                finding_id="tvm-tree-mask-past-tree")
+            # The mask is `mask` in the ragged tree kernel and `tree_order` in the paged one.
+            mask = [KnownFinding(TREE_MASK_READ, kinds=(FailureKind.SANITIZER,), reasons=site,
+                                 finding_id="tvm-tree-mask-past-tree") for site in TREE_MASK_READ_SITES]
             if extra_warp:
-                return [mask, KnownFinding(TREE_OUT_OF_BOUNDS, kinds=(FailureKind.SANITIZER,),
-                                           reasons=TREE_EXTRA_WARP_SITE, finding_id="tvm-tree-extra-warp")]
+                return [*mask, KnownFinding(TREE_OUT_OF_BOUNDS, kinds=(FailureKind.SANITIZER,),
+                                            reasons=TREE_EXTRA_WARP_SITE, finding_id="tvm-tree-extra-warp")]
             return mask
         if extra_warp and check in ("reference", "implementations"):
             return KnownFinding(TREE_OUT_OF_BOUNDS, outputs=("output", "lse"), finding_id="tvm-tree-extra-warp")
