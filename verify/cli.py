@@ -162,7 +162,8 @@ def cmd_show(args) -> int:
 
 # -- check / gate --------------------------------------------------------------------------------
 def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | None, allow_skip: bool,
-             prior: list | None = None, workers: int = 1, shard: str = "", planned: int = 0, plan=None) -> int:
+             prior: list | None = None, workers: int = 1, shard: str = "", planned: int = 0, plan=None,
+             sarif: str | None = None) -> int:
     """Run `jobs`, writing results.json after every record, then the report and JUnit.
 
     The output folder is locked for the run (a second run into it stops before writing), and
@@ -185,6 +186,9 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
             write_junit(records, junit_path)
         except OSError as exc:
             raise UsageError(f"--junit {junit}: cannot write ({exc.strerror or exc}); results and report are written") from None
+    if sarif is not None:
+        _write_sarif(sarif, [(records, out_dir / "results.json")], out_dir / "wgsl", rebuild=True,
+                     complete=not interrupted)
     if interrupted:
         return 130
     skips = [r for r in records if r.verdict is Verdict.SKIP]
@@ -328,6 +332,31 @@ def _junit_path(junit: str | None, out_dir: Path | None = None) -> Path | None:
     return output_file(junit, "--junit")
 
 
+def _sarif_path(sarif: str | None, out_dir: Path | None = None) -> Path | None:
+    """The --sarif file, checked before the run as --junit is."""
+    from verify.results.destination import output_file
+
+    if sarif is None:
+        return None
+    if out_dir is not None and Path(sarif).resolve() in {(out_dir / name).resolve() for name in RUN_FILES}:
+        raise UsageError(f"--sarif {sarif}: is one of the run's own files in {out_dir}; name another file "
+                         f"(e.g. {out_dir / 'verify.sarif'})")
+    _refuse_results_file(Path(sarif), "--sarif")
+    return output_file(sarif, "--sarif")
+
+
+def _write_sarif(sarif: str, documents: list, wgsl_dir: Path, *, rebuild: bool, complete: bool) -> None:
+    """SARIF of the records (verify.results.sarif); the WGSL a result points at without a file of
+    its own goes to `wgsl_dir`. A write the disk refuses is one line, the rest being written."""
+    from verify.results.sarif import write_sarif
+
+    try:
+        count = write_sarif(Path(sarif), documents, wgsl_dir=wgsl_dir, rebuild=rebuild, complete=complete)
+    except OSError as exc:
+        raise UsageError(f"--sarif {sarif}: cannot write ({exc.strerror or exc})") from None
+    print(f"sarif: {sarif} ({count} result{'' if count == 1 else 's'})", file=sys.stderr)
+
+
 #: The files a run writes into its output folder.
 RUN_FILES = ("results.json", "report.html", ".verify.lock")
 
@@ -390,6 +419,7 @@ def _destinations(args) -> Path:
     cannot be written fails in the first second, not after the plan's builds and the run."""
     out = _out_dir(args.out)
     _junit_path(args.junit, out)
+    _sarif_path(args.sarif, out)
     return out
 
 
@@ -421,7 +451,7 @@ def cmd_check(args) -> int:
     jobs, reused = _reuse(args, jobs)
     jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, out, command="check", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused)
+                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused, sarif=args.sarif)
 
 
 def cmd_gate(args) -> int:
@@ -458,7 +488,7 @@ def cmd_gate(args) -> int:
     jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, out, command="gate", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned,
-                    plan=plan)
+                    plan=plan, sarif=args.sarif)
 
 
 def _reuse(args, jobs: list, listed: dict | None = None) -> tuple[list, list]:
@@ -574,11 +604,17 @@ def cmd_report(args) -> int:
     if output.resolve() in {Path(path).resolve() for path in args.results}:
         raise UsageError(f"-o {args.output}: is one of the results files to render; name the HTML file to write")
     _refuse_results_file(output, "-o")
+    sarif = _sarif_path(args.sarif)
+    if sarif is not None and sarif.resolve() in {Path(path).resolve() for path in args.results} | {output.resolve()}:
+        raise UsageError(f"--sarif {args.sarif}: is one of the files read or written; name another file")
     try:
         render_report(documents, output, findings_dir=args.findings_dir, processes=os.cpu_count() or 1)
     except OSError as exc:
         raise UsageError(f"-o {args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"report: {args.output}", file=sys.stderr)
+    if sarif is not None:  # the WGSL it points at goes beside it: the results' folders are only read
+        _write_sarif(args.sarif, [(d.records, Path(d.path)) for d in documents], sarif.parent / "wgsl", rebuild=False,
+                     complete=all(d.complete for d in documents))
     for problem in problems:
         print(f"verify: {problem}", file=sys.stderr)
     return 1 if args.strict and problems else 0
@@ -711,6 +747,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", default=out_default,
                        help=f"folder for results.json, report.html, case files (default {out_default})")
         p.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
+        p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 for code scanning (docs/ci.md)")
         p.add_argument("--time-limit", type=_seconds, metavar="S",
                        help="seconds one check may run before it fails as a hang (default: the profile's)")
         p.add_argument("--allow-skip", action="store_true",
@@ -789,6 +826,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 if any check failed or errored, was skipped (unless --allow-skip), a run did not "
                    "finish, or a shard of a split gate is missing: the merge step of a sharded CI gate")
     p.add_argument("--allow-skip", action="store_true", help="with --strict: skipped checks do not fail")
+    p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 for code scanning (docs/ci.md)")
     p.add_argument("--findings-dir", metavar="DIR", help="link each known finding to its reproduction in DIR "
                    "(`verify findings export`'s folder; default: a `findings` folder beside the report)")
     p.set_defaults(func=cmd_report)

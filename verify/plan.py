@@ -31,6 +31,7 @@ from verify.profiles import Profile, encode_profile
 from verify.protocol import Job
 from verify.results.record import CheckResult, Source, Verdict
 from verify.results.store import PlanIdentity
+from verify.results.thoroughness import Thoroughness
 from verify.wgsl import sha256
 
 
@@ -119,7 +120,8 @@ def skipped(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile 
             source: Source | None = None) -> CheckResult:
     """The SKIP record of something a plan cannot run here (no job is made for it)."""
     return CheckResult(kernel=kernel, check="*", config={}, verdict=Verdict.SKIP, reason=reason, kernel_ref=kernel_ref,
-                       profile=profile.name if profile is not None else "", seed=seed, source=source)
+                       profile=profile.name if profile is not None else "", seed=seed, source=source,
+                       thoroughness=Thoroughness.NOT_RUN)
 
 
 def broken(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile | None = None,
@@ -127,7 +129,7 @@ def broken(kernel: str, reason: str, *, kernel_ref: str = "", profile: Profile |
     """The ERROR record of a kernel whose own code cannot even be planned (a broken package)."""
     return CheckResult(kernel=kernel, check="*", config={}, verdict=Verdict.ERROR, reason=reason, kernel_ref=kernel_ref,
                        profile=profile.name if profile is not None else "", seed=seed,
-                       failure_kind=FailureKind.KERNEL_CODE)
+                       failure_kind=FailureKind.KERNEL_CODE, thoroughness=Thoroughness.NOT_RUN)
 
 
 def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Path | None, time_limit: float | None,

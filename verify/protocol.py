@@ -77,8 +77,22 @@ class Job:
                    verdict: Verdict = Verdict.FAIL) -> CheckResult:
         """The record of a job whose worker could not report one (time limit, crash): a FAIL only
         where the session has evidence against the kernel (verify.session), else an ERROR."""
-        return self.result(verdict, reason, failure_kind=kind, examples=examples,
-                           duration_s=round(duration_s, 3))
+        return self.judged(self.result(verdict, reason, failure_kind=kind, examples=examples,
+                                       duration_s=round(duration_s, 3)))
+
+    def judged(self, record: CheckResult) -> CheckResult:
+        """`record` with how thoroughly its check judged the kernel (verify.results.thoroughness):
+        the check's level, lowered where the record did less; a check that cannot be loaded here
+        claims nothing beyond what the verdict alone says."""
+        from verify.results.thoroughness import judged
+
+        try:
+            from verify.checks import get_check
+
+            level = get_check(self.check).thoroughness
+        except Exception:  # noqa: BLE001 - a check that cannot load has its own ERROR record
+            level = None
+        return judged(record, level)
 
     @property
     def label(self) -> str:

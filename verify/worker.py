@@ -388,19 +388,22 @@ def _leave(protocol) -> None:
 
 
 def _check_job(job: Job, devices: DeviceCache, emit) -> None:
+    def finished(record: CheckResult) -> Finished:
+        return Finished(job.judged(record))  # how thoroughly, by the check's own level
+
     try:
-        emit(Finished(execute(job, devices, emit)))
+        emit(finished(execute(job, devices, emit)))
     except UsageError as exc:
         emit(Refused(str(exc)))
     except KernelError as exc:
-        emit(Finished(job.result(Verdict.FAIL, str(exc), failure_kind=exc.kind)))
+        emit(finished(job.result(Verdict.FAIL, str(exc), failure_kind=exc.kind)))
     except InfrastructureError as exc:
-        emit(Finished(job.result(Verdict.ERROR, infrastructure_reason(exc), failure_kind=exc.kind)))
+        emit(finished(job.result(Verdict.ERROR, infrastructure_reason(exc), failure_kind=exc.kind)))
     except VerifyLimit as exc:
-        emit(Finished(job.result(Verdict.ERROR, limit_reason(exc), failure_kind=exc.kind)))
+        emit(finished(job.result(Verdict.ERROR, limit_reason(exc), failure_kind=exc.kind)))
     except Exception as exc:
         reason, kind = raised_by(exc, _loaded_kernel(job))
-        emit(Finished(job.result(Verdict.ERROR, reason, failure_kind=kind, traceback=traceback.format_exc())))
+        emit(finished(job.result(Verdict.ERROR, reason, failure_kind=kind, traceback=traceback.format_exc())))
 
 
 def _loaded_kernel(job: Job):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from verify.checks.context import CheckContext
 from verify.checks.outcome import Outcome
 from verify.results.record import FailureKind, Verdict
+from verify.results.thoroughness import Thoroughness
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class Check:
     #: instrumented program), so its first example compiles pipelines no other check of the
     #: config shares (verify.plan.compile_group).
     own_module: bool = False
+    #: What a PASS of this check rests on (verify.results.thoroughness): NUMERIC where its examples
+    #: are judged against the float64 reference under a budget, the default, as `ctx.judge` does;
+    #: a check comparing two runs says RELATION, one reading the module alone STRUCTURAL. A record
+    #: that drew no case, was skipped or errored says less (thoroughness.judged).
+    thoroughness: Thoroughness = Thoroughness.NUMERIC
 
     def applies(self, kernel) -> bool:
         return self.name in kernel.checks

@@ -11,10 +11,13 @@ from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
+from verify.results.thoroughness import Thoroughness
 
 
 class DifferentialCheck(Check):
     name = "differential"
+    #: compared with a second implementation of the contract, not with the reference (verify.results.thoroughness).
+    thoroughness = Thoroughness.RELATION
     doc = "agrees with a second implementation of the same contract within their joint budget"
 
     def device_limits(self, kernel, config):

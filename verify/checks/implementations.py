@@ -20,6 +20,7 @@ from verify.checks.outcome import Outcome
 from verify.errors import FailureKind, SetupError
 from verify.gpu.device import ShaderCompileError
 from verify.results.record import Verdict
+from verify.results.thoroughness import Thoroughness
 
 
 def joint_expected(own: Expected, other_output) -> Expected:
@@ -34,6 +35,8 @@ def joint_expected(own: Expected, other_output) -> Expected:
 
 class ImplementationsCheck(Check):
     name = "implementations"
+    #: the same WGSL on two WebGPU implementations compared with each other (verify.results.thoroughness).
+    thoroughness = Thoroughness.RELATION
     doc = ("the same WGSL compiled by two WebGPU implementations (Naga in wgpu, Tint in Dawn) gives, on the same "
            "case, outputs within their joint budget (bit-exact where the contract demands it)")
     needs_other_implementation = True

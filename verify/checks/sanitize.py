@@ -14,6 +14,7 @@ from verify.checks.base import Check
 from verify.checks.outcome import Outcome
 from verify.errors import FailureKind
 from verify.profiles import get_profile
+from verify.results.thoroughness import Thoroughness
 
 #: Examples of a sanitize check per config, whatever the run asks for.
 MAX_EXAMPLES = 6
@@ -24,6 +25,8 @@ LOG_BINDING_BYTES = 1 << 30
 
 class SanitizeCheck(Check):
     name = "sanitize"
+    #: the access log of the module: no output is judged (verify.results.thoroughness).
+    thoroughness = Thoroughness.STRUCTURAL
     doc = ("every workgroup and storage access logged by the kernel itself: no data race, no out-of-bounds "
            "access (even one the driver drops), no read of unwritten workgroup memory")
     max_examples = MAX_EXAMPLES

@@ -17,6 +17,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 
 from verify.budgets.metrics import OutputMetrics
 from verify.errors import FailureKind, UsageError
+from verify.results.thoroughness import Thoroughness, parse as parse_thoroughness
 
 
 class Verdict(str, enum.Enum):
@@ -201,6 +202,9 @@ class CheckResult:
     #: The authentication tag verify made for this record on the machine that ran it
     #: (verify.results.signing): `--reuse` takes only records whose tag verifies there.
     auth_tag: str | None = None
+    #: How thoroughly the check judged the kernel (verify.results.thoroughness): numeric,
+    #: relation, structural or not run; None in records written before it was recorded.
+    thoroughness: Thoroughness | None = None
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -573,6 +577,8 @@ def _field(cls, name: str, value, where: str):
             return FailureKind(value)
         except ValueError:
             return FailureKind.FAILED  # a kind a newer verify wrote: still a failure
+    if cls is CheckResult and name == "thoroughness":
+        return parse_thoroughness(value, where)
     if cls is CheckResult and name in _NESTED:
         return None if value is None else _typed(_NESTED[name], value, where)
     if name in ("samples", "features"):

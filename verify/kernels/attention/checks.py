@@ -13,10 +13,13 @@ from verify.checks.base import Check, bitwise_differences
 from verify.checks.outcome import Outcome
 from verify.errors import FailureKind
 from verify.kernels.attention.cases import permute_pages, split_context
+from verify.results.thoroughness import Thoroughness
 
 
 class PagePermutationCheck(Check):
     name = "page_permutation"
+    #: bitwise against the same case with its pages moved (verify.results.thoroughness).
+    thoroughness = Thoroughness.RELATION
     doc = "moving KV pages to other physical slots (page table renamed alike) gives bitwise-identical output"
 
     def run_example(self, ctx, case):
@@ -29,6 +32,8 @@ class PagePermutationCheck(Check):
 
 class SplitMergeCheck(Check):
     name = "split_merge"
+    #: split and merged against the whole context, each within its budget, not the reference (verify.results.thoroughness).
+    thoroughness = Thoroughness.RELATION
     doc = "decode over a split context, merged by merge_state, equals decode over the whole context (within both budgets)"
 
     @staticmethod
@@ -99,6 +104,8 @@ class CausalSplitCheck(Check):
     walk or q_indptr handling depends on where the chunk starts breaks it."""
 
     name = "causal_split"
+    #: a chunk against its two halves (verify.results.thoroughness).
+    thoroughness = Thoroughness.RELATION
     doc = ("prefill of a chunk equals prefill of its first rows followed by prefill of the rest on the extended "
            "context (outputs and LSE within both budgets)")
 
@@ -147,6 +154,8 @@ class PrefillVsDecodeCheck(Check):
     offer (a head dim outside 64/96/128/256, d_v != d_qk) is a SKIP saying so."""
 
     name = "prefill_vs_decode"
+    #: prefill against decode on the same context (verify.results.thoroughness).
+    thoroughness = Thoroughness.RELATION
     doc = ("the last query row of each prefill sequence equals decode of that token on the same context "
            "(verify's decode kernel; within both budgets)")
 

@@ -12,6 +12,7 @@ from verify.budgets.metrics import compare
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
 from verify.kernels.dp4a.matmul_cases import accumulator_range_cases, integer_sum_cases
+from verify.results.thoroughness import Thoroughness
 
 #: Largest finite f16.
 F16_MAX = 65504.0
@@ -75,6 +76,8 @@ class QuantizationErrorCheck(Check):
     """
 
     name = "quantization_error"
+    #: informational: it never fails, so its PASS says only that the kernel ran (verify.results.thoroughness).
+    thoroughness = Thoroughness.STRUCTURAL
     doc = ("informational, never fails: Y and the DP4A-exact product against the unquantized float64 "
            "MatMulNBits, err/budget in units of the a-priori quantization bound")
 
