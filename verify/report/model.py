@@ -24,6 +24,7 @@ from verify.errors import FailureKind
 from verify.results.merge import shard_problems
 from verify.results.record import AdapterRecord, CheckResult, Verdict, number
 from verify.results.store import ResultsDocument, shard_of
+from verify.results.thoroughness import Thoroughness
 
 #: The order of sections, counts and legends, and of a matrix cell's verdict: what a kernel
 #: author reads first. Known findings come before skips: they are failures, shown in full.
@@ -102,6 +103,12 @@ class RecordView:
         return source.kind or "–"
 
     @property
+    def judged(self) -> str:
+        """How thoroughly the check judged the kernel (verify.results.thoroughness): the record's,
+        "not run" for a skip or an error of a file written before it was recorded, else ""."""
+        return judged_text(self.record)
+
+    @property
     def finding_headline(self) -> str:
         """The first line of the record's known finding ("" without one)."""
         return self.record.finding_headline
@@ -144,6 +151,13 @@ class RecordView:
         if r.profile:
             parts.append(f"--profile {r.profile}")
         return " ".join(parts)
+
+
+def judged_text(record: CheckResult) -> str:
+    """The record's thoroughness as the report shows it ("" where it was not recorded)."""
+    if record.thoroughness is not None:
+        return record.thoroughness.value
+    return Thoroughness.NOT_RUN.value if record.verdict in (Verdict.SKIP, Verdict.ERROR) else ""
 
 
 def failure_kind(record: CheckResult) -> str:
@@ -202,6 +216,9 @@ class Cell:
     first_card: dict = field(default_factory=dict)
     #: Checks of this kernel planned on this adapter's implementation that have no record.
     unrun: int = 0
+    #: Records by how thoroughly they judged the kernel (verify.results.thoroughness), so a pass
+    #: resting on relations or structure alone reads as such.
+    judged: Counter = field(default_factory=Counter)
 
     @property
     def verdict(self) -> str:
@@ -220,6 +237,8 @@ class Cell:
 
     def add(self, view: RecordView) -> None:
         self.counts[view.verdict] += 1
+        if view.judged:
+            self.judged[view.judged] += 1
         self.examples += view.record.examples
         if view.has_metrics and view.score is not None:
             self.worst = view.score if self.worst is None else max(self.worst, view.score)
@@ -279,6 +298,11 @@ class Report:
 
     def section(self, *verdicts: str) -> list:
         return [r for r in self.records if r.verdict in verdicts]
+
+    @property
+    def judged(self) -> Counter:
+        """Passing records by how thoroughly they judged the kernel: what the green rests on."""
+        return Counter(view.judged for view in self.records if view.verdict == "pass" and view.judged)
 
     @property
     def unrun(self) -> int:

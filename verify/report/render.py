@@ -36,6 +36,7 @@ from verify.report.model import (
 )
 from verify.results.atomic import write_atomic
 from verify.results.store import ResultsDocument
+from verify.results.thoroughness import LEVELS
 
 #: The index `verify findings export` writes beside the findings' folders.
 FINDINGS_INDEX = "index.json"
@@ -249,6 +250,7 @@ def render_report(documents: list[ResultsDocument], path: Path, findings_dir: Pa
     html = _environment().get_template("report.html.j2").render(
         report=report,
         verdicts=VERDICTS,
+        levels=[(level.value, level.description) for level in LEVELS],
         failures=report.section("fail", "divergence", "error"),
         knowns=report.section("known"),
         skips=report.section("skip"),
