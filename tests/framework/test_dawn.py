@@ -308,7 +308,10 @@ def test_a_kernel_that_hangs_on_dawn_runs_out_of_time_and_leaves_no_node_process
     hang = REPO / "tests" / "fixtures" / "wgsl" / "merge_state_never_finishes.wgsl"
     result = verify("check", "merge_state", "--wgsl", str(hang), "--implementation", "dawn", "--checks", "reference",
                     "--examples", "2", "--time-limit", "8", "--out", str(tmp_path), timeout=300)
-    assert result.returncode == 1 and "time limit" in result.stderr, result.stderr
+    # Mesa 25's lavapipe has no loop cap: the reference check's bounds pass may prove first that the
+    # loop never ends (a FAIL naming it), else the time limit ends the check (verify's limit, an ERROR).
+    assert result.returncode == 1, result.stderr
+    assert "time limit" in result.stderr or "does not terminate" in result.stderr, result.stderr
     deadline = time.monotonic() + 10
     while _orphaned_dawn_workers() - before and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -396,8 +399,13 @@ def test_an_unknown_implementation_is_one_line_and_exit_2(tmp_path):
     _one_line_exit_2(verify("check", "merge_state", "--implementation", "metal", "--out", str(tmp_path)), "wgpu, dawn")
 
 
-def test_the_old_backend_option_says_it_is_now_implementation(tmp_path):
-    _one_line_exit_2(verify("check", "merge_state", "--backend", "dawn", "--out", str(tmp_path)), "--implementation")
+def test_the_old_backend_option_still_works_as_implementation_with_a_warning(tmp_path):
+    result = verify("check", "merge_state", "--backend", "dawn", "--checks", "reference", "--examples", "2",
+                    "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "--backend is deprecated" in result.stderr and "--implementation" in result.stderr
+    [record] = json.loads((tmp_path / "results.json").read_text())["records"]
+    assert record["adapter"]["implementation"] == "dawn"
 
 
 def test_dawn_setup_is_a_quick_no_op_when_already_done():

@@ -73,7 +73,8 @@ def test_only_f16_accumulation_is_a_known_accumulator_range_finding():
     """acc=f16 reproduces ORT's overflow by design (reported as "known"); acc=f32 must pass, and no
     other check may be excused."""
     f16 = _config(dtype="f16", acc="f16")
-    assert "65504" in KERNEL.known_finding("accumulator_range", f16)
+    finding = KERNEL.known_finding("accumulator_range", f16)
+    assert "65504" in finding.text and finding.finding_id == "dp4a-f16-accumulation" and finding.outputs == ("y",)
     assert KERNEL.known_finding("accumulator_range", _config(dtype="f16", acc="f32")) is None
     assert all(KERNEL.known_finding(check, f16) is None for check in KERNEL.checks if check != "accumulator_range")
 

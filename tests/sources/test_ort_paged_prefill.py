@@ -108,7 +108,8 @@ def test_section_18_4_is_stated_under_large_scores_alone():
     kernel = OrtPagedPrefill()
     config = kernel.config(CONFIG)
     finding = kernel.known_finding("large_scores", config)
-    assert finding.headline == PAGED_PREFILL_F16_SCORES.splitlines()[0] and finding.outputs == ("output",)
+    assert finding.text == PAGED_PREFILL_F16_SCORES and finding.outputs == ("output",)
+    assert finding.finding_id == "ort-paged-prefill-f16-scores"
     assert all(kernel.known_finding(check, config) is None
                for check in ("reference", "determinism", "sanitize", "implementations"))
 

@@ -19,6 +19,7 @@ from verify.cli import main as verify_main
 from verify.errors import UsageError
 from verify.export.findings import with_extra_warp_guarded
 from verify.kernels.attention import prefill_cases as pc
+from verify.results.record import KnownFinding
 from verify.kernels.attention.fastpath import DecodeInputs
 from verify.kernels.attention.prefill_eval import evaluate, evaluate_plain
 from verify.kernels.registry import get_kernel
@@ -168,7 +169,8 @@ def test_the_extra_warps_race_is_stated_exactly_where_the_extra_warp_runs(name):
         for check in {"determinism", "page_permutation"} & set(kernel.checks):
             stated = kernel.known_finding(check, config)
             assert (stated is not None) == ((dtype, head_dim) in TREE_EXTRA_WARP), (check, dtype, head_dim)
-            assert stated is None or "race" in stated.split("\n", 1)[0]
+            assert stated is None or "race" in stated.text.split("\n", 1)[0]
+            assert stated is None or stated.finding_id == "tvm-tree-extra-warp"
 
 
 @pytest.mark.parametrize("head_dim,dtype,tile", [(64, "f16", 32), (128, "f32", 16), (256, "f16", 16), (256, "f32", 8)])
@@ -447,18 +449,22 @@ def test_known_findings_are_the_documented_failures(name):
             if (name, check) not in KNOWN and not tree_96:
                 assert finding is None, (check, dims)
                 continue
-            headline, evidence = finding.split("\n", 1)
-            assert KNOWN.get((name, check), "extra warp") in headline
+            stated = KnownFinding.all_of(finding)
+            assert all(f.finding_id for f in stated), [f.headline for f in stated]
+            texts = "\n".join(dict.fromkeys(f.text for f in stated))
+            assert any(KNOWN.get((name, check), "extra warp") in f.text.split("\n", 1)[0] for f in stated)
             if tree_96:
-                assert "extra warp" in finding
-            cited, module = [], None
-            for word in evidence.split():
-                if "::" not in word:
-                    continue
-                path, test = word.strip("(),.;").rsplit("::", 1)
-                module = (tests / Path(path).name) if path else module
-                cited.append((module, test))
-            assert cited and all(f"def {test}(" in path.read_text() for path, test in cited), cited
+                assert "extra warp" in texts
+            for text in dict.fromkeys(f.text for f in stated):
+                evidence = text.split("\n", 1)[1]
+                cited, module = [], None
+                for word in evidence.split():
+                    if "::" not in word:
+                        continue
+                    path, test = word.strip("(),.;").rsplit("::", 1)
+                    module = (tests / Path(path).name) if path else module
+                    cited.append((module, test))
+                assert cited and all(f"def {test}(" in path.read_text() for path, test in cited), cited
 
 
 def extra_warp_case():

@@ -488,9 +488,9 @@ class OrtFlashPrefill(OrtDecodeProgram):
                                  finding_id="ort-flash-subgroups-of-4"),
                     KnownFinding(FLASH_LOOP_VAR, outputs=("output",), finding_id="ort-flash-carried-scores")]
         if check == "sanitize":
-            return KnownFinding(FLASH_READS_PAST_CACHE, kinds=(FailureKind.SANITIZER,),
-                                reasons=("out-of-bounds read of storage buffer present_key",),
-                                finding_id="ort-flash-reads-past-cache")
+            return [KnownFinding(FLASH_READS_PAST_CACHE, kinds=(FailureKind.SANITIZER,),
+                                 reasons=(f"out-of-bounds read of storage buffer {buffer}:",),
+                                 finding_id="ort-flash-reads-past-cache") for buffer in ("present_key", "present_value")]
         return None
 
     def finding_examples(self, check, config):
