@@ -152,6 +152,14 @@ def cmd_adapters(args) -> int:
     return 0
 
 
+def cmd_version(args) -> int:
+    """verify's version; with --verbose every version a verdict depends on (verify.versions)."""
+    from verify.versions import listing
+
+    print("\n".join(listing(args.verbose)))
+    return 0
+
+
 def cmd_show(args) -> int:
     from verify.kernels.registry import get_kernel
 
@@ -769,6 +777,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "records are the same as a serial run's")
         adapter_option(p, **implementation_default)
 
+    p = sub.add_parser("version", help="verify's version; --verbose: Python, wgpu, Dawn's and ONNX Runtime Web's npm "
+                       "packages, apache-tvm and each adapter's driver")
+    p.add_argument("--verbose", "-v", action="store_true", help="every version a verdict depends on, found here")
+    p.set_defaults(func=cmd_version)
+
     p = sub.add_parser("list", help="every kernel with its source, reference, config keys and checks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)
@@ -878,7 +891,10 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if "--version" in given and {"--verbose", "-v"} & set(given):  # argparse's version action takes no option
+        given = ["version", "--verbose"]
+    args = parser.parse_args(given)
     try:
         _check_cache_settings()
         if getattr(args, "renamed_backend", None):
