@@ -215,3 +215,11 @@ def test_a_sarif_path_that_would_destroy_results_or_is_a_folder_is_one_line_and_
     done = _verify("report", str(results_file), "-o", str(tmp_path / "r.html"), "--sarif", str(path))
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "--sarif" in done.stderr
+
+
+def test_a_check_failing_on_several_outputs_is_one_result(tmp_path):
+    """Only a sanitizer's messages are separate defects; one per failing output describe one failure."""
+    failed = record(Verdict.FAIL, reason="v: over budget; lse: NaN", kind=FailureKind.OVER_BUDGET,
+                    reasons=["v: over budget", "lse: NaN"])
+    log = valid(sarif_log([([failed], tmp_path / "results.json")], wgsl_dir=tmp_path / "wgsl", root=tmp_path))
+    assert len(results(log)) == 1 and "v: over budget; lse: NaN" in results(log)[0]["message"]["text"]

@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 from verify._version import __version__
 from verify.results.atomic import write_atomic
+from verify.errors import FailureKind
 from verify.results.record import CheckResult, Verdict
 from verify.wgsl import sha256
 from verify.wgsl.source_map import MARKER
@@ -238,7 +239,10 @@ class _Log:
         rule = ids[0] if ids else (record.check if record.check != "*" else PLAN_RULE)
         self._rule(rule, record, ids)
         results_dir = results_file.parent if results_file is not None else None
-        messages = record.messages if record.failure_kind is not None and record.messages else [record.reason]
+        # A sanitizer's findings are separate defects, each at its lines; another check's messages
+        # (one per failing output) describe one failure.
+        sanitizer = record.failure_kind is FailureKind.SANITIZER and record.messages
+        messages = record.messages if sanitizer else [record.reason]
         for index, message in enumerate(messages):
             places = [p for p in (self.place(record, r, results_dir) for r in refs(message)) if p is not None]
             if not places:
