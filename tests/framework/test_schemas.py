@@ -163,3 +163,18 @@ def test_a_tampered_case_sidecar_does_not_validate(run, tamper):
     changed = copy.deepcopy(document)
     CASE_TAMPERED[tamper](changed)
     assert errors("case-2.json", changed) != []
+
+
+@pytest.mark.webgpu
+def test_a_file_with_only_the_required_fields_validates(run):
+    """Additive compatibility: a /2 file written before the optional fields existed (no plan,
+    thoroughness, auth_tag, finding_id, implementation version, ...) is still a valid /2 file."""
+    document = json.loads((run / "results.json").read_text())
+    results = schema("results-2.json")
+    required = set(results["$defs"]["record"]["required"])
+    bare = {"schema": document["schema"],
+            "records": [{k: v for k, v in r.items() if k in required} for r in document["records"]]}
+    assert errors("results-2.json", bare) == []
+    sidecar = json.loads(next((run / "cases").glob("*-shrunk.json")).read_text())
+    bare_case = {k: v for k, v in sidecar.items() if k in schema("case-2.json")["required"]}
+    assert errors("case-2.json", bare_case) == []
