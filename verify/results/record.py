@@ -150,7 +150,10 @@ class StageTiming:
 
 @dataclass
 class CheckResult:
-    """One check of one kernel config: its verdict and everything that explains it."""
+    """One check of one kernel config: its verdict and everything that explains it.
+
+    Every field is published in docs/schema/results-2.json (a field added here is added there,
+    optional: tests/framework/test_schemas.py holds the two together)."""
 
     kernel: str
     check: str
