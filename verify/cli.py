@@ -13,6 +13,7 @@ import importlib
 import json
 import math
 import os
+import re
 import signal
 import sys
 import threading
@@ -171,7 +172,7 @@ def cmd_show(args) -> int:
 # -- check / gate --------------------------------------------------------------------------------
 def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | None, allow_skip: bool,
              prior: list | None = None, workers: int = 1, shard: str = "", planned: int = 0, plan=None,
-             sarif: str | None = None) -> int:
+             sarif: str | None = None, budget: float | None = None) -> int:
     """Run `jobs`, writing results.json after every record, then the report and JUnit.
 
     The output folder is locked for the run (a second run into it stops before writing), and
@@ -186,7 +187,7 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
     junit_path = _junit_path(junit, out_dir)
     with OutputLock(out_dir):
         records, interrupted = _run(jobs, out_dir, command=command, profile=profile, prior=prior, workers=workers,
-                                    shard=shard, planned=planned, plan=plan)
+                                    shard=shard, planned=planned, plan=plan, budget=budget)
     if junit_path is not None:
         from verify.results.junit import write_junit
 
@@ -211,7 +212,7 @@ def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | No
 
 
 def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None, workers: int, shard: str,
-         planned: int, plan=None) -> tuple[list, bool]:
+         planned: int, plan=None, budget: float | None = None) -> tuple[list, bool]:
     global _stopping
     from verify.display import Display, summary
     from verify.results.signing import signed
@@ -283,7 +284,8 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
     previous = {s: signal.signal(s, _terminate) for s in stops}  # a CI timeout stops the run like Ctrl-C
     try:
         run_jobs(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start, on_batch=on_batch,
-                 log_path=out_dir / "worker.log", workers=workers)
+                 log_path=out_dir / "worker.log", workers=workers,
+                 deadline=None if budget is None else time.monotonic() + budget)
     except KeyboardInterrupt:
         interrupted = True
     except UsageError as exc:
@@ -459,7 +461,8 @@ def cmd_check(args) -> int:
     jobs, reused = _reuse(args, jobs)
     jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, out, command="check", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused, sarif=args.sarif)
+                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused, sarif=args.sarif,
+                    budget=_budget(args, profile))
 
 
 def cmd_gate(args) -> int:
@@ -496,7 +499,7 @@ def cmd_gate(args) -> int:
     jobs = _scheduled(args, jobs, profile)
     return _execute(jobs, out, command="gate", profile=profile.name, junit=args.junit,
                     allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned,
-                    plan=plan, sarif=args.sarif)
+                    plan=plan, sarif=args.sarif, budget=_budget(args, profile))
 
 
 def _reuse(args, jobs: list, listed: dict | None = None) -> tuple[list, list]:
@@ -560,8 +563,21 @@ def _scheduled(args, jobs: list, profile) -> list:
             history.update({job_key(r): r.duration_s for r in _earlier_results(earlier).records if r.duration_s})
         except UsageError:
             pass  # an unreadable earlier file only costs the order
+    if _budget(args, profile) is not None:
+        from verify.plan import budgeted
+
+        return budgeted(jobs, history)
     size = profile.slice_examples if args.slice_examples is None else (args.slice_examples or None)
     return longest_first(sliced(jobs, size), history)
+
+
+def _budget(args, profile) -> float | None:
+    """The run's time budget in seconds (--budget, else the profile's), or None: no budget (every
+    planned example runs). `--budget 0` turns a profile's default off."""
+    chosen = getattr(args, "budget", None)
+    if chosen is None:
+        return profile.budget
+    return chosen or None
 
 
 def _check_adapter(name: str | None, implementation: str | None) -> None:
@@ -649,29 +665,15 @@ def cmd_findings_export(args) -> int:
     return 0
 
 
-# -- setup ---------------------------------------------------------------------------------------------
-def cmd_setup(args) -> int:
-    """What the implementations need, one line per step on stdout; what cannot be done (a missing
-    prerequisite, a system package only root may install) is one error line and exit 2. SIGTERM
-    and SIGHUP stop it as Ctrl-C does, so the download it was running is killed with it."""
-    from verify.setup import run_setup
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    stops = (signal.SIGTERM, signal.SIGHUP)
-    previous = {s: signal.signal(s, interrupt) for s in stops}
-    try:
-        outcome = run_setup(dawn=args.dawn, check_only=args.check, say=lambda line: print(line, flush=True))
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if outcome.problems:
-        raise UsageError("; ".join(outcome.problems))
-    return 0
+def _duration(text: str) -> float:
+    """A duration (argparse type): seconds, or a number with s, m or h ("90", "90s", "3m", "1h");
+    0 turns a budget off."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text or "")
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90s, 3m or 1h, got {text!r}")
+    return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
 
 
-# -- parser ----------------------------------------------------------------------------------------
 def _seconds(text: str) -> float:
     """A positive, finite number of seconds (argparse type)."""
     try:
@@ -761,6 +763,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--allow-skip", action="store_true",
                        help="exit 0 even if checks were skipped (e.g. the adapter lacks shader-f16); "
                        "by default a skip fails the run, since it verified nothing")
+        p.add_argument("--budget", type=_duration, metavar="DURATION",
+                       help="the time the checks are given (e.g. 90s, 3m; default: the profile's, none for quick "
+                       "and nightly): every check first runs its corner cases, all of them, then random examples "
+                       "in rounds of 10 until the budget is spent; each record says how many of its planned "
+                       "examples ran, and a check whose corners did not complete is never a pass (0: no budget)")
         p.add_argument("--slice-examples", type=int, metavar="N",
                        help="split a check drawing more than N examples into slices of about N, each its own seed "
                        "stream, run by any worker and merged into one record, so every core stays busy to the end "

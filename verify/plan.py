@@ -465,6 +465,40 @@ def sliced(jobs: list[Job], slice_examples: int | None) -> list[Job]:
     return found
 
 
+#: Random examples in each part of a budgeted check: the unit a budget is spent in (small, so a
+#: budget ends within seconds of its time, and every check gets a share before any gets a second).
+BUDGET_PART_EXAMPLES = 10
+
+
+def budgeted(jobs: list[Job], history: dict | None = None) -> list[Job]:
+    """`jobs` as a budgeted gate runs them (`verify gate --budget`): each check split into its
+    corners part (its explicit cases alone: the kernel's corners and its findings' cases; slice 0)
+    and parts of BUDGET_PART_EXAMPLES random examples (slices 1..), each with a seed stream of its own.
+
+    The order is the plan: every corners part first (longest first), then the random parts in
+    rounds (every check's first part, then every check's second, ...: the checks with the fewest
+    examples so far go next), longest first within a round. A budget stops issuing random parts
+    once it is spent (verify.session), never corners, so the same seed and budget on the same
+    machine give the same parts, and a faster machine runs a longer prefix of the same sequence.
+    The parts of a check merge into its one record (verify.results.slices)."""
+    from dataclasses import replace
+
+    corners, rounds = [], {}
+    for job in jobs:
+        cap = get_check(job.check).max_examples
+        examples = min(job.examples, cap) if cap is not None else job.examples
+        count = -(-examples // BUDGET_PART_EXAMPLES)
+        n = count + 1
+        corners.append(replace(job, part="corners", examples=0, slice=(0, n)))
+        shares = [examples // count + (k < examples % count) for k in range(count)] if count else []
+        for k, share in enumerate(shares, 1):
+            rounds.setdefault(k, []).append(replace(job, part="random", examples=share, slice=(k, n)))
+    ordered = longest_first(corners, history)
+    for k in sorted(rounds):
+        ordered += longest_first(rounds[k], history)
+    return ordered
+
+
 def longest_first(jobs: list[Job], history: dict | None = None) -> list[Job]:
     """The order to run jobs in: the longest first, by their durations in an earlier run (`history`:
     (kernel, check, config, implementation, subgroup width) -> seconds) where known, else by the

@@ -53,6 +53,9 @@ class Profile:
     #: A check drawing more examples than this is split into slices of about this many, each run
     #: by any worker with a seed stream of its own (verify.plan.sliced); None: never split.
     slice_examples: int | None = None
+    #: Seconds the checks are given by default (`--budget`): every check's corners run, then random
+    #: examples until the budget is spent (verify.plan.budgeted); None: every planned example runs.
+    budget: float | None = None
 
     def __post_init__(self):
         if self.scale not in SCALES:

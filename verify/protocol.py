@@ -53,6 +53,10 @@ class Job:
     #: (k, n): this job is slice k of n of its check's examples, with a seed stream of its own
     #: (verify.plan.sliced); the parent merges the n records into one (verify.results.slices).
     slice: tuple | None = None
+    #: Which part of its check this job runs: "" all of it; "corners" the explicit cases alone
+    #: (the kernel's corners and findings' cases); "random" the randomly drawn examples alone (the
+    #: parts of a budgeted gate, verify.plan.budgeted; a corners job is its slice (0, n)).
+    part: str = ""
     #: What one example of this job costs against a usual one, as its kernel declares by taking
     #: fewer examples (profile examples / Kernel.gate_examples): the plan runs heavy jobs first
     #: where no earlier run gives their durations (verify.plan.longest_first).

@@ -346,7 +346,7 @@ def _death_record(job: Job, first: _Death, second: _Death, hint: str) -> CheckRe
 
 
 def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None, log_path: Path | None = None,
-             workers: int = 1) -> None:
+             workers: int = 1, deadline: float | None = None) -> None:
     """Run `jobs` in `workers` worker processes (see Session.run), each job on one of them.
 
     Every job is independent (its own seed, its own cases), so the records are the same
@@ -356,19 +356,36 @@ def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None,
     on_record always from the calling thread. `on_batch` is called after the records that arrived
     together have been passed to on_record (after each one when they come one at a time): the
     place for work done once per batch, such as writing the results file.
+
+    `deadline` (time.monotonic()) is a budgeted gate's (verify.plan.budgeted): past it no further
+    random part starts (corners always do); the parts that ran of each check are merged into its
+    record, which says what was planned.
     """
-    on_record = _SliceMerger(jobs, on_record)
+    merger = _SliceMerger(jobs, on_record)
     workers = max(1, min(int(workers), len(jobs) or 1))
-    if workers == 1:
-        with Session(log_path) as session:
-            for job in jobs:
-                if on_start:
-                    on_start(job)
-                on_record(job, session._run_one(job, on_progress))
-                if on_batch:
-                    on_batch()
-        return
-    _run_parallel(jobs, workers, on_record, on_progress, on_start, on_batch, log_path)
+    try:
+        if workers == 1:
+            with Session(log_path) as session:
+                for job in jobs:
+                    if _past(deadline, job):
+                        continue
+                    if on_start:
+                        on_start(job)
+                    merger(job, session._run_one(job, on_progress))
+                    if on_batch:
+                        on_batch()
+        else:
+            _run_parallel(jobs, workers, merger, on_progress, on_start, on_batch, log_path, deadline)
+    except BaseException:
+        merger.flush()  # the parts that finished are results: an interrupted run keeps them
+        raise
+    if merger.flush() and on_batch:
+        on_batch()
+
+
+def _past(deadline: float | None, job) -> bool:
+    """Whether `job` is a random part of a budgeted check that must not start any more."""
+    return deadline is not None and job.part == "random" and time.monotonic() >= deadline
 
 
 class _SliceMerger:
@@ -376,6 +393,11 @@ class _SliceMerger:
 
     def __init__(self, jobs, on_record):
         self.expected = Counter(job.id for job in jobs if job.slice is not None)
+        #: A budgeted check's parts (verify.plan.budgeted), run or not: job id -> {k: examples}.
+        self.planned: dict[int, dict] = {}
+        for job in jobs:
+            if job.part:
+                self.planned.setdefault(job.id, {})[job.slice[0]] = job.examples
         self.waiting: dict[int, list] = {}
         self.on_record = on_record
 
@@ -387,10 +409,23 @@ class _SliceMerger:
         parts.append((job.slice, record))
         if len(parts) == self.expected[job.id]:
             del self.waiting[job.id]
-            self.on_record(merge_slices([r for _, r in parts], [k for k, _ in parts]))
+            self._merge(job.id, parts)
+
+    def _merge(self, job_id: int, parts: list) -> None:
+        self.on_record(merge_slices([r for _, r in parts], [k for k, _ in parts], self.planned.get(job_id)))
+
+    def flush(self) -> bool:
+        """Merge the checks some of whose parts never ran (a budget spent, an interrupted run: what
+        ran is kept, and the record says what did not); whether there were any."""
+        left = sorted(self.waiting.items())
+        self.waiting.clear()
+        for job_id, parts in left:
+            self._merge(job_id, parts)
+        return bool(left)
 
 
-def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch, log_path: Path | None) -> None:
+def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch, log_path: Path | None,
+                  deadline: float | None = None) -> None:
     """Each worker's thread sends it the next job as soon as it hands over a record; the calling
     thread records them. A worker never waits while the results file is written: with 16 workers
     that wait (a rewrite of the whole file per record, under the lock every worker reports
@@ -399,7 +434,7 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
     import queue
     import threading
 
-    pending = _JobPicker(jobs)
+    pending = _JobPicker(jobs, deadline)
     finished: queue.Queue = queue.Queue()  # (job, record) from the workers' threads
     lock = threading.Lock()
     failures: list[BaseException] = []
@@ -484,12 +519,13 @@ class _JobPicker:
     cache), so the order barely changes; and no worker ever waits for a job (when every job left
     is held back, the first goes)."""
 
-    def __init__(self, jobs):
+    def __init__(self, jobs, deadline: float | None = None):
         import threading
 
         from verify.plan import compile_group
 
         self._jobs = list(jobs)
+        self._deadline = deadline
         self._groups = {id(job): compile_group(job) for job in self._jobs}
         self._compiling: Counter = Counter()  # group -> its jobs started and not past their first example
         self._open: set = set()  # id() of those jobs
@@ -498,6 +534,7 @@ class _JobPicker:
     def take(self):
         """The next job to run, or None when none is left."""
         with self._lock:
+            self._jobs = [job for job in self._jobs if not _past(self._deadline, job)]
             if not self._jobs:
                 return None
             index = next((i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]), 0)

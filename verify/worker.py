@@ -225,7 +225,8 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
     emit(Started())
     ctx.timer.on_stage = stages
     ctx.timer.entering("drawing cases")
-    run = run_check(check, ctx, RunOptions(job.examples, job.slice_seed), base,
+    run = run_check(check, ctx, RunOptions(job.examples, job.slice_seed, explicit=job.part != "random",
+                                           generate=job.part != "corners"), base,
                     progress=lambda done, total: emit(Progress(done, total)))
     checked = run.result
     if job.out_dir and (run.shrunk is not None or run.worst is not None):

@@ -98,6 +98,14 @@ class Check:
     def strategy(self, ctx: CheckContext):
         return ctx.kernel.cases(ctx.config, ctx.profile)
 
+    def corners(self, ctx: CheckContext) -> list:
+        """The cases this check runs first on every seed, before any drawn at random: the
+        kernel's corners (Kernel.corners) where the check draws the kernel's own cases; none where
+        it draws cases of its own (a different strategy, whose cases may differ in kind)."""
+        if type(self).strategy is not Check.strategy:
+            return []
+        return list(ctx.kernel.corners(ctx.config))
+
     def run_example(self, ctx: CheckContext, case) -> Outcome:
         raise NotImplementedError
 

@@ -35,9 +35,15 @@ class _Violation(Exception):
 
 @dataclass
 class RunOptions:
+    """How one check runs: `examples` drawn at random from `seed`, after the explicit cases (the
+    kernel's documented findings' cases and its corners) where `explicit`; `generate` False runs
+    the explicit cases alone (a budgeted gate's first part, verify.plan.budgeted)."""
+
     examples: int
     seed: int
     shrink: bool = True
+    explicit: bool = True
+    generate: bool = True
 
 
 def _summarise(outcome: Outcome | None, axes: dict | None = None) -> ExampleSummary | None:
@@ -125,16 +131,19 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             state["first_failure"] = state["first_failure"] or outcome
             raise _Violation(outcome)
 
-    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if options.shrink else [])
+    phases = ([Phase.explicit] if options.explicit else []) + \
+        ([Phase.reuse, Phase.generate, Phase.target] if options.generate else []) + \
+        ([Phase.shrink] if options.shrink else [])
     examples = min(options.examples, check.max_examples or options.examples)
     verdict, reason, shrunk, trace, kind = Verdict.PASS, "", None, None, None
     try:
         test = given(check.strategy(ctx))(body)
-        # A documented finding's own cases run first, whatever the seed draws.
-        for case in reversed(ctx.kernel.finding_examples(check.name, ctx.config)):
+        # A documented finding's own cases run first, then the kernel's corners, whatever the seed draws.
+        explicit = list(ctx.kernel.finding_examples(check.name, ctx.config)) + list(check.corners(ctx))
+        for case in reversed(explicit):
             test = example(case)(test)
         runner = settings(
-            max_examples=examples,
+            max_examples=max(1, examples),
             database=None,
             deadline=None,
             derandomize=False,

@@ -59,6 +59,11 @@ class SanitizeCheck(Check):
     def strategy(self, ctx):
         return ctx.kernel.cases(ctx.config, get_profile("quick"))
 
+    def corners(self, ctx):
+        """The kernel's first two corners (its smallest: a race or a stray index shows on small
+        cases as on big ones, and each sanitized case costs tens of plain ones)."""
+        return list(ctx.kernel.corners(ctx.config))[:2]
+
     def run_example(self, ctx, case):
         """One case sanitized. A dispatch whose log does not fit the device's largest binding is run
         in passes (verify.instrument.passes); where even that cannot analyse it (one workgroup alone

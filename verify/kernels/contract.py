@@ -151,6 +151,14 @@ class Kernel(ABC):
         finding not reproduced is then news, not luck)."""
         return []
 
+    def corners(self, config: dict) -> list[Case]:
+        """The cases that matter most for this config, run first by every check that draws the
+        kernel's own cases, on every seed and in every profile, before any drawn at random (default:
+        none): the family's tails and boundaries (a context of one row, one past a page, a shard
+        or split boundary, empty states, the GQA group's edges). A budgeted gate always runs them
+        all (verify.plan.budgeted); a check whose corners did not complete is never a PASS."""
+        return []
+
     def upstream(self, config: dict, wgsl: str) -> Upstream | None:
         """Where this config's WGSL (`wgsl`, the text that ran) comes from upstream, or None (the
         default: a kernel of this package, or a user's file, whose author is the reader)."""

@@ -169,6 +169,11 @@ class CheckResult:
     #: Examples Hypothesis drew (shrinking runs not counted), and kernel runs in all.
     examples: int = 0
     runs: int = 0
+    #: In a budgeted gate (verify.plan.budgeted): the examples the check was planned to draw, of which
+    #: `examples` ran before the budget was spent, and whether its corners (the kernel's corners and
+    #: findings' cases, always run first) completed; None outside a budgeted gate.
+    examples_planned: int | None = None
+    corners_complete: bool | None = None
     duration_s: float = 0.0
     adapter: AdapterRecord | None = None
     worst: ExampleSummary | None = None
@@ -543,6 +548,7 @@ def number(value) -> float | None:
 _EXPECTED = {
     "kernel": str, "check": str, "config": dict, "reason": str, "kernel_ref": str, "family": str, "profile": str,
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
+    "examples_planned": (int, type(None)), "corners_complete": (bool, type(None)),
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
     "verify_version": str, "notes": list, "subgroup_width": (int, type(None)), "job_id": (int, type(None)),
     "inputs_sha256": (str, type(None)), "reused_from": (str, type(None)), "auth_tag": (str, type(None)),

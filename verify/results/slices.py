@@ -19,8 +19,13 @@ from verify.results.record import CheckResult, StageTiming, Verdict
 MAX_SAMPLES = 4000
 
 
-def merge_slices(records: list[CheckResult], slices: list[tuple]) -> CheckResult:
-    """The one record of a check whose slices gave `records` (`slices`: each record's (k, n))."""
+def merge_slices(records: list[CheckResult], slices: list[tuple], planned: dict | None = None) -> CheckResult:
+    """The one record of a check whose slices gave `records` (`slices`: each record's (k, n)).
+
+    `planned` ({k: examples}) is every part a budgeted gate planned for the check, run or not
+    (verify.plan.budgeted; slice 0 its corners): the record then says how many examples were
+    planned and whether the corners completed, and a check whose corners did not complete is
+    never a PASS."""
     ordered = [record for _, record in sorted(zip(slices, records), key=lambda pair: pair[0][0])]
     first = ordered[0]
     verdict = Verdict.worst(r.verdict for r in ordered)
@@ -31,9 +36,10 @@ def merge_slices(records: list[CheckResult], slices: list[tuple]) -> CheckResult
     paths = Counter()
     for record in ordered:
         paths.update(record.launch_paths)
-    return replace(
+    merged = replace(
         first, verdict=verdict, reason=deciding.reason, failure_kind=deciding.failure_kind,
         traceback=deciding.traceback, finding=deciding.finding, finding_reproduced=deciding.finding_reproduced,
+        finding_id=deciding.finding_id,
         examples=sum(r.examples for r in ordered), runs=sum(r.runs for r in ordered),
         duration_s=round(sum(r.duration_s for r in ordered), 3), worst=worst,
         shrunk=failed[0].shrunk if failed else None,
@@ -42,6 +48,28 @@ def merge_slices(records: list[CheckResult], slices: list[tuple]) -> CheckResult
         launch_paths=dict(sorted(paths.items())),
         notes=list(dict.fromkeys(note for r in ordered for note in r.notes)),
     )
+    if planned is None:
+        return merged
+    corners = next((record for (k, _), record in zip(slices, records) if k == 0), None)
+    return _budgeted(merged, {k for k, _ in slices}, planned, corners)
+
+
+def _budgeted(merged: CheckResult, ran: set, planned: dict, corners: CheckResult | None) -> CheckResult:
+    """A budgeted check's record: what was planned, what ran, and whether its corners completed."""
+    complete = corners is not None and corners.verdict not in (Verdict.ERROR, Verdict.SKIP)
+    # The random examples planned, and the corners as many as there were (known once they ran).
+    total = sum(n for k, n in planned.items() if k) + (corners.examples if corners is not None else 0)
+    notes = list(merged.notes)
+    unrun = sorted(set(planned) - ran)
+    if unrun:
+        notes.append(f"budget: {merged.examples} of the {total} examples planned ran ({len(unrun)} of its "
+                     f"{len(planned) - 1} random parts were not reached before the budget was spent); its corners "
+                     + ("all ran" if complete else "did not complete"))
+    verdict, reason = merged.verdict, merged.reason
+    if not complete and verdict is Verdict.PASS:
+        verdict, reason = Verdict.ERROR, "its corner cases did not complete, so the check is not a pass"
+    return replace(merged, verdict=verdict, reason=reason, examples_planned=total, corners_complete=complete,
+                   notes=notes)
 
 
 def _timing(timings: list[StageTiming]) -> StageTiming | None:

@@ -61,6 +61,36 @@ def merge_cases(draw, head_dim: int, dtype: str, max_tokens: int = 16, max_heads
     return Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other}, params)
 
 
+def merge_corners(head_dim: int, dtype: str, heads: int = 2) -> list[Case]:
+    """The merge's corners: two empty states (lse -inf, v 0: their merge is the empty state), one
+    empty side either way, equal LSEs (weights 1/2 each, where rounding of the weights is
+    tightest), and a large LSE gap (one weight underflows to 0)."""
+    t = np.float16 if dtype == "f16" else np.float32
+    inf = np.float32(np.inf)
+    s = np.array([[-inf] * heads, [-inf] * heads, [1.0] * heads, [0.5] * heads, [200.0] * heads], np.float32)
+    s_other = np.array([[-inf] * heads, [2.0] * heads, [-inf] * heads, [0.5] * heads, [-200.0] * heads], np.float32)
+    rng = np.random.default_rng(7)
+    shape = (s.shape[0], heads, head_dim)
+    v = np.where(np.isinf(s)[..., None], 0, rng.standard_normal(shape)).astype(t)
+    v_other = np.where(np.isinf(s_other)[..., None], 0, rng.standard_normal(shape)).astype(t)
+    params = {"tokens": s.shape[0], "heads": heads, "lse_kind": "corners", "values": "normal", "seed": 7}
+    return [Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other}, params)]
+
+
+def decode_corners(config: dict) -> list[Case]:
+    """The paged decode's corners: one row; exactly a page; one row past a page; and a batch of a
+    row, a page less one, two pages and three rows, and a page (the tails of the first and last
+    page of each sequence, and sequences of different page counts side by side)."""
+    page = config["page_size"]
+    shapes = ([1], [page], [page + 1], [1, page - 1, 2 * page + 3, page])
+
+    def sliding(n: int):
+        return (np.zeros(n, np.int64), np.zeros(n, np.int64)) if config.get("sliding_window") else None
+
+    return [explicit_decode_case(config, lengths, seed=11 + k, sliding=sliding(len(lengths)))
+            for k, lengths in enumerate(shapes)]
+
+
 # -- paged decode ---------------------------------------------------------------------------------
 #: Data shapes for q/k/v beyond the plain value kinds: equal_logits (all keys nearly equal, so
 #: the softmax is flat and sums are long), rising (keys increasingly aligned with q, along its

@@ -26,7 +26,7 @@ from verify.budgets.expected import Expected
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.cases import decode_cases
+from verify.kernels.attention.cases import decode_cases, decode_corners
 from verify.kernels.attention.common import (
     DTYPE,
     HEAD_DIM,
@@ -110,6 +110,9 @@ class DecodeKernel(Kernel):
     def cases(self, config, profile, drop=None):
         """decode_cases for the config (`drop`: what a caller's filter rejects, see there)."""
         return decode_cases(config, profile, llama3=RopeVariant.from_config(config).llama3, drop=drop)
+
+    def corners(self, config):
+        return decode_corners(config)
 
     def launch(self, device, wgsl, config, case):
         pipeline = device.pipeline(wgsl)

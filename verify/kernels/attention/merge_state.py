@@ -10,7 +10,7 @@ from verify.budgets.expected import Expected
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.gpu import InOut
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.cases import merge_cases
+from verify.kernels.attention.cases import merge_cases, merge_corners
 from verify.kernels.attention.common import (
     DTYPE,
     HEAD_DIM,
@@ -56,6 +56,9 @@ class MergeState(Kernel):
 
     def cases(self, config, profile):
         return with_grid_limit(merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens))
+
+    def corners(self, config):
+        return merge_corners(config["head_dim"], config["dtype"])
 
     def launch_paths(self, config, case):
         groups = -(-case["s"].size // rows_per_group(config["head_dim"]))

@@ -37,7 +37,7 @@ from verify.budgets.roundoff import gamma, ulp, unit_roundoff
 from verify.errors import FailureKind, UsageError
 from verify.gpu import InOut, Output
 from verify.gpu.uniforms import pack_struct
-from verify.kernels.attention.cases import explicit_decode_case, merge_cases
+from verify.kernels.attention.cases import explicit_decode_case, merge_cases, merge_corners
 from verify.kernels.attention.common import (
     DTYPE,
     HEAD_DIM,
@@ -530,6 +530,10 @@ class TvmMergeState(MergeState):
     def wgsl(self, config):
         build = merge_build(heads=config["heads"], head_dim=config["head_dim"], dtype=config["dtype"])
         return _header(self.name, config) + load(build)
+
+    def corners(self, config):
+        """The merge's corners at TVM's heads, with an empty state written as TVM writes it (-5e4)."""
+        return [tvm_empty_states(case) for case in merge_corners(config["head_dim"], config["dtype"], config["heads"])]
 
     def cases(self, config, profile):
         return merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens,
