@@ -228,7 +228,8 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
     def plan_order(record):
         return record.job_id if record.job_id is not None else -1
 
-    display = Display(len(jobs))
+    deadline = None if budget is None else time.monotonic() + budget
+    display = Display(len({job.id for job in jobs}), deadline=deadline)
     # Records known before any job (kernels that could not be planned) are written, and printed,
     # with the first job's record: a run that ends before it leaves an earlier results file alone,
     # and nothing printed is missing from the file.
@@ -284,8 +285,7 @@ def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None,
     previous = {s: signal.signal(s, _terminate) for s in stops}  # a CI timeout stops the run like Ctrl-C
     try:
         run_jobs(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start, on_batch=on_batch,
-                 log_path=out_dir / "worker.log", workers=workers,
-                 deadline=None if budget is None else time.monotonic() + budget)
+                 log_path=out_dir / "worker.log", workers=workers, deadline=deadline)
     except KeyboardInterrupt:
         interrupted = True
     except UsageError as exc:

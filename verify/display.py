@@ -14,6 +14,10 @@ def _config_text(config: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(config.items()))
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 def record_line(record: CheckResult) -> str:
     """One line per finished check: verdict, what, how many examples, worst err/budget, time;
     then the reason, the known finding, and the replay commands where they help."""
@@ -48,12 +52,19 @@ def record_line(record: CheckResult) -> str:
 
 
 class Display:
-    """Progress for a sequence of jobs; `rich` on a terminal, plain text elsewhere."""
+    """Progress for a sequence of checks; `rich` on a terminal, plain text elsewhere. A check run
+    in parts (slices, a budget's rounds) counts once; the lines say how many checks are done of
+    those planned and, once a few are, about how long the rest will take (or how much of a
+    budget is left)."""
 
-    def __init__(self, total_jobs: int, stream=None):
+    def __init__(self, total_jobs: int, stream=None, deadline: float | None = None):
+        import time
+
         self.stream = stream or sys.stderr
         self.total = total_jobs
         self.done = 0
+        self._started = time.monotonic()
+        self._deadline = deadline
         self._noted: set = set()
         self._progress = None
         if self.stream.isatty():
@@ -64,11 +75,13 @@ class Display:
                 Progress,
                 TextColumn,
                 TimeElapsedColumn,
+                TimeRemainingColumn,
             )
 
             self._console = Console(file=self.stream)
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), console=self._console, transient=True)
+                                      TimeElapsedColumn(), TimeRemainingColumn(), console=self._console,
+                                      transient=True)
             self._overall = self._progress.add_task("checks", total=total_jobs)
             self._current = self._progress.add_task("", total=1)
             self._progress.start()
@@ -77,8 +90,21 @@ class Display:
         if self._progress:
             self._progress.update(self._current, description=f"{job.kernel} {job.check}", completed=0, total=job.examples)
         else:
-            print(f"...   {job.kernel} {job.check} [{_config_text(job.config)}] ({self.done + 1}/{self.total})",
-                  file=self.stream, flush=True)
+            part = f" part {job.slice[0]}" if getattr(job, "part", "") == "random" else ""
+            print(f"...   {job.kernel} {job.check}{part} [{_config_text(job.config)}] ({self.done}/{self.total} checks "
+                  f"done{self.eta()})", file=self.stream, flush=True)
+
+    def eta(self) -> str:
+        """", about N min left" once the rate is known (a budget: what is left of it), else ""."""
+        import time
+
+        now = time.monotonic()
+        if self._deadline is not None:
+            left = self._deadline - now
+            return f", {_minutes(left)} of the budget left" if left > 0 else ", budget spent: finishing the parts running"
+        if self.done < 3 or self.done >= self.total:
+            return ""
+        return f", about {_minutes((now - self._started) / self.done * (self.total - self.done))} left"
 
     def progress(self, job, done: int, total: int) -> None:
         if self._progress:
