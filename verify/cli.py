@@ -665,6 +665,29 @@ def cmd_findings_export(args) -> int:
     return 0
 
 
+# -- setup ---------------------------------------------------------------------------------------------
+def cmd_setup(args) -> int:
+    """What the implementations need, one line per step on stdout; what cannot be done (a missing
+    prerequisite, a system package only root may install) is one error line and exit 2. SIGTERM
+    and SIGHUP stop it as Ctrl-C does, so the download it was running is killed with it."""
+    from verify.setup import run_setup
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, interrupt) for s in stops}
+    try:
+        outcome = run_setup(dawn=args.dawn, check_only=args.check, say=lambda line: print(line, flush=True))
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if outcome.problems:
+        raise UsageError("; ".join(outcome.problems))
+    return 0
+
+
+# -- parser ----------------------------------------------------------------------------------------
 def _duration(text: str) -> float:
     """A duration (argparse type): seconds, or a number with s, m or h ("90", "90s", "3m", "1h");
     0 turns a budget off."""
