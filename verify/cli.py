@@ -1,4 +1,4 @@
-"""The `verify` command: list, adapters, show, check, gate, replay, report, setup, export, findings.
+"""The `verify` command: list, adapters, show, check, gate, replay, report, setup, export, findings, sources.
 
 Exit codes (docs/architecture.md §5): 0 every check held; 1 a kernel failed verification; 2 usage
 or setup error; 130 interrupted (Ctrl-C or SIGTERM: results so far are kept, the report is
@@ -665,6 +665,18 @@ def cmd_findings_export(args) -> int:
     return 0
 
 
+# -- sources -------------------------------------------------------------------------------------------
+def cmd_sources_refresh(args) -> int:
+    """TVM's and ORT's WGSL shipped with verify, made again (docs/tvm.md §8): each file that
+    differs on stdout; --check writes nothing and exits 1 when any does."""
+    from verify.plan import named_list
+    from verify.sources.refresh import refresh_command
+
+    kernels = named_list(args.kernels, "--kernels", "kernel") if args.kernels is not None else None
+    return refresh_command(kernels, check=args.check, say=lambda line: print(line, file=sys.stderr, flush=True),
+                           tell=print)
+
+
 # -- setup ---------------------------------------------------------------------------------------------
 def cmd_setup(args) -> int:
     """What the implementations need, one line per step on stdout; what cannot be done (a missing
@@ -888,6 +900,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the findings folder (default reports/findings); the folders of the findings are replaced")
     q.add_argument("--only", metavar="NAMES", help="comma-separated subset of findings (folder names)")
     q.set_defaults(func=cmd_findings_export)
+
+    p = sub.add_parser("sources", help="the WGSL of TVM's and ORT's kernels shipped with verify (docs/tvm.md §8)")
+    sources = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
+    q = sources.add_parser("refresh", help="build TVM's and capture ORT's WGSL for every gate config again (needs "
+                           "apache-tvm, and Node with Dawn) and rewrite the shipped copies that differ")
+    q.add_argument("--check", action="store_true",
+                   help="write nothing: list each shipped file that differs and exit 1 if any does")
+    q.add_argument("--kernels", help="comma-separated subset of the TVM and ORT kernels (default: all; with a "
+                   "subset, shipped files no longer needed are not looked for)")
+    q.set_defaults(func=cmd_sources_refresh)
 
     p = sub.add_parser("setup", help="check what the WebGPU implementations need here; with --dawn install what "
                        "Dawn needs into the user cache (Node packages, Mesa 25 lavapipe)",

@@ -39,11 +39,13 @@ from verify.kernels.registry import get_kernel
 from verify.plan import check_jobs, gate_jobs
 from verify.profiles import get_profile
 from verify.results.record import KnownFinding, Verdict
+from verify.sources.ort import cache as ort_cache_module
 from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.launch import bind, ort_grid, zero_blocks_per_col
 from verify.sources.ort.model import MatMulNBitsModel
+from verify.sources.shipped import Shipped
 from verify.wgsl import read_interface
 
 ORT_KERNELS = ("ort.matmul_nbits", "ort.dp4a.quantize", "ort.dp4a.matmul", "ort.dp4a.matmul_small_m")
@@ -540,10 +542,12 @@ def test_a_gate_told_to_run_on_wgpu_only_does_not_plan_kernels_meant_for_dawn():
 
 
 def hide_onnxruntime_web(monkeypatch, tmp_path):
-    """onnxruntime-web as if npm had not installed it, and an empty ORT WGSL cache (the runtimes
-    already running are set aside for the test, not closed)."""
+    """onnxruntime-web as if npm had not installed it, an empty ORT WGSL cache and no shipped
+    captures (the runtimes already running are set aside for the test, not closed). What the
+    shipped captures serve without it: tests/sources/test_shipped_sources.py."""
     monkeypatch.setattr(ort_runtime, "_SHARED", {})
     monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(ort_cache_module, "SHIPPED", Shipped(tmp_path / "nothing-shipped", "ORT's captures"))
 
     def missing():
         raise SetupError(f"ORT kernels need npm onnxruntime-web {ort_runtime.pinned_version()}, not found in "

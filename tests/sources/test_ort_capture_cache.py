@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from verify.errors import SetupError
+from verify.sources import shipped
 from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention_programs import OrtDecodeQkv, _QkvCapture, gqa_config
@@ -26,7 +27,8 @@ def no_runtime(monkeypatch, tmp_path):
 
     monkeypatch.setattr(ort_runtime, "shared_runtime", missing)
     monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path))
-    return tmp_path
+    with shipped.ignored():  # the cache alone (the shipped captures: tests/sources/test_shipped_sources.py)
+        yield tmp_path
 
 
 def test_without_a_runtime_a_capture_from_another_adapter_is_read(no_runtime):

@@ -19,6 +19,7 @@ import pytest
 
 from verify.errors import SetupError
 from verify.kernels.registry import get_kernel
+from verify.sources import shipped
 from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention_programs import QKV, REDUCE, _QkvCapture, gqa_config
@@ -46,9 +47,11 @@ class FakeRuntime:
 
 @pytest.fixture
 def cache(monkeypatch, tmp_path):
-    """An empty ORT WGSL cache of this test's own."""
+    """An empty ORT WGSL cache of this test's own, and no shipped captures to fall back on (they
+    are tests/sources/test_shipped_sources.py's)."""
     monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path))
-    return tmp_path
+    with shipped.ignored():
+        yield tmp_path
 
 
 @pytest.fixture

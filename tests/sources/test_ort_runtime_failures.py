@@ -29,6 +29,7 @@ from verify.kernels.registry import get_kernel
 from verify.plan import check_jobs, gate_jobs
 from verify.profiles import get_profile
 from verify.results.record import Verdict
+from verify.sources import shipped
 from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import QUANTIZE, TILE, Dispatch, OrtRun, Program
@@ -41,8 +42,10 @@ MATMUL = dict(dtype="f32", bits=4, block_size=32)
 
 @pytest.fixture
 def cache(monkeypatch, tmp_path):
+    """An empty ORT WGSL cache, and no shipped captures: what is wanted is captured."""
     monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path / "ort-cache"))
-    return tmp_path / "ort-cache"
+    with shipped.ignored():
+        yield tmp_path / "ort-cache"
 
 
 def install_other_version(monkeypatch, tmp_path, version: str = OTHER):

@@ -28,6 +28,7 @@ from verify.kernels.attention.cases import explicit_decode_case as decode_case
 from verify.kernels.attention.rope_variant import LLAMA_3_1, LLAMA_3_2, RopeVariant
 from verify.kernels.registry import get_kernel
 from verify.results.record import KnownFinding
+from verify.sources.shipped import Shipped
 from verify.sources.tvm import build as tvm_build
 from verify.sources.tvm.kernels import (
     EMPTY_LSE_BAND,
@@ -121,8 +122,11 @@ def test_import_of_the_tvm_kernels_does_not_import_tvm():
 
 
 def test_without_tvm_every_use_is_a_setup_error_with_the_install_command(tmp_path, monkeypatch, capsys):
+    """Neither apache-tvm nor the WGSL: not in the cache, nor shipped (the shipped copies serve
+    the gate configs where apache-tvm is missing: tests/sources/test_shipped_sources.py)."""
     hide_tvm(monkeypatch)
     monkeypatch.setenv(tvm_build.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(tvm_build, "SHIPPED", Shipped(tmp_path / "nothing-shipped", "TVM's WGSL"))
     for name in TVM_KERNELS:
         kernel = get_kernel(name)
         with pytest.raises(SetupError, match=r"pip install 'apache-tvm>=0.27,<0.28'"):

@@ -20,6 +20,14 @@ captures carried provenance, and one that cannot be read as a capture (empty, tr
 no programs) are all treated alike: where ORT runs it is captured again and the file replaced;
 where it does not (a GPU machine served from a cache filled elsewhere) the refusal is one line
 naming the file.
+
+verify ships the captures of every gate config for the pinned onnxruntime-web, made on lavapipe,
+in `shipped/` beside this file in the cache's layout (verify.sources.shipped). A capture missing
+from the user's cache (or unusable there) is read from the shipped copy of the same version,
+adapter vendor and name when its provenance is the one asked for, before ORT captures it; where
+ORT does not run, a shipped copy of any vendor stands in as a cached one does. So a fresh machine
+plans in seconds, and one without Node plans at all. The shipped copies are never written but by
+`verify sources refresh`, and the user's cache is never filled from them.
 """
 
 from __future__ import annotations
@@ -37,8 +45,11 @@ import numpy as np
 
 from verify.errors import SetupError
 from verify.results.atomic import write_atomic
+from verify.sources.shipped import Shipped
 
 CACHE_ENV = "VERIFY_ORT_CACHE"
+#: The captures shipped with verify, in the cache's layout (<version>/<vendor>/<file>), read-only.
+SHIPPED = Shipped(Path(__file__).resolve().parent / "shipped", "ORT's captures")
 #: The layout of a cache file: {"format", "provenance": {...}, "programs": {label: WGSL}}. Files
 #: without it (verify's captures before provenance) are stale.
 FORMAT = 2
@@ -201,6 +212,12 @@ def load(path: Path) -> Capture:
         raise
     except (OSError, UnicodeDecodeError) as exc:
         raise UnusableCapture(f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    return parse(text)
+
+
+def parse(text: str) -> Capture:
+    """The capture a file's `text` holds; UnusableCapture where it is not one (`verify sources
+    refresh` compares captures it made with the shipped ones without writing them)."""
     if not text.strip():
         raise UnusableCapture("is empty")
     try:
@@ -249,6 +266,9 @@ def cached_capture(path: Path, want: Provenance, capture: Callable[[], Capture])
     found, why = _usable(path, want)
     if found is not None:
         return found
+    shipped = _shipped(path, want)
+    if shipped is not None:
+        return shipped
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f".{path.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -275,7 +295,8 @@ def cached_elsewhere(root: Path, version: str, filename: str, want: Provenance, 
     holds for onnxruntime-web `version` from any adapter's folder, else SetupError (one line)
     saying why ORT is missing and what the cache lacks, naming the file it could not use."""
     refused = []
-    for path in sorted((Path(root) / version).glob(f"*/{filename}")):
+    shipped = SHIPPED.matching(f"{version}/*/{filename}")
+    for path in sorted((Path(root) / version).glob(f"*/{filename}")) + shipped:
         found, why = _usable(path, want)
         if found is not None:
             return found
@@ -283,7 +304,14 @@ def cached_elsewhere(root: Path, version: str, filename: str, want: Provenance, 
     if refused:
         raise SetupError(f"{missing}; the ORT WGSL cache cannot stand in: {'; '.join(refused)} "
                          f"(capture it again where ORT runs)")
-    raise SetupError(f"{missing} ({want.capture} is not in the ORT WGSL cache {root})")
+    raise SetupError(f"{missing} ({want.capture} is not in the ORT WGSL cache {root} nor shipped with verify)")
+
+
+def _shipped(path: Path, want: Provenance) -> Capture | None:
+    """The shipped capture kept as `path` is in the cache (its version, vendor and name), if its
+    provenance is `want`'s."""
+    shipped = SHIPPED.path("/".join(path.parts[-3:]))
+    return None if shipped is None else _usable(shipped, want)[0]
 
 
 def with_run(want: Provenance, feeds: dict, adapter: str, run: str) -> Provenance:

@@ -15,6 +15,12 @@ folder per TVM version, one file per factory call; the first line of each file s
 call made it. apache-tvm is imported only to build: its version comes from pip's metadata,
 and a machine without apache-tvm still uses WGSL found in the cache (e.g. a folder exported
 from a machine that has it), newest supported version first.
+
+verify ships the WGSL of every gate config (and of what their checks launch beside them) for the
+supported release in `shipped/` beside this file, in the cache's layout (verify.sources.shipped):
+a build missing from the cache is read from there when its first line names the same TVM version
+and factory call, so a fresh machine plans in seconds and one without apache-tvm plans at all.
+The cache is never filled from it, and it is never written but by `verify sources refresh`.
 """
 
 from __future__ import annotations
@@ -29,12 +35,15 @@ from pathlib import Path
 
 from verify.errors import SetupError, UsageError
 from verify.results.atomic import made_once
+from verify.sources.shipped import Shipped
 
 #: The TVM releases whose kernels and launch rules these contracts describe.
 REQUIREMENT = "apache-tvm>=0.27,<0.28"
 SUPPORTED = (0, 27)
 INSTALL = "pip install 'apache-tvm>=0.27,<0.28'  (the tvm extra of webgpu-verify: pip install '.[tvm]' in a clone)"
 CACHE_ENV = "VERIFY_TVM_CACHE"
+#: The WGSL shipped with verify, in the cache's layout (<tvm version>/<file>), read-only.
+SHIPPED = Shipped(Path(__file__).resolve().parent / "shipped", "TVM's WGSL")
 
 
 @dataclass(frozen=True)
@@ -174,16 +183,43 @@ def load(build: TvmBuild, root: Path | None = None) -> str:
     version = installed_version()
     if version is None:
         cached = _cached_without_tvm(root, build)
-        if cached is None:
+        if cached is not None:
+            return cached.read_text()
+        shipped = shipped_wgsl(build)
+        if shipped is None:
             # The same words for every config (the record names the kernel and config): a gate
             # without apache-tvm says it once, not once per build.
             raise SetupError(f"TVM kernels need {REQUIREMENT}, which is not installed, and their WGSL is not in the "
-                             f"cache {root}; install it with: {INSTALL}")
-        return cached.read_text()
+                             f"cache {root} nor shipped with verify; install it with: {INSTALL}")
+        return shipped
     _require_supported(version)
+    path = root / version / build.filename
+    if not path.is_file():
+        shipped = shipped_wgsl(build, version)
+        if shipped is not None:
+            return shipped
     # Two processes wanting one build (a planning pool, two workers): one builds, the other waits.
-    return made_once(root / version / build.filename,
-                     lambda: f"// apache-tvm {version}, target webgpu: {build.describe()}\n" + build_wgsl(build))
+    return made_once(path, lambda: provenance_line(version, build) + "\n" + build_wgsl(build))
+
+
+def provenance_line(version: str, build: TvmBuild) -> str:
+    """The first line of every text `load` gives: the TVM version and the factory call."""
+    return f"// apache-tvm {version}, target webgpu: {build.describe()}"
+
+
+def shipped_wgsl(build: TvmBuild, version: str | None = None) -> str | None:
+    """The WGSL of `build` shipped with verify for apache-tvm `version` (None: the newest supported
+    release shipped), when its first line names that version and this call; else None."""
+    versions = [version] if version is not None else sorted(
+        (v for v in SHIPPED.folders() if _release(v) == SUPPORTED),
+        key=lambda v: tuple(int(x) for x in re.findall(r"\d+", v)), reverse=True)
+    for release in versions:
+        path = SHIPPED.path(f"{release}/{build.filename}")
+        if path is not None:
+            text = path.read_text()
+            if text.split("\n", 1)[0] == provenance_line(release, build):
+                return text
+    return None
 
 
 #: The first line `load` gives every cached text: the TVM version and the factory call.
