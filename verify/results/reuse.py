@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -64,9 +63,10 @@ _SKIPPED = {"node_modules", "__pycache__"}
 
 def verdict_files(root: Path = PACKAGE) -> list[Path]:
     """verify's non-Python files that decide verdicts, relative to the package folder `root`:
-    everything but Python, the folders in _NOT_VERDICT_FOLDERS, and the kernels' own .wgsl,
-    which reach a verdict only as the WGSL a job runs (each job's digest has its sha256, so an
-    edit to one kernel's WGSL re-runs that kernel's checks, not every check)."""
+    everything but Python, the folders in _NOT_VERDICT_FOLDERS, and the kernels' own .wgsl and
+    the shipped copies of TVM's and ORT's (verify.sources.shipped), which reach a verdict only as
+    the WGSL a job runs (each job's digest has its sha256, so an edit to one kernel's WGSL re-runs
+    that kernel's checks, not every check)."""
     found, visited = [], set()
     for folder, folders, files in os.walk(root, followlinks=True):  # verify/references is a link
         real = os.path.realpath(folder)
@@ -81,6 +81,8 @@ def verdict_files(root: Path = PACKAGE) -> list[Path]:
             if name.endswith((".py", ".pyc", ".pyo")) or name.startswith(".") or path.startswith(_NOT_VERDICT_FOLDERS):
                 continue
             if path.startswith("kernels/") and name.endswith(".wgsl"):
+                continue
+            if "/shipped/" in f"/{path}":  # TVM's and ORT's WGSL shipped as data: in each job's WGSL sha256 too
                 continue
             found.append(relative / name)
     return sorted(found)
@@ -123,8 +125,11 @@ def runtime_versions() -> dict:
             except OSError:
                 stamp = None
             npm.append(dict(versions, **{STAMP: stamp}))
+    # wgpudawn (Dawn in process, which the toggles check runs on whatever the job's implementation)
+    # only where installed, so a machine without it keeps the digests it had.
+    in_process = {"wgpudawn": _version("wgpudawn")} if _version("wgpudawn") else {}
     return {"python": f"{platform.python_implementation()} {platform.python_version()}", "files": files_digest(),
-            "apache-tvm": _version("apache-tvm"), "npm": npm}
+            "apache-tvm": _version("apache-tvm"), "npm": npm, **in_process}
 
 
 @lru_cache(maxsize=None)
@@ -150,8 +155,11 @@ def stack_versions(implementation: str) -> dict:
 
 
 def _node_version() -> str | None:
-    """`node --version` of the Node Dawn's worker runs in ($VERIFY_NODE, else node on PATH)."""
-    node = shutil.which(os.environ.get("VERIFY_NODE", "node"))
+    """`node --version` of the Node Dawn's worker runs in ($VERIFY_NODE, else node on PATH, else the
+    `dawn` extra's: verify.gpu.dawn.install.find_node_executable)."""
+    from verify.gpu.dawn.install import find_node_executable
+
+    node = find_node_executable()
     if node is None:
         return None
     try:
