@@ -14,8 +14,6 @@ folder, e.g. verify.kernels.attention.sizes); a Profile may replace a family's s
 
 from __future__ import annotations
 
-import base64
-import pickle
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -102,19 +100,51 @@ def get_profile(profile: "str | Profile") -> Profile:
 
 
 def encode_profile(profile: Profile) -> str | None:
-    """A profile as a job carries it to the worker: None for one of verify's own (its name
-    suffices), else the whole Profile, pickled (its family sizes are the caller's own types; the
-    worker is verify's own process, importing what the caller imports)."""
+    """A profile as a job carries it to the worker, as JSON: None for one of verify's own (its
+    name suffices), else every field, and each family's sizes as the dataclass they are (its import
+    path and fields) or as plain JSON values. No pickle: a job is data anyone can read."""
+    import json
+    from dataclasses import asdict, fields, is_dataclass
+
     if PROFILES.get(profile.name) is profile:
         return None
-    return base64.b64encode(pickle.dumps(profile)).decode()
+    data = {f.name: getattr(profile, f.name) for f in fields(profile) if f.name != "sizes"}
+    data["subgroup_widths"] = list(profile.subgroup_widths)
+    sizes = {}
+    for family, value in profile.sizes.items():
+        if is_dataclass(value) and not isinstance(value, type):
+            kind = type(value)
+            sizes[family] = {"type": f"{kind.__module__}:{kind.__qualname__}", "fields": asdict(value)}
+        else:
+            sizes[family] = {"value": value}
+    data["sizes"] = sizes
+    try:
+        return json.dumps(data, sort_keys=True)
+    except TypeError as exc:
+        raise UsageError(f"profile {profile.name!r}: its sizes must be dataclasses or plain JSON values to travel "
+                         f"to the worker ({exc})") from None
 
 
 def job_profile(name: str, data: str | None) -> Profile:
     """The profile a job names or carries (encode_profile)."""
+    import json
+    from importlib import import_module
+
     if data is None:
         return get_profile(name)
-    profile = pickle.loads(base64.b64decode(data))
-    if not isinstance(profile, Profile):
-        raise UsageError(f"the job's profile is a {type(profile).__name__}, not a verify Profile")
-    return profile
+    try:
+        fields_ = json.loads(data)
+        sizes = {}
+        for family, entry in fields_.pop("sizes", {}).items():
+            if "type" in entry:
+                module, _, qualname = entry["type"].partition(":")
+                kind = import_module(module)
+                for part in qualname.split("."):
+                    kind = getattr(kind, part)
+                sizes[family] = kind(**entry["fields"])
+            else:
+                sizes[family] = entry["value"]
+        fields_["subgroup_widths"] = tuple(fields_.get("subgroup_widths") or ())
+        return Profile(**fields_, sizes=sizes)
+    except (ValueError, TypeError, KeyError, AttributeError, ImportError) as exc:
+        raise UsageError(f"the job's profile cannot be read back: {type(exc).__name__}: {exc}") from None

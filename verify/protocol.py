@@ -45,7 +45,7 @@ class Job:
     time_limit: float = 600.0
     #: Run with subgroups of this many lanes, emulated in workgroup memory (None: native).
     subgroup_width: int | None = None
-    #: A profile that is not one of verify's own (`Profile` built by the caller), whole
+    #: A profile that is not one of verify's own (`Profile` built by the caller), whole, as JSON
     #: (verify.profiles.encode_profile); None: the profile named `profile`.
     profile_data: str | None = None
     #: The digest of everything the job's verdict depends on (verify.results.reuse), when computed.

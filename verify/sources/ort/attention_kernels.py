@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from verify.profiles import get_profile
 from verify.references.group_query import attend, rotate_with_tables, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, rotation_error, score_errors, softcap_errors
@@ -225,9 +226,10 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
 
     def gate_configs(self, profile):
         """Each profile's configs (GATE_CONFIGS). The gate captures their programs while it plans,
-        so a machine without ORT skips the kernel (SetupError)."""
-        name = getattr(profile, "name", profile)
-        return [self.config(c) for c in self.gate_shapes.get(name, self.gate_shapes["ci"])]
+        so a machine without ORT skips the kernel (SetupError). By the profile's scale: a profile of
+        one's own at scale ci plans what ci does."""
+        scale = get_profile(profile).scale
+        return [self.config(c) for c in self.gate_shapes.get(scale, self.gate_shapes["ci"])]
 
     def known_finding(self, check, config):
         """Each finding under every check that compares with the reference (`reference`, and

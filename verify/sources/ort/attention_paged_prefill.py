@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from verify.profiles import get_profile
 from verify.references.group_query import attend, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, prefill_weight_errors, score_errors
@@ -192,7 +193,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
         access) one sequence of 32-40 new tokens over at most QUICK_MAX_PAST cached ones: a case
         of three sequences of 80 new tokens over 160 cached makes 5.9 million accesses (H=64, 8/2
         heads), past the 5.6 million records the log holds within maxStorageBufferBindingSize."""
-        if getattr(profile, "name", profile) == "quick":
+        if get_profile(profile).scale == "quick":
             small = {**self.paged_config(config), "max_past": min(config["max_past"], QUICK_MAX_PAST)}
             return paged_cases(small, sequences=st.just(1),
                                shared_new_tokens=st.integers(SPLIT_REDUCE_BELOW, SPLIT_REDUCE_BELOW + 8))

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from verify.profiles import get_profile
 from verify.references.group_query import visible_keys
 from verify.references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
@@ -264,7 +265,7 @@ class OrtPagedDecodeProgram(OrtDecodeProgram):
         of 13 new tokens over 139 keys is 2.5 million), stop at QUICK_TOKENS new tokens a sequence,
         two token blocks at m_tile 4 (the second partial at 5-7); every other profile draws up to 31."""
         low, high = TOKENS[config["m_tile"]]
-        if getattr(profile, "name", profile) == "quick":
+        if get_profile(profile).scale == "quick":
             high = min(high, QUICK_TOKENS)
         new_tokens = st.just(1) if high == 1 else st.integers(1, high)
         return paged_cases(paged_config(config), new_tokens=new_tokens).filter(lambda c: max(c.params["new"]) >= low)

@@ -28,6 +28,7 @@ import re
 import numpy as np
 from hypothesis import strategies as st
 
+from verify.profiles import get_profile
 from verify.references.group_query import attend, softcapped, visible_keys
 from verify.references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
@@ -142,8 +143,9 @@ class OrtDecodeProgram(DerivedConfig, Kernel):
         return frozenset({"subgroup", "shader-f16"} if config["dtype"] == "f16" else {"subgroup"})
 
     def gate_configs(self, profile):
-        name = getattr(profile, "name", profile)
-        return [self.config(c) for c in self.gate_shapes.get(name, self.gate_shapes["ci"])]
+        """Each scale's configs (a profile of one's own at scale ci plans what ci does)."""
+        scale = get_profile(profile).scale
+        return [self.config(c) for c in self.gate_shapes.get(scale, self.gate_shapes["ci"])]
 
     def upstream(self, config, wgsl):
         return attention_upstream(wgsl, f"program `{self.program}` as a GroupQueryAttention session dispatches it")

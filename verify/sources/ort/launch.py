@@ -9,6 +9,8 @@ and `DerivedConfig` adds to a kernel's config what ORT's program fixes.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from verify.errors import UsageError
@@ -28,16 +30,18 @@ SMALL_M_COLS = 4
 MIN_TILE_M = 4
 
 
-#: The case sizes ORT's kernels draw under each profile: one step below the toolkit's own (a
+#: The case sizes ORT's kernels draw under each profile scale: one step below the toolkit's own (a
 #: launch on Dawn, or an ORT session run, costs more per case than a wgpu launch), so that the ci
 #: gate covers them within minutes; nightly draws the ci sizes.
 CASE_SIZES = {"quick": "quick", "ci": "quick", "nightly": "ci"}
 
 
 def case_profile(profile) -> Profile:
-    """The profile whose sizes ORT's kernels draw their cases from under `profile`."""
-    name = get_profile(profile).name
-    return get_profile(CASE_SIZES.get(name, name))
+    """The profile ORT's kernels draw their cases from under `profile`: the same profile (a user's
+    own keeps its name, examples and family sizes) one scale below, by the profile's scale, never
+    by its name (a profile of one's own called "mine" at scale ci draws as ci does)."""
+    chosen = get_profile(profile)
+    return replace(chosen, scale=CASE_SIZES.get(chosen.scale, chosen.scale))
 
 
 def ort_grid(groups: int) -> tuple[int, int, int]:
