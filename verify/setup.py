@@ -62,6 +62,8 @@ def run_setup(*, dawn: bool, check_only: bool, say: Callable[[str], None] = prin
     mesa_ok = step(lambda: install.mesa(install=not check_only))
     if node_ok and packages_ok and mesa_ok:
         step(dawn_adapter)
+    if mesa_ok:
+        step(dawn_inprocess)
     return outcome
 
 
@@ -104,6 +106,27 @@ def dawn_state() -> str:
                 f"{install.cache_dir()} (Node packages, Mesa 25 lavapipe; Node.js and npm needed)")
     driver = f", Mesa lavapipe {mesa}" if mesa else ""
     return f"dawn (the second implementation): node packages in {ready}{driver}; `verify setup --dawn --check` starts it"
+
+
+def dawn_inprocess() -> str:
+    """Dawn in this process (PyPI wgpudawn, the `dawn` extra), which needs no Node: optional, so
+    its absence is a line, not a problem; installed but without an adapter, it is one."""
+    import importlib.util
+
+    from verify.errors import SetupError
+    from verify.gpu.dawn import wgpudawn_adapters
+
+    if importlib.util.find_spec("wgpudawn") is None:
+        return (f"dawn-inprocess: wgpudawn not installed (optional: {wgpudawn_adapters.INSTALL_HINT}; "
+                "the toggles check then runs Dawn in Node)")
+    try:
+        found = wgpudawn_adapters.list_adapters()
+    except SetupError as exc:
+        raise Missing(f"Dawn in this process does not start here: {exc}") from None
+    best = found[0]
+    lacks = [f for f in WANTED if f not in best.features]
+    has = f"lacks {', '.join(lacks)}" if lacks else f"has {', '.join(WANTED)}"
+    return f"dawn-inprocess: {best.name} ({best.driver}; {best.implementation_version}) {has}"
 
 
 def dawn_adapter() -> str:

@@ -45,7 +45,8 @@ def packages() -> list[Found]:
              Found("Python", f"{platform.python_implementation()} {platform.python_version()}"),
              Found("wgpu-py", wgpu.get("wgpu") or "not installed"),
              Found("wgpu-native", wgpu.get("wgpu-native") or "not loaded"),
-             Found("Node.js", _node_version() or "not found (VERIFY_NODE, else node on PATH)")]
+             Found("Node.js", _node_version() or "not found (VERIFY_NODE, else node on PATH, else the dawn extra's)"),
+             Found("wgpudawn", _distribution("wgpudawn"))]
     pins = pinned_packages()
     folder = next((f for f in node_modules_candidates() if any(installed_versions(f).values())), None)
     installed = installed_versions(folder) if folder is not None else {}

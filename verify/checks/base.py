@@ -12,6 +12,7 @@ worker) never names a check:
   only where it runs on several, and the worker gives its context the second one;
 - `on_every_implementation` / `at_every_subgroup_width`: the gate runs it again on each further
   implementation and at each emulated subgroup width of the profile.
+- `gate_scales`: the profiles whose gate plans it at all (the `toggles` check leaves out `quick`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class Check:
     #: instrumented program), so its first example compiles pipelines no other check of the
     #: config shares (verify.plan.compile_group).
     own_module: bool = False
+    #: The profile scales (verify.profiles.SCALES) whose gate plans this check; None: every one. A
+    #: check that compiles the kernel again on devices of its own leaves the `quick` smoke test out;
+    #: `verify check --checks NAME` runs it under any profile.
+    gate_scales: tuple[str, ...] | None = None
     #: What a PASS of this check rests on (verify.results.thoroughness): NUMERIC where its examples
     #: are judged against the float64 reference under a budget, the default, as `ctx.judge` does;
     #: a check comparing two runs says RELATION, one reading the module alone STRUCTURAL. A record

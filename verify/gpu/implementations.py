@@ -51,6 +51,10 @@ class Implementation(ABC):
     #: The implementation this one is compared with (the `implementations` check, and a compile
     #: divergence when this one's compiler refuses a module).
     other: str = ""
+    #: Another registered implementation this one is a second route to (the same stack run another
+    #: way, e.g. Dawn in this process rather than in Node): chosen by name only, never added to a
+    #: gate that runs that one already. Empty: an implementation of its own.
+    route_of: str = ""
 
     @abstractmethod
     def open(self, adapter: str | None = None, limits: dict | None = None) -> Device:
@@ -114,8 +118,9 @@ def _registered() -> dict[str, Implementation]:
 
 
 def implementation_names() -> list[str]:
-    """Every registered implementation, default first."""
-    return list(_registered())
+    """Every registered implementation, default first, but a second route to one of them
+    (Implementation.route_of), which is chosen by name only."""
+    return [name for name, found in _registered().items() if not found.route_of]
 
 
 def implementation(name: str | Implementation) -> Implementation:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from verify.errors import KernelError, SetupError
 from verify.gpu.binding import (
@@ -92,8 +92,11 @@ def _adapter_info(raw: dict) -> AdapterInfo:
     )
 
 
-def _start(driver: environment.VulkanDriver) -> NodeProcess:
+def _start(driver: environment.VulkanDriver, toggles: tuple[str, ...] = ()) -> NodeProcess:
     env = dict(driver.env, VERIFY_WEBGPU_MODULE=str(environment.find_webgpu_module()))
+    if toggles:  # dawn.node's instance flag, which it passes on to every device (worker.mjs: VERIFY_DAWN_FLAGS)
+        flags = [f for f in os.environ.get("VERIFY_DAWN_FLAGS", "").split(";") if f]
+        env["VERIFY_DAWN_FLAGS"] = ";".join([*flags, f"enable-dawn-features={','.join(toggles)}"])
     return NodeProcess(environment.find_node(), str(environment.WORKER), env)
 
 
@@ -121,14 +124,14 @@ class DawnDevice(AdapterProbes):
     (default: $VERIFY_ADAPTER, else the first driver with an adapter; see environment).
     """
 
-    def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
+    def __init__(self, adapter_name: str | None = None, limits: dict | None = None, toggles: tuple[str, ...] = ()):
         adapter_name = adapter_name if adapter_name is not None else os.environ.get(ADAPTER_ENVIRONMENT)
         wanted = {_camel(k): v for k, v in dict(WANTED_LIMITS, **(limits or {})).items()}
         request = {"op": "open", "adapter": adapter_name or None,
                    "features": [_DAWN_FEATURE.get(f, f) for f in OPTIONAL_FEATURES], "limits": wanted}
         refusals = []
         for driver in environment.vulkan_drivers():
-            process = _start(driver)
+            process = _start(driver, tuple(toggles))
             try:
                 reply, _ = process.request(request, timeout=ANSWER_S)
             except NodeProcessDied as exc:
@@ -143,6 +146,12 @@ class DawnDevice(AdapterProbes):
         self._process = process
         self.driver = driver
         self.info = _adapter_info(reply["adapter"])
+        #: Dawn device toggles enabled (e.g. "disable_workgroup_init"): such a device runs WGSL
+        #: otherwise than the specification says, for verify.checks.toggles; `info` names them.
+        self.toggles = tuple(toggles)
+        if self.toggles:
+            self.info = replace(self.info, implementation_version=f"{self.info.implementation_version}, "
+                                f"toggles {','.join(self.toggles)}")
         self.features = frozenset(_OUR_FEATURE.get(f, f) for f in reply["features"])
         self.limits = {_kebab(k): v for k, v in reply["limits"].items()}
         self._pipelines: dict = {}

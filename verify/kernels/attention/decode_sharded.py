@@ -74,7 +74,7 @@ class DecodeSharded(DecodeKernel):
                "(sequence, query head); parity double-buffered partial dots, two-phase shard merge")
     body_file = "decode_sharded.wgsl"
     limits = {"max-compute-workgroup-storage-size": WORKGROUP_STORAGE_LIMIT}
-    checks = DecodeKernel.checks + ("differential",)
+    checks = DecodeKernel.checks + ("differential", "toggles")
     #: The nest this one replaces at long contexts: on identical cases the two must agree.
     differential_partner = "decode.tiled"
 

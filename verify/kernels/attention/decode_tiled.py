@@ -78,6 +78,7 @@ class DecodeTiled(DecodeKernel):
                "workgroup, K/V tiles in workgroup memory, online softmax, slices merged at the end")
     body_file = "decode_tiled.wgsl"
     limits = {"max-compute-workgroup-storage-size": MAX_WORKGROUP_BYTES}
+    checks = DecodeKernel.checks + ("toggles",)
 
     def layout(self, config) -> TiledLayout:
         return tiled_layout(config["head_dim"], config["qo_heads"] // config["kv_heads"])

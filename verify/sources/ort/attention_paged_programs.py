@@ -303,6 +303,8 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
     reference = "verify.references.group_query (per 64-key tile), merging to verify.references.group_query.attend"
     program = PAGED_QKV
     output_axes = {"out_split_vx": ("tile", "channel"), "metadata": ("tile", "state")}
+    #: and `toggles`: its sums start from WGSL's zeroed workgroup memory (docs/findings.md §18.6).
+    checks = OrtPagedDecodeProgram.checks + ("toggles",)
     budget_function = staticmethod(tile_state_budget)
 
     def known_finding(self, check, config):

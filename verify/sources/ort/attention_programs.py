@@ -239,6 +239,8 @@ class OrtDecodeQkv(OrtDecodeProgram):
     reference = "verify.references.group_query (per 64-key tile), merging to verify.references.group_query.attend"
     program = QKV
     config_keys = OrtDecodeProgram.config_keys + (SOFTCAP,)
+    #: and `toggles`: its sums start from WGSL's zeroed workgroup memory (docs/findings.md §18.6).
+    checks = OrtDecodeProgram.checks + ("toggles",)
     #: The shared configs, and in ci and nightly one with a softcap (§18.1, KNOWN under `reference`).
     gate_shapes = {**OrtDecodeProgram.gate_shapes,
                    **{name: OrtDecodeProgram.gate_shapes[name]
