@@ -11,9 +11,10 @@ from pathlib import Path
 
 from verify.errors import UsageError
 from verify.gpu.implementations import chosen_implementation
-from verify.plan import check_jobs, read_wgsl
+from verify.plan import read_wgsl
 from verify.profiles import Profile, get_profile
 from verify.results.record import CheckResult, CheckResults
+from verify.run import plan_check
 
 _session = None
 _session_lock = threading.Lock()
@@ -75,11 +76,12 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
     if isinstance(checks, str):
         checks = [checks]
     text, origin = _wgsl_text(wgsl)
-    jobs = check_jobs(kernel, _as_overrides(config), profile=chosen,
+    plan = plan_check([kernel], _as_overrides(config), profile=chosen,
                       examples=chosen.examples if examples is None else int(examples), seed=seed,
                       out_dir=Path(out_dir) if out_dir is not None else default_out_dir(), time_limit=time_limit,
-                      adapter=adapter, implementation=implementation, checks=list(checks) if checks else None, wgsl=text,
-                      wgsl_origin=origin)
+                      adapter=adapter, implementation=implementation, checks=list(checks) if checks else None,
+                      subgroup_width=None, wgsl=text, wgsl_origin=origin, require_adapters=False)
+    jobs = plan.jobs
     results: list[CheckResult] = []
     if isolate:
         _shared_session().run(jobs, on_record=results.append)

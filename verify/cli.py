@@ -9,21 +9,16 @@ documented to have (verdict "known", Kernel.known_finding) is reported but does 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import os
 import re
 import signal
 import sys
-import threading
-import time
-from functools import lru_cache
 from pathlib import Path
 
 from verify._version import DISTRIBUTION, __version__
 from verify.errors import FailureKind, InfrastructureError, KernelError, UsageError, deprecated
-from verify.results.record import Verdict
 
 EPILOG = """\
 examples:
@@ -170,423 +165,66 @@ def cmd_show(args) -> int:
 
 
 # -- check / gate --------------------------------------------------------------------------------
-def _execute(jobs, out_dir: Path, *, command: str, profile: str, junit: str | None, allow_skip: bool,
-             prior: list | None = None, workers: int = 1, shard: str = "", planned: int = 0, plan=None,
-             sarif: str | None = None, budget: float | None = None) -> int:
-    """Run `jobs`, writing results.json after every record, then the report and JUnit.
+def _outputs(args):
+    """The output folder, and the --junit and --sarif files, checked before anything is planned: a
+    path that cannot be written fails in the first second, not after the plan's builds and the run."""
+    from verify.run import Outputs
 
-    The output folder is locked for the run (a second run into it stops before writing), and
-    nothing is written there until every argument has been checked and a job has a record.
-    Ctrl-C, SIGTERM or SIGHUP stop the run; what finished is kept, the report is written, and a
-    second signal while that happens is ignored rather than losing it. A usage or setup error in
-    the middle of the run (a worker refusing a job, a full disk) stops it with one line: what
-    finished is written as an aborted run, never as complete.
-    """
-    from verify.results.lock import OutputLock
+    return Outputs.checked(args.out, junit=args.junit, sarif=args.sarif)
 
-    junit_path = _junit_path(junit, out_dir)
-    with OutputLock(out_dir):
-        records, interrupted = _run(jobs, out_dir, command=command, profile=profile, prior=prior, workers=workers,
-                                    shard=shard, planned=planned, plan=plan, budget=budget)
-    if junit_path is not None:
-        from verify.results.junit import write_junit
 
-        try:
-            write_junit(records, junit_path)
-        except OSError as exc:
-            raise UsageError(f"--junit {junit}: cannot write ({exc.strerror or exc}); results and report are written") from None
-    if sarif is not None:
-        _write_sarif(sarif, [(records, out_dir / "results.json")], out_dir / "wgsl", rebuild=True,
-                     complete=not interrupted)
-    if interrupted:
-        return 130
-    skips = [r for r in records if r.verdict is Verdict.SKIP]
-    if skips and not allow_skip:
+def _schedule(args):
+    from verify.run import Schedule
+
+    return Schedule(workers=args.jobs, reuse=None if args.reuse is None else [Path(p) for p in args.reuse],
+                    slice_examples=args.slice_examples, budget=args.budget)
+
+
+def _execute(plan, outputs, args) -> int:
+    """Run the plan (verify.run.Run) and say what its skips cost; the exit code of the run."""
+    from verify.run import Run
+
+    outcome = Run(plan, outputs, _schedule(args), argv=sys.argv[1:]).execute()
+    if outcome.skips and not args.allow_skip and not outcome.interrupted:
         from verify.display import skip_summary
 
-        print(skip_summary(skips, len(records)), file=sys.stderr)
-    # "known" (a documented finding reproduced) is reported, not failed: only news fails the run.
-    if any(r.verdict.fails_run for r in records) or (skips and not allow_skip):
-        return 1
-    return 0
-
-
-def _run(jobs, out_dir: Path, *, command: str, profile: str, prior: list | None, workers: int, shard: str,
-         planned: int, plan=None, budget: float | None = None) -> tuple[list, bool]:
-    global _stopping
-    from verify.display import Display, summary
-    from verify.results.signing import signed
-    from verify.results.store import ResultsWriter
-    from verify.session import run_jobs
-
-    writer = ResultsWriter(out_dir / "results.json", command=command, argv=sys.argv[1:], profile=profile, shard=shard,
-                           planned=planned, plan=plan)
-    # The report's modules (Jinja2 and its own: about 0.2 s) load while the workers start, not
-    # after the last check; matplotlib loads only if a plot must be drawn (verify/report/plots.py).
-    threading.Thread(target=importlib.import_module, args=("verify.report",), daemon=True).start()
-
-    def plan_order(record):
-        return record.job_id if record.job_id is not None else -1
-
-    deadline = None if budget is None else time.monotonic() + budget
-    display = Display(len({job.id for job in jobs}), deadline=deadline)
-    # Records known before any job (kernels that could not be planned) are written, and printed,
-    # with the first job's record: a run that ends before it leaves an earlier results file alone,
-    # and nothing printed is missing from the file.
-    held = list(prior or [])
-    for record in held:
-        writer.add(record, write=False)
-    last_render = [time.monotonic()]
-    refresh_after = [REPORT_REFRESH_S]
-
-    def show_held():
-        while held:
-            display.record(held.pop(0))
-
-    # Records are printed only once they are in the file (a run killed after a line is printed
-    # still has that record). The file is rewritten whole, so once per batch of records that
-    # arrived together, while the workers go on; printing then runs beside the workers' progress.
-    fresh: list = []
-    printing = threading.Lock()
-
-    def on_record(record):
-        record = signed(record)  # verify's own record: a later --reuse on this machine may take it
-        writer.add(record, write=False)
-        fresh.append(record)
-
-    def on_progress(*args):
-        with printing:
-            display.progress(*args)
-
-    def on_start(job):
-        with printing:
-            display.start(job)
-
-    def show_fresh():
-        while fresh:  # each record printed once, however a signal cuts this short
-            display.record(fresh.pop(0))
-
-    def on_batch():
-        writer.flush()
-        with printing:
-            show_held()
-            show_fresh()
-        if time.monotonic() - last_render[0] > refresh_after[0]:  # a killed run still leaves a report
-            began = time.monotonic()
-            _write_report(writer.document, out_dir)
-            last_render[0] = time.monotonic()
-            # Records wait to be written and printed while the report renders (seconds, for hundreds
-            # of records): refresh no more often than REPORT_REFRESH_SHARE of the run's time allows.
-            refresh_after[0] = max(REPORT_REFRESH_S, (last_render[0] - began) / REPORT_REFRESH_SHARE)
-
-    interrupted, aborted, written = False, None, False
-    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    _stopping = False
-    previous = {s: signal.signal(s, _terminate) for s in stops}  # a CI timeout stops the run like Ctrl-C
-    try:
-        run_jobs(jobs, on_record=on_record, on_progress=on_progress, on_start=on_start, on_batch=on_batch,
-                 log_path=out_dir / "worker.log", workers=workers, deadline=deadline)
-    except KeyboardInterrupt:
-        interrupted = True
-    except UsageError as exc:
-        aborted = exc
-    finally:
-        for s in stops:  # finishing must not be interrupted: it is what keeps the results
-            signal.signal(s, signal.SIG_IGN)
-        try:
-            written = _finish(writer, interrupted, aborted, plan_order)
-            if written:  # with the records of a batch cut short, now in the file too
-                show_held()
-                show_fresh()
-            display.close()
-            if written:  # the workers are done: every core draws the plots not kept yet
-                _write_report(writer.document, out_dir, processes=os.cpu_count() or 1)
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-    if aborted is not None:
-        if written:
-            print(f"verify: {out_dir / 'results.json'} keeps the {len(writer.records)} checks that finished, "
-                  "marked as an aborted run", file=sys.stderr)
-        raise aborted
-    print(summary(writer.records) + (" (interrupted)" if interrupted else ""), file=sys.stderr)
-    if written:
-        print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}", file=sys.stderr)
-    return writer.records, interrupted
-
-
-def _finish(writer, interrupted: bool, aborted, order) -> bool:
-    """Write the run's end; a write the disk refuses ends the run with its one line, not a second
-    error (and not the same line twice, when the run was aborted by that very write)."""
-    try:
-        return writer.finish(interrupted=interrupted, aborted=str(aborted or ""), order=order)
-    except UsageError as exc:
-        if str(exc) != str(aborted or ""):
-            print(f"verify: error: {exc}", file=sys.stderr)
-        return False
-
-
-def _junit_path(junit: str | None, out_dir: Path | None = None) -> Path | None:
-    """The --junit file, checked before the run: a path that cannot be written fails now, not
-    after an hour of checks, and a path that would overwrite the run's own results (results.json,
-    report.html, the lock) or any results file is refused."""
-    from verify.results.destination import output_file
-
-    if junit is None:
-        return None
-    path = Path(junit)
-    if out_dir is not None and path.resolve() in {(out_dir / name).resolve() for name in RUN_FILES}:
-        raise UsageError(f"--junit {junit}: is one of the run's own files in {out_dir}; name another file "
-                         f"(e.g. {out_dir / 'junit.xml'})")
-    _refuse_results_file(path, "--junit")
-    return output_file(junit, "--junit")
-
-
-def _sarif_path(sarif: str | None, out_dir: Path | None = None) -> Path | None:
-    """The --sarif file, checked before the run as --junit is."""
-    from verify.results.destination import output_file
-
-    if sarif is None:
-        return None
-    if out_dir is not None and Path(sarif).resolve() in {(out_dir / name).resolve() for name in RUN_FILES}:
-        raise UsageError(f"--sarif {sarif}: is one of the run's own files in {out_dir}; name another file "
-                         f"(e.g. {out_dir / 'verify.sarif'})")
-    _refuse_results_file(Path(sarif), "--sarif")
-    return output_file(sarif, "--sarif")
-
-
-def _write_sarif(sarif: str, documents: list, wgsl_dir: Path, *, rebuild: bool, complete: bool) -> None:
-    """SARIF of the records (verify.results.sarif); the WGSL a result points at without a file of
-    its own goes to `wgsl_dir`. A write the disk refuses is one line, the rest being written."""
-    from verify.results.sarif import write_sarif
-
-    try:
-        count = write_sarif(Path(sarif), documents, wgsl_dir=wgsl_dir, rebuild=rebuild, complete=complete)
-    except OSError as exc:
-        raise UsageError(f"--sarif {sarif}: cannot write ({exc.strerror or exc})") from None
-    print(f"sarif: {sarif} ({count} result{'' if count == 1 else 's'})", file=sys.stderr)
-
-
-#: The files a run writes into its output folder.
-RUN_FILES = ("results.json", "report.html", ".verify.lock")
-
-
-def _refuse_results_file(path: Path, option: str) -> None:
-    """UsageError if `path` holds a verify results file: writing there would destroy results."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return
-    if b'"verify.results/' in head:
-        raise UsageError(f"{option} {path}: holds verify results; writing there would destroy them")
-
-
-#: Seconds between refreshes of report.html during a run (at least).
-REPORT_REFRESH_S = 60.0
-#: At most this share of a run's time goes to refreshing report.html before its end.
-REPORT_REFRESH_SHARE = 0.05
-
-
-_stopping = False
-
-
-def _terminate(signum, frame):
-    """Stop the run as Ctrl-C does; a second signal while it stops is ignored, so finishing the
-    results and the report cannot itself be interrupted."""
-    global _stopping
-    if _stopping:
-        return
-    _stopping = True
-    raise KeyboardInterrupt
-
-
-def _write_report(document, out_dir: Path, processes: int = 1) -> None:
-    """The run's report.html; a report that cannot be written is a warning, never the end of the
-    run (results.json holds every record whatever happens here). Refreshes during the run draw
-    in this process, beside the workers; the last render uses `processes`."""
-    from verify.report import render_report
-
-    try:
-        render_report([document], out_dir / "report.html", processes=processes)
-    except Exception as exc:
-        print(f"verify: warning: {out_dir / 'report.html'} was not written ({type(exc).__name__}: {exc}); "
-              f"{out_dir / 'results.json'} is complete, and `verify report` renders it again", file=sys.stderr)
-
-
-def _out_dir(path: str) -> Path:
-    from verify.results.destination import output_folder
-
-    out = output_folder(path, "--out")
-    for name in RUN_FILES:
-        if (out / name).is_dir():
-            raise UsageError(f"--out {path}: {out / name} is a folder; a run writes a file there")
-    return out
-
-
-def _destinations(args) -> Path:
-    """The output folder, and the --junit file, checked before anything is planned: a path that
-    cannot be written fails in the first second, not after the plan's builds and the run."""
-    out = _out_dir(args.out)
-    _junit_path(args.junit, out)
-    _sarif_path(args.sarif, out)
-    return out
+        print(skip_summary(outcome.skips, len(outcome.records)), file=sys.stderr)
+    return outcome.exit_code(allow_skip=args.allow_skip)
 
 
 def cmd_check(args) -> int:
-    from verify.plan import check_jobs, named_list, numbered, plan_identity, read_wgsl, width_jobs
+    from verify.plan import named_list, read_wgsl
     from verify.profiles import get_profile
+    from verify.run import plan_check
 
     profile = get_profile(args.profile)
-    out = _destinations(args)
-    overrides = _parse_config(args.config)
+    outputs = _outputs(args)
     if args.wgsl and len(args.kernel) != 1:
         raise UsageError("--wgsl checks one file under one kernel's contract; name exactly one kernel")
     checks = named_list(args.checks, "--checks", "check") if args.checks is not None else None
-    wgsl = read_wgsl(args.wgsl) if args.wgsl else None
-    jobs = []
-    width = args.subgroup_width if isinstance(args.subgroup_width, int) else None
-    for name in args.kernel:
-        options = dict(profile=profile, examples=args.examples, seed=args.seed, out_dir=Path(args.out),
-                       time_limit=args.time_limit, adapter=args.adapter, wgsl=wgsl,
-                       wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "", implementation=args.implementation)
-        planned = check_jobs(name, overrides, checks=checks, subgroup_width=width, **options)
-        jobs += planned
-        if args.subgroup_width == "profile":  # a kernel on subgroups also at the widths real GPUs have
-            jobs += width_jobs(name, overrides, planned, **options)
-    jobs = numbered(jobs)
-    for name in sorted({job.implementation for job in jobs}, key=str):  # a kernel may prefer its own
-        _check_adapter(args.adapter, name)
-    plan = plan_identity(jobs, [], profile, args.seed).laid_out(jobs)  # the report names the kernels not run
-    jobs, reused = _reuse(args, jobs)
-    jobs = _scheduled(args, jobs, profile)
-    return _execute(jobs, out, command="check", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, workers=args.jobs, plan=plan, prior=reused, sarif=args.sarif,
-                    budget=_budget(args, profile))
+    plan = plan_check(args.kernel, _parse_config(args.config), profile=profile, examples=args.examples,
+                      seed=args.seed, out_dir=Path(args.out), checks=checks, subgroup_width=args.subgroup_width,
+                      time_limit=args.time_limit, adapter=args.adapter, implementation=args.implementation,
+                      wgsl=read_wgsl(args.wgsl) if args.wgsl else None,
+                      wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "")
+    return _execute(plan, outputs, args)
 
 
 def cmd_gate(args) -> int:
-    from verify.plan import gate_implementations, gate_jobs, named_list, plan_identity, select_shard
+    from verify.plan import named_list
     from verify.profiles import get_profile
+    from verify.run import plan_gate
 
     profile = get_profile(args.profile)
-    out = _destinations(args)
+    outputs = _outputs(args)
     names = named_list(args.kernels, "--kernels", "kernel") if args.kernels is not None else None
-    chosen = gate_implementations(args.implementation, args.adapter)
-    unplanned: list | None = [] if args.implementation else None
-    jobs, skipped = gate_jobs(names, profile=profile, seed=args.seed, out_dir=Path(args.out),
-                              time_limit=args.time_limit, adapter=args.adapter, implementations=list(chosen.run_on),
-                              unavailable=tuple(chosen.unavailable), unplanned=unplanned, workers=args.jobs)
-    if unplanned:
+    plan = plan_gate(names, profile=profile, seed=args.seed, out_dir=Path(args.out), time_limit=args.time_limit,
+                     adapter=args.adapter, implementation=args.implementation, workers=args.jobs, shard=args.shard)
+    if plan.unplanned:
         print(f"verify: not planned, as they run only on implementations this gate does not run on "
               f"(--implementation {args.implementation}): "
-              + ", ".join(f"{name} ({' or '.join(only)})" for name, only in unplanned), file=sys.stderr)
-    skipped += chosen.skips()
-    if names and not jobs and not skipped and not unplanned:
-        raise UsageError(f"nothing to verify: {', '.join(names)} offer{'s' if len(names) == 1 else ''} no configs in "
-                         f"the {profile.name} profile (`verify list` shows each kernel's; "
-                         f"`verify check KERNEL` runs one directly)")
-    planned = len(jobs) + len(skipped)
-    plan = plan_identity(jobs, skipped, profile, args.seed).laid_out(jobs)  # the report names the kernels not run
-    shard = ""
-    if args.shard:
-        index, count = args.shard
-        jobs, skipped = select_shard(jobs, index, count), (skipped if index == 1 else [])
-        shard = f"{index}/{count}"
-    chosen.require_adapter(chosen.run_on[0], args.adapter)  # a typo in --adapter: one line before anything is written
-    jobs, reused = _reuse(args, jobs, chosen.adapters)
-    skipped += reused
-    jobs = _scheduled(args, jobs, profile)
-    return _execute(jobs, out, command="gate", profile=profile.name, junit=args.junit,
-                    allow_skip=args.allow_skip, prior=skipped, workers=args.jobs, shard=shard, planned=planned,
-                    plan=plan, sarif=args.sarif, budget=_budget(args, profile))
-
-
-def _reuse(args, jobs: list, listed: dict | None = None) -> tuple[list, list]:
-    """(jobs to run, records reused): with --reuse, a job whose inputs are unchanged since a PASS in
-    the given results files (default: the output folder's results.json) takes that record, if
-    verify made it on this machine (its tag verifies: verify.results.signing); the run says, once
-    per file, why records matching a job were not taken.
-
-    Every run digests its jobs' inputs, --reuse or not, so each record carries them
-    (CheckResult.inputs_sha256) and any later `--reuse` can take it: a first plain `verify gate`
-    followed by `verify gate --reuse` after an edit re-runs only what the edit touched."""
-    from verify.plan import with_inputs
-
-    jobs = with_inputs(jobs, args.adapter, listed)
-    if args.reuse is None:
-        return jobs, []
-    from verify.results.reuse import reusable, reused
-
-    files = args.reuse or [path for path in [Path(args.out) / "results.json"] if os.path.lexists(path)]
-    earlier = reusable([_earlier_results(path) for path in files], {job.inputs for job in jobs})
-    for refusal in earlier.refusals:  # records that would have been reused, but are not verify's own here
-        print(f"verify: {refusal}", file=sys.stderr)
-    found = earlier.records
-    kept = [reused(*found[job.inputs], job.id) for job in jobs if job.inputs in found]
-    print(f"verify: reusing {len(kept)} of {len(jobs)} checks whose inputs are unchanged since they passed "
-          f"({', '.join(map(str, files)) or 'no earlier results'})", file=sys.stderr)
-    return [job for job in jobs if job.inputs not in found], kept
-
-
-def _earlier_results(path):
-    """An earlier run's results file, parsed once while it is unchanged: --reuse and the plan's
-    order both read it, and a whole gate's is ten megabytes of JSON. (realpath, not resolve: a link
-    loop is the loader's one-line error, not a RuntimeError here.)"""
-    path = Path(os.path.realpath(path))
-    try:
-        stat = path.stat()
-    except OSError:
-        stat = None
-    return _parsed_results(path, stat and (stat.st_mtime_ns, stat.st_size))
-
-
-@lru_cache(maxsize=8)
-def _parsed_results(path: Path, version):
-    from verify.results.store import load_results
-
-    return load_results(path)
-
-
-def _scheduled(args, jobs: list, profile) -> list:
-    """The jobs as they run: sliced where a check draws many examples (--slice-examples, else the
-    profile's), longest first by the durations of earlier runs: the output folder's results.json,
-    and the results files given to --reuse (a re-gate into a new folder then orders the checks it
-    runs again by what they took there)."""
-    from verify.plan import job_key, longest_first, sliced
-
-    history = {}
-    for earlier in [*(args.reuse or []), Path(args.out) / "results.json"]:  # the output folder's last: it wins
-        if not Path(earlier).exists():
-            continue
-        try:
-            history.update({job_key(r): r.duration_s for r in _earlier_results(earlier).records if r.duration_s})
-        except UsageError:
-            pass  # an unreadable earlier file only costs the order
-    if _budget(args, profile) is not None:
-        from verify.plan import budgeted
-
-        return budgeted(jobs, history)
-    size = profile.slice_examples if args.slice_examples is None else (args.slice_examples or None)
-    return longest_first(sliced(jobs, size), history)
-
-
-def _budget(args, profile) -> float | None:
-    """The run's time budget in seconds (--budget, else the profile's), or None: no budget (every
-    planned example runs). `--budget 0` turns a profile's default off."""
-    chosen = getattr(args, "budget", None)
-    if chosen is None:
-        return profile.budget
-    return chosen or None
-
-
-def _check_adapter(name: str | None, implementation: str | None) -> None:
-    """A typo in --adapter (or $VERIFY_ADAPTER), or an implementation this machine cannot run, is a
-    usage error before anything is written."""
-    from verify.gpu.implementations import default_implementation
-    from verify.gpu.implementations import implementation as named
-
-    named(implementation or default_implementation()).available(name)
+              + ", ".join(f"{name} ({' or '.join(only)})" for name, only in plan.unplanned), file=sys.stderr)
+    return _execute(plan, outputs, args)
 
 
 # -- replay / report -------------------------------------------------------------------------------
@@ -619,6 +257,7 @@ def cmd_report(args) -> int:
     from verify.report import render_report
     from verify.results.merge import run_problems
     from verify.results.store import load_results
+    from verify.run import refuse_results_file, sarif_file, write_sarif
 
     documents = [load_results(path) for path in args.results]
     problems = run_problems(documents, allow_skip=args.allow_skip)
@@ -627,8 +266,8 @@ def cmd_report(args) -> int:
         raise UsageError(f"-o {args.output}: is a folder; name the HTML file to write (e.g. {output / 'report.html'})")
     if output.resolve() in {Path(path).resolve() for path in args.results}:
         raise UsageError(f"-o {args.output}: is one of the results files to render; name the HTML file to write")
-    _refuse_results_file(output, "-o")
-    sarif = _sarif_path(args.sarif)
+    refuse_results_file(output, "-o")
+    sarif = sarif_file(args.sarif)
     if sarif is not None and sarif.resolve() in {Path(path).resolve() for path in args.results} | {output.resolve()}:
         raise UsageError(f"--sarif {args.sarif}: is one of the files read or written; name another file")
     try:
@@ -637,8 +276,8 @@ def cmd_report(args) -> int:
         raise UsageError(f"-o {args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"report: {args.output}", file=sys.stderr)
     if sarif is not None:  # the WGSL it points at goes beside it: the results' folders are only read
-        _write_sarif(args.sarif, [(d.records, Path(d.path)) for d in documents], sarif.parent / "wgsl", rebuild=False,
-                     complete=all(d.complete for d in documents))
+        write_sarif(sarif, [(d.records, Path(d.path)) for d in documents], sarif.parent / "wgsl", rebuild=False,
+                    complete=all(d.complete for d in documents))
     for problem in problems:
         print(f"verify: {problem}", file=sys.stderr)
     return 1 if args.strict and problems else 0

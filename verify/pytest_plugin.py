@@ -228,28 +228,30 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 class GateCollector(pytest.Collector):
-    """The gate's jobs, planned exactly as `verify gate` plans them."""
+    """The gate's jobs, planned by the function `verify gate` plans with (verify.run.plan_gate);
+    each job is one item, run by this pytest process's worker as pytest schedules it."""
 
     def collect(self):
+        from verify.errors import UsageError
         from verify.gpu.implementations import chosen_implementation, default_implementation
-        from verify.plan import gate_implementations, gate_jobs, named_list
+        from verify.plan import named_list
         from verify.profiles import get_profile
+        from verify.run import plan_gate
 
         config = self.config
         kernels = config.getoption("verify_kernels")
-        chosen = gate_implementations(chosen_implementation(config.getoption("verify_implementation")),
-                                      config.getoption("verify_adapter"))
-        jobs, skipped = gate_jobs(named_list(kernels, "--verify-kernels", "kernel") if kernels is not None else None,
-                                  profile=get_profile(config.getoption("verify_profile")),
-                                  seed=config.getoption("verify_seed"), out_dir=_out_dir(config), time_limit=None,
-                                  adapter=config.getoption("verify_adapter"), implementations=list(chosen.run_on),
-                                  unavailable=tuple(chosen.unavailable),
-                                  unplanned=[] if config.getoption("verify_implementation") else None)
-        skipped += chosen.skips()
+        try:
+            plan = plan_gate(named_list(kernels, "--verify-kernels", "kernel") if kernels is not None else None,
+                             profile=get_profile(config.getoption("verify_profile")),
+                             seed=config.getoption("verify_seed"), out_dir=_out_dir(config),
+                             adapter=config.getoption("verify_adapter"),
+                             implementation=chosen_implementation(config.getoption("verify_implementation")))
+        except UsageError as exc:  # no adapter, a broken kernel name: pytest's one-line usage error
+            raise pytest.UsageError(f"verify: {exc}") from None
         default = default_implementation()
-        for result in skipped:
+        for result in plan.prior:
             yield GateItem.from_parent(self, name=f"{result.kernel}::setup", job=None, unplanned=result)
-        for job in jobs:
+        for job in plan.jobs:
             config_text = ",".join(f"{k}={v}" for k, v in sorted(job.config.items()))
             if job.subgroup_width:
                 config_text += f",subgroup_width={job.subgroup_width}"

@@ -119,7 +119,7 @@ def test_layers_import_downward_only(layer, forbidden):
 
 
 #: Modules that run any kernel, check and implementation: they must name none of them.
-GENERIC = ("verify.worker", "verify.plan", "verify.session", "verify.protocol", "verify.cli", "verify.api",
+GENERIC = ("verify.worker", "verify.plan", "verify.run", "verify.session", "verify.protocol", "verify.cli", "verify.api",
            "verify.pytest_plugin", "verify.profiles", "verify.checks.runner", "verify.checks.context",
            "verify.checks.base", "verify.results.record", "verify.results.store", "verify.results.merge",
            "verify.report.model", "verify.report.render", "verify.display", "verify.gpu.implementations",

@@ -110,14 +110,14 @@ def test_an_aborted_run_is_written_as_aborted_and_never_complete(tmp_path):
 
 def test_a_report_that_cannot_be_drawn_does_not_end_the_run(tmp_path, monkeypatch, capsys):
     import verify.report
-    from verify import cli
+    from verify import run
     from verify.results.store import ResultsDocument
 
     def broken(documents, path, **options):
         raise IndexError("a plot that cannot be drawn")
 
     monkeypatch.setattr(verify.report, "render_report", broken)
-    cli._write_report(ResultsDocument(), tmp_path)
+    run.write_report(ResultsDocument(), tmp_path)
     assert "report.html was not written (IndexError" in capsys.readouterr().err
 
 

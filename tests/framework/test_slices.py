@@ -93,9 +93,7 @@ def test_a_sliced_check_finds_what_the_whole_one_finds(tmp_path):
 def test_a_regate_into_a_new_folder_orders_its_checks_by_the_reused_runs_durations(tmp_path):
     """--reuse files are a history too: a re-gate into a new output folder runs its longest checks
     first by what they took in the run it reuses; the output folder's own earlier run wins."""
-    from argparse import Namespace
-
-    from verify.cli import _scheduled
+    from verify.run import Schedule
     from verify.gpu.implementations import default_implementation
     from verify.results.record import AdapterRecord
     from verify.results.store import ResultsWriter
@@ -112,11 +110,12 @@ def test_a_regate_into_a_new_folder_orders_its_checks_by_the_reused_runs_duratio
         return path
 
     earlier = results(tmp_path / "earlier.json", {"reference": 2.0, "determinism": 9.0, "sanitize": 1.0})
-    args = Namespace(reuse=[str(earlier)], out=str(tmp_path / "new"), slice_examples=None)
-    assert [j.check for j in _scheduled(args, jobs, get_profile("ci"))] == ["determinism", "reference", "sanitize"]
+    out = tmp_path / "new"
+    schedule = Schedule(reuse=[earlier])
+    assert [j.check for j in schedule.ordered(jobs, get_profile("ci"), out)] == ["determinism", "reference", "sanitize"]
     (tmp_path / "new").mkdir()
     results(tmp_path / "new" / "results.json", {"reference": 9.0, "determinism": 1.0, "sanitize": 2.0})
-    assert [j.check for j in _scheduled(args, jobs, get_profile("ci"))] == ["reference", "sanitize", "determinism"]
+    assert [j.check for j in schedule.ordered(jobs, get_profile("ci"), out)] == ["reference", "sanitize", "determinism"]
     (tmp_path / "new" / "results.json").unlink()
-    args.reuse = None  # without --reuse and without an earlier run in the folder: examples x cost
-    assert [j.check for j in _scheduled(args, jobs, get_profile("ci"))] == ["sanitize", "reference", "determinism"]
+    # without --reuse and without an earlier run in the folder: examples x cost
+    assert [j.check for j in Schedule().ordered(jobs, get_profile("ci"), out)] == ["sanitize", "reference", "determinism"]

@@ -99,9 +99,9 @@ def test_with_another_onnxruntime_web_and_the_capture_cached_verify_check_refuse
     fill_cache("ort.matmul_nbits", MATMUL)
     install_other_version(monkeypatch, tmp_path)
     ran = []
-    monkeypatch.setattr("verify.cli._execute", lambda jobs, *args, **kwargs: ran.append(jobs) or 0)
+    monkeypatch.setattr("verify.cli._execute", lambda plan, *args, **kwargs: ran.append(plan.jobs) or 0)
     # Dawn's adapters are not what this is about (listing them starts Dawn's own Node process).
-    monkeypatch.setattr("verify.cli._check_adapter", lambda *args: None)
+    monkeypatch.setattr("verify.run.require_adapter", lambda *args: None)
     monkeypatch.setattr("verify.plan.adapter_identity", lambda name, *args: {"implementation": name})
     config = ",".join(f"{k}={v}" for k, v in MATMUL.items())
     assert verify_main(["check", "ort.matmul_nbits", "--config", config, "--out", str(tmp_path / "out")]) == 2
