@@ -1,0 +1,166 @@
+"""verify.sources.llamacpp.selection follows ggml-webgpu's C++, rule by rule.
+
+Each rule is held twice: to the line of the pinned C++ it cites (the line must still say what the
+port does: run where `verify setup --llamacpp` has put the sources in the cache) and to worked
+examples computed by hand from that C++.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from verify.sources.llamacpp import programs, selection, source
+from verify.sources.llamacpp.preprocess import Preprocessor
+from verify.sources.llamacpp.selection import Adapter, AttentionShape
+
+S, C = "ggml-webgpu-shader-lib.hpp", "ggml-webgpu.cpp"
+#: (rule, file, line, text the line holds)
+CITED = [
+    ("flash_attn_use_vec_path", C, 1969, "(Q->ne[1] < GGML_WEBGPU_FLASH_ATTN_VEC_MAX_SEQ_LEN)"),
+    ("flash_attn_k_direct", S, 701, "K->type == GGML_TYPE_F16 || K->type == GGML_TYPE_Q8_0 || K->type == GGML_TYPE_Q4_0"),
+    ("flash_attn_k_direct", S, 702, "(K->ne[1] % GGML_WEBGPU_KV_SEQ_PAD == 0)"),
+    ("flash_attn_wg_mem_bytes", S, 894, "f32_elems += kv_tile * max_head_dim;"),
+    ("flash_attn_vec_kv_tile", S, 937, "std::min(GGML_WEBGPU_FLASH_ATTN_VEC_MAX_KV_TILE, max_kv_tile)"),
+    ("flash_attn_vec_kv_tile", S, 940, "while (GGML_WEBGPU_KV_SEQ_PAD % kv_tile != 0)"),
+    ("vec_attention_plan (split WG_SIZE)", S, 2924, "decisions.wg_size = context.max_subgroup_size;"),
+    ("flash_attn_d_split", S, 2938, "std::min(std::min(context.min_subgroup_size, 4u), std::max(D_lsb / 4u, 1u))"),
+    ("vec_attention_plan (blk WG_SIZE)", S, 2966, "while ((wg_size << 1) <= context.max_wg_size)"),
+    ("flash_attn_vec_nwg", C, 2074, "while ((2u * nwg * kv_span) < (uint64_t) seq_len_kv && nwg < vec_nwg_cap)"),
+    ("flash_attn_vec_nwg (cap)", C, 2105, "const uint32_t vec_nwg_cap = ctx->global_ctx->capabilities.min_subgroup_size;"),
+    ("vec_attention_plan (reduce WG_SIZE)", C, 2221, "const uint32_t reduce_sg_size = ctx->global_ctx->capabilities.max_subgroup_size;"),
+    ("vec_attention_plan (split grid)", C, 2248, "const uint64_t split_wg_total = (uint64_t) wg_x * nwg;"),
+    ("alibi", C, 1986, "float n_head_log2 = float(1u << (uint32_t) floor(log2(Q->ne[2])));"),
+    ("can_use_mmvq", S, 1176, "if (src1->ne[1] <= 4) {"),
+    ("can_use_mmvq", S, 1177, 'bool supports_dp4a = vendor == "amd" || vendor == "intel" || vendor == "nvidia";'),
+    ("can_use_mmvq", S, 1187, "return src0->ne[0] % 4 == 0;"),
+    ("quantize_q8_instance", S, 1944, 'defines.push_back("SRC1_INNER_TYPE=f32");'),
+    ("quantize_q8_instance", S, 1956, 'context.supports_subgroups ? "USE_SUBGROUP_REDUCTION" : "USE_WORKGROUP_REDUCTION"'),
+    ("mul_mat_vec_instance", S, 2099, 'defines.push_back(std::string("NUM_COLS=") + std::to_string(key.num_cols));'),
+    ("quantize_q8_grid", C, 1609, "const uint32_t wg_per_vec     = (src0->ne[0] / 4 + (q8_wg_size - 1)) / q8_wg_size;"),
+    ("mul_mat_vec_grid", C, 1718, "uint32_t output_groups = CEIL_DIV(dst->ne[0], decisions->outputs_per_wg);"),
+    ("compute_2d_workgroups", C, 41, "wg_y = std::max(1u, CEIL_DIV(total_wg, max_per_dim));"),
+]
+
+
+def _extracted_or_skip():
+    folder = source.extracted()
+    if folder is None:
+        pytest.skip(f"the pinned ggml-webgpu sources are not in the cache ({source.INSTALL})")
+    return folder
+
+
+@pytest.mark.parametrize("rule, file, line, text", CITED, ids=[f"{r}-{f}:{n}" for r, f, n, _ in CITED])
+def test_each_rule_cites_the_cpp_line_it_follows(rule, file, line, text):
+    folder = _extracted_or_skip()
+    lines = (folder / source.BACKEND / file).read_text().splitlines()
+    assert text in lines[line - 1], f"{file}:{line} no longer reads {text!r}: {lines[line - 1].strip()!r}"
+
+
+def test_the_vec_kv_tile_is_what_fits_the_workgroup_storage():
+    # 16 KiB, head dim 128, a mask: q + o + 2 stats = 258 words, 130 per KV row: (4096 - 258) / 130 = 29
+    shape = AttentionShape(128, 128, 1, 8, 2, 300, mask=True)
+    assert selection.flash_attn_vec_kv_tile(Adapter(max_workgroup_storage=16384), shape) == 29
+    assert selection.flash_attn_vec_kv_tile(Adapter(max_workgroup_storage=32768), shape) == 32
+    # head dim 256: 514 words, 258 per row: (4096 - 514) / 258 = 13 rows, a tile that is not a power of two
+    wide = AttentionShape(256, 256, 1, 8, 2, 300, mask=True)
+    assert selection.flash_attn_vec_kv_tile(Adapter(max_workgroup_storage=16384), wide) == 13
+    # the direct path (a KV length that is a multiple of 256) stages no K/V rows: 2 words a row, 32 fit,
+    # and 32 divides 256
+    direct = AttentionShape(256, 256, 1, 8, 2, 512, mask=True)
+    assert selection.flash_attn_vec_kv_tile(Adapter(max_workgroup_storage=16384), direct) == 32
+
+
+def test_d_split_is_the_lowest_head_dim_bit_over_four_capped_by_the_smallest_subgroup():
+    for head_dim, min_subgroup, expected in ((128, 32, 4), (72, 32, 2), (40, 32, 2), (64, 4, 4), (64, 8, 4), (36, 32, 1)):
+        shape = AttentionShape(head_dim, head_dim, 1, 1, 1, 64)
+        assert selection.flash_attn_d_split(Adapter(min_subgroup=min_subgroup, max_subgroup=max(min_subgroup, 32)),
+                                            shape) == expected
+
+
+def test_the_split_count_doubles_until_the_splits_cover_the_context_and_stops_at_the_smallest_subgroup():
+    adapter = Adapter(min_subgroup=8, max_subgroup=32)
+    assert [selection.flash_attn_vec_nwg(adapter, 32, n) for n in (1, 64, 65, 129, 257, 10_000)] == [1, 1, 2, 4, 8, 8]
+    assert selection.flash_attn_vec_nwg(Adapter(min_subgroup=4, max_subgroup=128), 32, 10_000) == 4
+
+
+def test_the_vec_plan_has_blk_with_a_mask_and_reduce_with_more_than_one_split():
+    adapter = Adapter(min_subgroup=4, max_subgroup=128, max_workgroup_storage=32768)
+    plan = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 300, mask=True))
+    assert (plan.kv_tile, plan.nwg, plan.split_wg_size, plan.reduce_wg_size) == (32, 4, 128, 256)
+    assert plan.blk is not None and plan.blk_grid == (10, 1) and plan.split_grid == (32, 1) and plan.reduce_grid == (8, 1)
+    assert "BLK" in plan.split.defines and "D_SPLIT=4" in plan.split.defines and "MASK" in plan.split.defines
+    short = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 40, mask=False))
+    assert short.nwg == 1 and short.reduce is None and short.blk is None
+    assert selection.vec_attention_plan(Adapter(), AttentionShape(64, 64, 3, 4, 4, 512, "q8_0", "q8_0")).split.defines[:2] \
+        == ("K_Q8_0", "V_Q8_0")
+
+
+def test_the_vec_path_is_refused_for_long_queries_and_unaligned_quantized_heads():
+    assert not selection.flash_attn_use_vec_path(Adapter(), AttentionShape(64, 64, 20, 1, 1, 64))
+    assert not selection.flash_attn_use_vec_path(Adapter(), AttentionShape(80, 80, 1, 1, 1, 64, "q8_0", "q8_0"))
+    assert not selection.flash_attn_use_vec_path(Adapter(subgroups=False), AttentionShape(64, 64, 1, 1, 1, 64))
+    with pytest.raises(ValueError, match="tiled path"):
+        selection.vec_attention_plan(Adapter(), AttentionShape(64, 64, 20, 1, 1, 64))
+
+
+def test_mmvq_is_taken_only_on_amd_intel_and_nvidia_with_dot_products_and_few_columns():
+    assert selection.can_use_mmvq(Adapter(vendor="nvidia"), "q4_K", 512, 4)
+    assert not selection.can_use_mmvq(Adapter(vendor="nvidia"), "q4_K", 512, 5)
+    assert not selection.can_use_mmvq(Adapter(vendor="apple"), "q4_0", 512, 1)
+    assert not selection.can_use_mmvq(Adapter(vendor="llvmpipe"), "q4_0", 512, 1)
+    assert not selection.can_use_mmvq(Adapter(dot_product=False), "q4_0", 512, 1)
+    assert not selection.can_use_mmvq(Adapter(), "q5_0", 512, 1)
+
+
+def test_the_grids_fold_into_two_dimensions_as_compute_2d_workgroups_does():
+    assert selection.compute_2d_workgroups(70_000, 65535) == (35_000, 2)
+    assert selection.quantize_q8_grid(Adapter(), 4096, 3) == (12, 1)  # 4096/4 = 1024 lanes: 4 workgroups a row
+    assert selection.mul_mat_vec_grid(Adapter(), 10) == (3, 1)
+
+
+def _value_defines(getter_body: str) -> set[str]:
+    return set(re.findall(r'"([A-Z_0-9]+)=', getter_body))
+
+
+GETTERS = {"flash_attn_vec_split": "get_flash_attn_vec_pipeline", "flash_attn_vec_blk": "get_flash_attn_blk_pipeline",
+           "flash_attn_vec_reduce": "get_flash_attn_vec_reduce_pipeline", "quantize_q8": "get_quantize_q8_pipeline",
+           "mul_mat_vec": "get_mul_mat_vec_pipeline"}
+
+
+def _instances():
+    adapter = Adapter(min_subgroup=4, max_subgroup=128, max_workgroup_storage=32768)
+    plan = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 300, mask=True, sinks=True))
+    return [plan.split, plan.blk, plan.reduce, selection.quantize_q8_instance(adapter, "q4_0"),
+            selection.mul_mat_vec_instance(adapter, "q4_K", 512, 2)]
+
+
+@pytest.mark.parametrize("instance", _instances(), ids=lambda i: i.template)
+def test_every_value_define_the_cpp_passes_and_the_template_defaults_is_set(instance):
+    """A template's `#define NAME default` (flash_attn_vec_split's HEAD_DIM_QK 64, KV_TILE 16,
+    WG_SIZE 64) silently wins if the shader library's NAME=VALUE is forgotten: every NAME=VALUE the
+    C++ getter (and the common-defines helper it calls) pushes is one the port sets."""
+    folder = _extracted_or_skip()
+    shader_lib = (folder / source.BACKEND / S).read_text()
+    start = shader_lib.index(f"webgpu_pipeline {GETTERS[instance.template]}(")
+    body = shader_lib[start:shader_lib.index("\n    }\n", start)]
+    if "ggml_webgpu_flash_attn_common_defines" in body:
+        common = shader_lib.index("inline std::vector<std::string> ggml_webgpu_flash_attn_common_defines(")
+        body += shader_lib[common:shader_lib.index("\n}\n", common)]
+    pushed = _value_defines(body)
+    set_here = {d.split("=", 1)[0] for d in instance.defines if "=" in d}
+    assert pushed <= set_here, f"{instance.template}: the C++ also sets {sorted(pushed - set_here)}"
+    text = programs.embedded(instance.template)
+    defaults = set(re.findall(r"^#define\s+([A-Z_0-9]+)\s+\S", text, re.M))
+    assert defaults & pushed <= set_here
+
+
+@pytest.mark.parametrize("instance", _instances(), ids=lambda i: i.template)
+def test_an_instance_leaves_no_directive_and_no_unset_macro_behind(instance):
+    _extracted_or_skip()
+    text = Preprocessor().preprocess(programs.embedded(instance.template), instance.defines)
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    for name in ("WG_SIZE", "HEAD_DIM_QK", "HEAD_DIM_V", "KV_TILE", "D_SPLIT", "NUM_COLS", "OUTPUTS_PER_WG",
+                 "SRC1_INNER_TYPE", "SRC0_INNER_TYPE", "DST_TYPE", "K_TYPE", "V_TYPE", "Q_TYPE"):
+        assert not re.search(rf"\b{name}\b", text), f"{name} left unexpanded in {instance.variant}"

@@ -1,0 +1,362 @@
+"""ggml-webgpu's selection rules, ported: which program, defines, workgroup sizes and dispatch a shape gets.
+
+ggml-webgpu decides per tensor shape and adapter which template to instantiate, with which
+defines, at which workgroup size, and how to dispatch it. verify cannot run that C++ (it needs
+Dawn), so each rule it relies on is ported here as a plain function of typed values, with the
+file and line of the pinned release (verify.sources.llamacpp.source.VERSION) it follows in its
+docstring; tests/sources/llamacpp/test_selection.py holds each rule to the C++ it cites (the
+line must still say what the rule does) and to worked examples.
+
+`Adapter` is what ggml-webgpu reads of the adapter (ggml-webgpu.cpp L4133-4177: its limits, the
+`subgroups` feature, the packed_4x8_integer_dot_product language feature, the subgroup size
+range and the vendor string). Files: S = ggml-webgpu-shader-lib.hpp, C = ggml-webgpu.cpp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: S L20-24: the vec path's limits and the KV cache padding llama.cpp applies.
+FLASH_ATTN_VEC_MAX_SEQ_LEN = 20
+FLASH_ATTN_VEC_MAX_KV_TILE = 32
+KV_SEQ_PAD = 256
+#: S L677: float K/V are read as vec4 (the head dim must be a multiple of 4 on the vec path).
+TILE_KV_VEC_WIDTH = 4
+#: S L50-56: the mat-vec workgroup and rows per workgroup (every weight type: 4).
+MUL_MAT_VEC_WG_SIZE = 256
+MUL_MAT_VEC_OUTPUTS_PER_WG = 4
+#: S L17-18, f32 and f16 bytes in the workgroup-memory estimate.
+F32_BYTES = 4
+
+#: ggml's block types the rules distinguish: (block size in values, bytes per block).
+BLOCKS = {"f32": (1, 4), "f16": (1, 2), "q4_0": (32, 18), "q4_1": (32, 20), "q8_0": (32, 34), "q8_1": (32, 36),
+          "q2_K": (256, 84), "q4_K": (256, 144)}
+QUANTIZED = frozenset(name for name in BLOCKS if name not in ("f32", "f16"))
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """What ggml-webgpu reads of the adapter (C L4133-4177) and uses in the rules below.
+
+    `vendor` is WGPUAdapterInfo.vendor as Dawn reports it ("nvidia", "amd", "intel", "apple",
+    ...). `min_subgroup` and `max_subgroup` are subgroupMinSize and subgroupMaxSize: the
+    subgroup size of a dispatch may be any power of two between them (the comment at C L4173).
+    """
+
+    vendor: str = "nvidia"
+    subgroups: bool = True
+    dot_product: bool = True
+    min_subgroup: int = 32
+    max_subgroup: int = 32
+    max_workgroup_storage: int = 16384
+    max_invocations: int = 256
+    max_workgroups_per_dimension: int = 65535
+
+    def __post_init__(self):
+        widths = (4, 8, 16, 32, 64, 128)
+        if self.min_subgroup not in widths or self.max_subgroup not in widths or self.min_subgroup > self.max_subgroup:
+            raise ValueError(f"subgroup sizes {self.min_subgroup}..{self.max_subgroup}: WebGPU's are powers of two "
+                             "from 4 to 128, min <= max")
+
+
+def ceil_div(a: int, b: int) -> int:
+    """C L36 CEIL_DIV."""
+    return (a + b - 1) // b
+
+
+def compute_2d_workgroups(total: int, max_per_dim: int) -> tuple[int, int]:
+    """C L40-43 compute_2d_workgroups: y = max(1, ceil(total / max)), x = ceil(total / y)."""
+    y = max(1, ceil_div(total, max_per_dim))
+    return ceil_div(total, y), y
+
+
+def type_name(ggml_type: str) -> str:
+    """ggml_type_name as the variant names spell it."""
+    return ggml_type
+
+
+# -- flash attention, vec path (split-KV decode) -------------------------------------------------------
+@dataclass(frozen=True)
+class AttentionShape:
+    """A GGML_OP_FLASH_ATTN_EXT node as the rules read it: Q [head_dim, q_len, heads, batch] f32,
+    K and V [head_dim, kv_len, kv_heads, batch] of `k_type`/`v_type`, an optional f16 mask,
+    optional f32 sinks, a logit softcap (0: none), and whether K and V share one binding."""
+
+    head_dim_qk: int
+    head_dim_v: int
+    q_len: int
+    heads: int
+    kv_heads: int
+    kv_len: int
+    k_type: str = "f16"
+    v_type: str = "f16"
+    mask: bool = True
+    sinks: bool = False
+    softcap: float = 0.0
+    kv_overlap: bool = False
+    batch: int = 1
+
+
+def flash_attn_use_vec_path(adapter: Adapter, shape: AttentionShape) -> bool:
+    """C L1952-1971 ggml_webgpu_flash_attn_use_vec_path: subgroups, fewer than 20 query rows, head
+    dims aligned to the K/V block (quantized) or to 4 (float), and K/V offsets vec4-aligned
+    (verify binds every tensor at offset 0, so they always are)."""
+    k_align = BLOCKS[shape.k_type][0] if shape.k_type in QUANTIZED else TILE_KV_VEC_WIDTH
+    v_align = BLOCKS[shape.v_type][0] if shape.v_type in QUANTIZED else TILE_KV_VEC_WIDTH
+    aligned = shape.head_dim_qk % k_align == 0 and shape.head_dim_v % v_align == 0
+    return adapter.subgroups and shape.q_len < FLASH_ATTN_VEC_MAX_SEQ_LEN and aligned
+
+
+def flash_attn_k_direct(shape: AttentionShape, align: int = TILE_KV_VEC_WIDTH) -> bool:
+    """S L700-703 ggml_webgpu_flash_attn_k_direct: K read straight from global memory when it is
+    f16, q8_0 or q4_0, the head dim is a multiple of `align` and the KV length of 256 (llama.cpp
+    pads its cache to 256, S L24)."""
+    return (shape.k_type in ("f16", "q8_0", "q4_0") and shape.head_dim_qk % align == 0
+            and shape.kv_len % KV_SEQ_PAD == 0)
+
+
+def flash_attn_v_direct(shape: AttentionShape, align: int = TILE_KV_VEC_WIDTH) -> bool:
+    """S L705-707 ggml_webgpu_flash_attn_v_direct: the K rule applied to Q and V (V's type, Q's head
+    dim, V's length)."""
+    return (shape.v_type in ("f16", "q8_0", "q4_0") and shape.head_dim_qk % align == 0
+            and shape.kv_len % KV_SEQ_PAD == 0)
+
+
+def flash_attn_wg_mem_bytes(q_tile: int, kv_tile: int, head_dim_qk: int, head_dim_v: int, has_mask: bool,
+                            kv_direct: bool) -> int:
+    """S L882-904 ggml_webgpu_flash_attn_wg_mem_bytes: f32 words of q, kv (unless direct), o,
+    mask, the scores and two row statistics."""
+    words = q_tile * head_dim_qk
+    if not kv_direct:
+        words += kv_tile * max(head_dim_qk, head_dim_v)
+    words += q_tile * head_dim_v
+    if has_mask:
+        words += q_tile * kv_tile
+    words += q_tile * kv_tile + 2 * q_tile
+    return words * F32_BYTES
+
+
+def flash_attn_max_kv_tile(limit_bytes: int, q_tile: int, kv_granularity: int, head_dim_qk: int, head_dim_v: int,
+                           has_mask: bool, kv_direct: bool) -> int:
+    """S L906-926 ggml_webgpu_flash_attn_max_kv_tile: the KV rows that fit the workgroup storage
+    limit, rounded down to `kv_granularity`."""
+    base = flash_attn_wg_mem_bytes(q_tile, 0, head_dim_qk, head_dim_v, has_mask, kv_direct)
+    if limit_bytes <= base:
+        return 0
+    per_kv = flash_attn_wg_mem_bytes(q_tile, 1, head_dim_qk, head_dim_v, has_mask, kv_direct) - base
+    if per_kv == 0:
+        return 0
+    return ((limit_bytes - base) // per_kv // kv_granularity) * kv_granularity
+
+
+def flash_attn_vec_kv_tile(adapter: Adapter, shape: AttentionShape) -> int:
+    """S L928-946 ggml_webgpu_flash_attn_get_vec_kv_tile: at most 32 KV rows a tile, as many as fit
+    (so 29 for head dim 128 with a mask in 16 KiB); on the direct path a divisor of 256."""
+    kv_direct = flash_attn_k_direct(shape) or flash_attn_v_direct(shape)
+    largest = flash_attn_max_kv_tile(adapter.max_workgroup_storage, 1, 1, shape.head_dim_qk, shape.head_dim_v,
+                                     shape.mask, kv_direct)
+    if largest <= 0:
+        raise ValueError("ggml-webgpu asserts max_kv_tile > 0 (S L935): the head dims do not fit the workgroup storage")
+    kv_tile = min(FLASH_ATTN_VEC_MAX_KV_TILE, largest)
+    if kv_direct:
+        kv_tile = min(kv_tile, KV_SEQ_PAD)
+        while KV_SEQ_PAD % kv_tile != 0:
+            kv_tile -= 1
+    return kv_tile
+
+
+def flash_attn_d_split(adapter: Adapter, shape: AttentionShape) -> int:
+    """S L2934-2938: D_SPLIT = min(min subgroup, 4, max(lowest set bit of (D_qk | D_v) / 4, 1)),
+    the lanes that share one K row's dot product."""
+    d = shape.head_dim_qk | shape.head_dim_v
+    lowest = d & -d
+    return min(min(adapter.min_subgroup, 4), max(lowest // 4, 1))
+
+
+def flash_attn_vec_nwg(adapter: Adapter, kv_tile: int, kv_len: int) -> int:
+    """C L2071-2078 ggml_webgpu_flash_attn_vec_nwg, capped by the minimum subgroup size (C L2105):
+    the split count doubles while twice the split's tiles still fall short of the KV length."""
+    cap = adapter.min_subgroup
+    nwg = 1
+    while 2 * nwg * kv_tile < kv_len and nwg < cap:
+        nwg <<= 1
+    return min(nwg, cap)
+
+
+def flash_attn_common_defines(shape: AttentionShape, q_tile: int, kv_tile: int, wg_size: int) -> tuple[list[str], str]:
+    """S L729-843 ggml_webgpu_flash_attn_common_defines: (defines, variant suffix) of the types,
+    mask, sinks, softcap, direct loads, K/V overlap, head dims, tiles and workgroup size."""
+    defines, variant = [], ""
+    names = {"f32": "F32", "f16": "F16", "q4_0": "Q4_0", "q8_0": "Q8_0"}
+    for role, kind in (("K", shape.k_type), ("V", shape.v_type)):
+        if kind not in names:
+            raise ValueError(f"ggml-webgpu aborts: unsupported {role} type {kind} for flash attention (S L752, L770)")
+        defines.append(f"{role}_{names[kind]}")
+        variant += f"_{role.lower()}{kind}"
+    defines.append("Q_F32")
+    variant += "_qf32"
+    defines.append("DST_F32")
+    variant += "_dstf32"
+    k_direct, v_direct = flash_attn_k_direct(shape), flash_attn_v_direct(shape)
+    for flag, define, suffix in ((shape.mask, "MASK", "_mask"), (shape.sinks, "SINKS", "_sinks"),
+                                 (shape.softcap != 0.0, "LOGIT_SOFTCAP", "_lgsc"), (k_direct, "K_DIRECT", "_k_direct"),
+                                 (v_direct, "V_DIRECT", "_v_direct"), (shape.kv_overlap, "KV_OVERLAP", "_kv_overlap")):
+        if flag:
+            defines.append(define)
+            variant += suffix
+    defines += [f"HEAD_DIM_QK={shape.head_dim_qk}", f"HEAD_DIM_V={shape.head_dim_v}", f"Q_TILE={q_tile}",
+                f"KV_TILE={kv_tile}", f"WG_SIZE={wg_size}"]
+    variant += f"_hsqk{shape.head_dim_qk}_hsv{shape.head_dim_v}"
+    if shape.k_type in QUANTIZED or shape.v_type in QUANTIZED:
+        defines.append("U32_DEQUANT_HELPERS")
+        if shape.k_type in QUANTIZED:
+            defines.append("LOADERS_QUANTIZED_K")
+        if shape.v_type in QUANTIZED:
+            defines.append("LOADERS_QUANTIZED_V")
+    return defines, variant
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One program as ggml-webgpu instantiates it: the embedded template (`wgsl_<template>`), the
+    defines in the order the shader library pushes them, and its pipeline's variant name."""
+
+    template: str
+    defines: tuple[str, ...]
+    variant: str
+
+
+@dataclass(frozen=True)
+class VecAttentionPlan:
+    """Everything ggml_webgpu_flash_attn_vec (C L2089-2272) decides for one shape: the split,
+    blk (with a mask) and reduce (with nwg > 1) programs, the KV tile, the split count, the
+    workgroup sizes and each dispatch's grid."""
+
+    split: Instance
+    blk: Instance | None
+    reduce: Instance | None
+    kv_tile: int
+    nwg: int
+    split_wg_size: int
+    reduce_wg_size: int
+    blk_grid: tuple[int, int] | None
+    split_grid: tuple[int, int]
+    reduce_grid: tuple[int, int] | None
+
+    @property
+    def rows(self) -> int:
+        """Query rows (q_len x heads x batch): one split workgroup each per split."""
+        return self.split_grid[0] // self.nwg
+
+
+def vec_attention_plan(adapter: Adapter, shape: AttentionShape) -> VecAttentionPlan:
+    """The vec path's programs and dispatches for `shape` on `adapter`:
+
+    - split (S L2910-2949): KV tile by flash_attn_vec_kv_tile, WG_SIZE = the adapter's maximum
+      subgroup size (S L2924), Q_TILE 1, BLK with a mask (S L2929-2933), D_SPLIT (S L2934-2938);
+      one workgroup per query row and split, ne1·ne2·ne3·nwg (C L2247-2260).
+    - blk (S L2951-2976; C L2142-2166, only with a mask): KV_TILE as the split's, WG_SIZE the
+      largest power of two within maxComputeInvocationsPerWorkgroup; a grid of
+      ceil(kv_len / kv_tile) x q_len (x batch where the mask has a batch stride; verify's masks do not).
+    - reduce (S L2978-3013; C L2219-2244, only with nwg > 1): WG_SIZE = max(max subgroup,
+      min(nwg · max subgroup, maxComputeInvocationsPerWorkgroup)); one workgroup per row.
+    """
+    if not flash_attn_use_vec_path(adapter, shape):
+        raise ValueError("ggml-webgpu takes the tiled path for this shape (C L1952-1971), not the vec path")
+    kv_tile = flash_attn_vec_kv_tile(adapter, shape)
+    wg_size = adapter.max_subgroup
+    defines, suffix = flash_attn_common_defines(shape, 1, kv_tile, wg_size)
+    variant = "flash_attn_vec" + suffix
+    if shape.mask:
+        defines.append("BLK")
+        # S L2931-2932 cuts len("_mask") characters off the end of the name, which by then ends in
+        # "_hsv<D>", not "_mask": the label comes out as "..._h_mask_blk". It only names the pipeline.
+        variant = variant[:-len("_mask")] + "_mask_blk"
+    d_split = flash_attn_d_split(adapter, shape)
+    defines.append(f"D_SPLIT={d_split}")
+    variant += f"_dsplit{d_split}"
+    split = Instance("flash_attn_vec_split", tuple(defines), variant)
+
+    nwg = flash_attn_vec_nwg(adapter, kv_tile, shape.kv_len)
+    rows = shape.q_len * shape.heads * shape.batch
+    blk = blk_grid = None
+    if shape.mask:
+        blk_wg = 1
+        while (blk_wg << 1) <= adapter.max_invocations:
+            blk_wg <<= 1
+        blk = Instance("flash_attn_vec_blk", (f"KV_TILE={kv_tile}", f"WG_SIZE={blk_wg}"),
+                       f"flash_attn_vec_blk_kvt{kv_tile}_wg{blk_wg}")
+        blk_grid = (ceil_div(shape.kv_len, kv_tile), shape.q_len)
+    reduce = reduce_grid = None
+    reduce_wg = 0
+    if nwg > 1:
+        reduce_wg = max(adapter.max_subgroup, min(nwg * adapter.max_subgroup, adapter.max_invocations))
+        reduce = Instance("flash_attn_vec_reduce", ("DST_F32", f"HEAD_DIM_V={shape.head_dim_v}", f"WG_SIZE={reduce_wg}"),
+                          f"flash_attn_vec_reduce_dstf32_hsv{shape.head_dim_v}_wg{reduce_wg}")
+        reduce_grid = (rows, 1)
+    return VecAttentionPlan(split, blk, reduce, kv_tile, nwg, wg_size, reduce_wg, blk_grid, (rows * nwg, 1),
+                            reduce_grid)
+
+
+def alibi(max_bias: float, heads: int) -> tuple[float, float, float]:
+    """(n_head_log2, m0, m1) of ALiBi (C L1986-1988), in f32 as the host computes them: n_head_log2
+    = 2^floor(log2 heads), m0 = 2^(-max_bias / n_head_log2), m1 = 2^(-max_bias / 2 / n_head_log2)."""
+    import numpy as np
+
+    n_head_log2 = np.float32(1 << int(np.floor(np.log2(heads))))
+    m0 = np.float32(np.power(np.float32(2.0), np.float32(-np.float32(max_bias) / n_head_log2)))
+    m1 = np.float32(np.power(np.float32(2.0), np.float32(-(np.float32(max_bias) / np.float32(2.0)) / n_head_log2)))
+    return float(n_head_log2), float(m0), float(m1)
+
+
+# -- quantized mat-vec with Q8 activations (MMVQ) ---------------------------------------------------------
+#: S L1180-1186: the weight types the DP4A (MMVQ) path accepts.
+MMVQ_TYPES = ("q4_0", "q4_1", "q8_0", "q2_K", "q4_K")
+#: S L1176-1177: the vendors whose adapters take it.
+MMVQ_VENDORS = ("amd", "intel", "nvidia")
+
+
+def can_use_mmvq(adapter: Adapter, weight_type: str, k: int, cols: int) -> bool:
+    """S L1172-1198 ggml_webgpu_can_use_mmvq: at most 4 activation columns, an AMD, Intel or NVIDIA
+    adapter with packed_4x8_integer_dot_product, f32 activations, one of MMVQ_TYPES and K a
+    multiple of 4. Elsewhere (lavapipe, Apple, ARM) the float mat-vec runs instead."""
+    return (cols <= 4 and adapter.vendor in MMVQ_VENDORS and adapter.dot_product and weight_type in MMVQ_TYPES
+            and k % 4 == 0)
+
+
+def quantize_q8_instance(adapter: Adapter, weight_type: str) -> Instance:
+    """S L1930-1966 get_quantize_q8_pipeline: SRC1_INNER_TYPE=f32, WG_SIZE=256, MUL_ACC_<TYPE>
+    (which decides whether the block sum `s` is written), Q8_1_T, and a subgroup or workgroup
+    reduction by the adapter's subgroups feature."""
+    reduce = "USE_SUBGROUP_REDUCTION" if adapter.subgroups else "USE_WORKGROUP_REDUCTION"
+    variant = f"quantize_q8_{type_name(weight_type)}_{'sg' if adapter.subgroups else 'wg'}_reduce"
+    return Instance("quantize_q8", ("SRC1_INNER_TYPE=f32", f"WG_SIZE={MUL_MAT_VEC_WG_SIZE}",
+                                    f"MUL_ACC_{weight_type.upper()}", "Q8_1_T", reduce), variant)
+
+
+def quantize_q8_grid(adapter: Adapter, k: int, rows: int) -> tuple[int, int]:
+    """C L1605-1611: ceil(K/4 / 256) workgroups per activation row, folded into 2-D."""
+    per_row = ceil_div(k // 4, MUL_MAT_VEC_WG_SIZE)
+    return compute_2d_workgroups(rows * per_row, adapter.max_workgroups_per_dimension)
+
+
+def mul_mat_vec_instance(adapter: Adapter, weight_type: str, k: int, cols: int) -> Instance:
+    """S L1968-2111 get_mul_mat_vec_pipeline for a quantized weight on the MMVQ path: BYTE_HELPERS,
+    MUL_ACC_<TYPE>, U32_DEQUANT_HELPERS, SRC0_INNER_TYPE=u32, LEGACY_QUANTS (q4_0, q4_1, q8_0) or
+    K_QUANTS (q2_K, q4_K), SRC1_INNER_TYPE=f32, SCALAR (quantized weights are never
+    `vectorized`, S L1973-1976), MMVQ and Q8_1_T, WG_SIZE=256, OUTPUTS_PER_WG=4, the reduction, and
+    NUM_COLS = the activation columns (dst->ne[1])."""
+    if not can_use_mmvq(adapter, weight_type, k, cols):
+        raise ValueError(f"ggml-webgpu does not take the MMVQ path for {weight_type} on this adapter (S L1172-1198)")
+    group = "LEGACY_QUANTS" if weight_type in ("q4_0", "q4_1", "q8_0") else "K_QUANTS"
+    reduce = "USE_SUBGROUP_REDUCTION" if adapter.subgroups else "USE_WORKGROUP_REDUCTION"
+    defines = ("BYTE_HELPERS", f"MUL_ACC_{weight_type.upper()}", "U32_DEQUANT_HELPERS", "SRC0_INNER_TYPE=u32", group,
+               "SRC1_INNER_TYPE=f32", "SCALAR", "MMVQ", "Q8_1_T", f"WG_SIZE={MUL_MAT_VEC_WG_SIZE}",
+               f"OUTPUTS_PER_WG={MUL_MAT_VEC_OUTPUTS_PER_WG}", reduce, f"NUM_COLS={cols}")
+    variant = f"mul_mat_vec_{type_name(weight_type)}_f32_{'sg' if adapter.subgroups else 'wg'}_reduce"
+    return Instance("mul_mat_vec", defines, variant)
+
+
+def mul_mat_vec_grid(adapter: Adapter, m: int, batches: int = 1) -> tuple[int, int]:
+    """C L1714-1720: ceil(M / OUTPUTS_PER_WG) workgroups per batch, folded into 2-D."""
+    return compute_2d_workgroups(ceil_div(m, MUL_MAT_VEC_OUTPUTS_PER_WG) * batches, adapter.max_workgroups_per_dimension)
