@@ -77,7 +77,7 @@ def test_issue_text_names_the_upstream_version_source_and_what_came_back(finding
     assert "| v | [0, " in observed and "race on storage buffer S_ptr[0]" in observed  # ... but beside it
     # the sanitizer's lines: the read and the write of S that race
     from verify.kernels.registry import get_kernel
-    from verify.sources.tvm.kernels import s_lines
+    from verify.sources.tvm.attention.decode import s_lines
 
     kernel = get_kernel("tvm.merge_state")
     read, write = s_lines(kernel.wgsl(kernel.config(BY_NAME["tvm-merge-race"].config)))

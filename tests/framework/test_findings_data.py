@@ -13,7 +13,7 @@ from verify.findings import Finding, Layer, all_findings
 from verify.gpu.semantics import PROBE_IDS
 from verify.results.record import AdapterRecord, CheckResult, ExampleSummary, KnownFinding, Verdict
 from verify.errors import FailureKind
-from verify.sources.tvm.kernels import TvmMergeState, s_lines
+from verify.sources.tvm.attention.decode import TvmMergeState, s_lines
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 FINDINGS = all_findings()

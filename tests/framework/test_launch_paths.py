@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from verify.sources.tvm.kernels import PACK_LIMIT, web_runtime_grid
+from verify.sources.tvm.attention.decode import PACK_LIMIT, web_runtime_grid
 
 
 def paths(tmp_path, kernel: str, *args) -> dict:

@@ -69,7 +69,7 @@ def test_workers_start_their_next_jobs_while_records_are_written(tmp_path):
 
 
 def _job(id, check="reference", config=None, implementation="wgpu", width=None, slice=None):
-    return Job(id, "tvm.prefill", "verify.sources.tvm.prefill:TvmPrefill", config or {"head_dim": 64}, check, 10, 0,
+    return Job(id, "tvm.prefill", "verify.sources.tvm.attention.prefill:TvmPrefill", config or {"head_dim": 64}, check, 10, 0,
                implementation=implementation, subgroup_width=width, slice=slice)
 
 

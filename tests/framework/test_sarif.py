@@ -100,7 +100,7 @@ def test_generated_wgsl_without_markers_is_written_beside_the_results_and_pointe
     (cases / "k-sanitize-shrunk.json").write_text(json.dumps({"wgsl": text}))
     message = 'read of uninitialised workgroup memory tile[3] by (wg 0, lane 2) at line 12 "x = tile[i];"'
     failed = record(Verdict.FAIL, "sanitize", reason=message, kind=FailureKind.SANITIZER, reasons=[message],
-                    source=Source("tvm", "verify.sources.tvm.kernels:TvmDecode", sha256(text)),
+                    source=Source("tvm", "verify.sources.tvm.attention.decode:TvmDecode", sha256(text)),
                     case_file=str(cases / "k-sanitize-shrunk.npz"))
     log = valid(sarif_log([([failed], tmp_path / "results.json")], wgsl_dir=tmp_path / "wgsl", root=tmp_path))
     (uri, line, base), = where(results(log)[0])

@@ -43,7 +43,7 @@ def sequences(draw):
 
 
 def _float64(arrays, options):
-    """references.group_query composed as verify.sources.ort.attention_kernels does: (o, logits2,
+    """references.group_query composed as verify.sources.ort.attention.sessions does: (o, logits2,
     values with the sink's zero row, rotated q and keys, and their rotation error bounds)."""
     past, new = arrays["k_past"].shape[1], arrays["q"].shape[0]
     positions = (past + np.arange(new))[:, None]

@@ -44,7 +44,7 @@ from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.launch import bind, ort_grid, zero_blocks_per_col
-from verify.sources.ort.model import MatMulNBitsModel
+from verify.sources.ort.dp4a.model import MatMulNBitsModel
 from verify.sources.shipped import Shipped
 from verify.wgsl import read_interface
 

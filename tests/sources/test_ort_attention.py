@@ -6,7 +6,7 @@ GroupQueryAttention (and MultiHeadAttention) take the split-reduce pair for fewe
 tokens and the single FlashAttention program from 32; binding past and present to one buffer
 makes ORT update its static cache in place; launching FlashAttentionDecodeQKV and
 FlashAttentionDecodeVxReduce with the uniforms and workgroup counts of
-verify.sources.ort.attention_launch reproduces ORT's intermediates and output bit for bit.
+verify.sources.ort.attention.launch reproduces ORT's intermediates and output bit for bit.
 
 The findings are strict xfails with their numbers (a release or compiler that fixes one turns its
 test red), each with a passing control: GroupQueryAttention ignores softcap on WebGPU; the
@@ -37,8 +37,8 @@ from verify.errors import SetupError, UsageError
 from verify.gpu import Output
 from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
-from verify.sources.ort.attention_launch import DecodeSplit, decode_workgroup_storage
-from verify.sources.ort.attention_models import (
+from verify.sources.ort.attention.launch import DecodeSplit, decode_workgroup_storage
+from verify.sources.ort.attention.models import (
     GQA_INPUTS,
     PAGED_INPUTS,
     GroupQueryAttentionModel,

@@ -28,9 +28,9 @@ from verify.errors import SetupError
 from verify.export.findings import with_copy_below_total, with_softcap
 from verify.results.record import Verdict
 from verify.sources.ort import programs
-from verify.sources.ort.attention_copy import COPY_READS_PAST_END, OrtCopyKvCache, copy_case
-from verify.sources.ort.attention_kernels import SOFTCAP_IGNORED
-from verify.sources.ort.attention_programs import OrtDecodeQkv, present_cache, tile_states
+from verify.sources.ort.attention.copy_kv_cache import COPY_READS_PAST_END, OrtCopyKvCache, copy_case
+from verify.sources.ort.attention.sessions import SOFTCAP_IGNORED
+from verify.sources.ort.attention.programs import OrtDecodeQkv, present_cache, tile_states
 
 SOFTCAP_CONFIG = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, softcap=2.0)
 COPY_CONFIG = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2)
@@ -166,7 +166,7 @@ def test_launching_orts_copy_program_as_ort_dispatches_it_matches_its_dispatch_a
     what §18.5 reads past key for: no contract there)."""
     from verify.gpu.dawn import DawnDevice
     from verify.gpu.uniforms import pack_struct
-    from verify.sources.ort.attention_models import GroupQueryAttentionModel
+    from verify.sources.ort.attention.models import GroupQueryAttentionModel
     from verify.wgsl.interface import read_interface
 
     kernel = OrtCopyKvCache()

@@ -19,8 +19,8 @@ from verify.budgets.ort_attention import rotation_error
 from verify.errors import SetupError, UsageError
 from verify.results.record import Verdict
 from verify.sources.ort import programs
-from verify.sources.ort.attention_cases import gqa_cases, rotary_tables
-from verify.sources.ort.attention_kernels import OrtGqa, _rotated
+from verify.sources.ort.attention.cases import gqa_cases, rotary_tables
+from verify.sources.ort.attention.sessions import OrtGqa, _rotated
 
 
 def _minimal(strategy):
@@ -168,7 +168,7 @@ def test_onnxruntime_web_rotates_at_the_cached_positions_whatever_position_ids_s
     input only for CheckCustomAttentionInputs): ids far from those positions change nothing. So
     verify draws no position_ids (docs/ort-attention.md §2); should ORT start to honour them,
     this test fails and says so."""
-    from verify.sources.ort.attention_models import GroupQueryAttentionModel
+    from verify.sources.ort.attention.models import GroupQueryAttentionModel
 
     kernel = OrtGqa()
     config = kernel.config(dict(dtype="f32", num_heads=4, kv_num_heads=2, phase="prefill", do_rotary=1, max_past=20))
@@ -191,8 +191,8 @@ class _ScaledCacheModel:
     4 query heads on 2 KV heads, no rotary."""
 
     def __init__(self, cache: str, quant_type: str = ""):
-        from verify.sources.ort.attention_models import GQA_INPUTS, GQA_OUTPUTS, _node_inputs, _serialize
-        from verify.sources.ort.model import _import_onnx
+        from verify.sources.ort.attention.models import GQA_INPUTS, GQA_OUTPUTS, _node_inputs, _serialize
+        from verify.sources.ort.dp4a.model import _import_onnx
 
         onnx, helper = _import_onnx()
         f32, i32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32

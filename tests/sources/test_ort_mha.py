@@ -1,6 +1,6 @@
 """`ort.mha`: ONNX Runtime Web's MultiHeadAttention session, end to end.
 
-Without a GPU: the cases draw what the docstring of verify.sources.ort.attention_mha promises
+Without a GPU: the cases draw what the docstring of verify.sources.ort.attention.mha promises
 (cross-attention over key counts other than the query count, the 64-key tile edges, causal
 self-attention over the new tokens, one shape per batch); the expected output is plain softmax
 attention written out here independently, causal or not; the present cache is the past then the
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from verify.errors import SetupError
 from verify.results.record import Verdict
 from verify.sources.ort import programs
-from verify.sources.ort.attention_kernels import FLASH_LOOP_VAR
-from verify.sources.ort.attention_mha import OrtMha, mha_cases, mha_path
+from verify.sources.ort.attention.sessions import FLASH_LOOP_VAR
+from verify.sources.ort.attention.mha import OrtMha, mha_cases, mha_path
 
 
 def _draw(config, count=150):

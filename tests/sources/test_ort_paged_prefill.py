@@ -21,8 +21,8 @@ from verify.errors import SetupError, UsageError
 from verify.export.findings import with_f32_scores
 from verify.results.record import Verdict
 from verify.sources.ort import programs
-from verify.sources.ort.attention_kernels import PAGED_PREFILL_F16_SCORES
-from verify.sources.ort.attention_paged_prefill import (
+from verify.sources.ort.attention.sessions import PAGED_PREFILL_F16_SCORES
+from verify.sources.ort.attention.paged_prefill import (
     OrtPagedPrefill,
     PagedPrefill,
     scattered_caches,
@@ -180,7 +180,7 @@ def ort_cache(tmp_path_factory):
 def ort():
     from verify.checks import all_checks, register
     from verify.sources.ort import runtime
-    from verify.sources.ort.checks import LARGE_SCORES
+    from verify.sources.ort.attention.checks import LARGE_SCORES
 
     if "large_scores" not in all_checks():  # an install of verify older than this checkout
         register(LARGE_SCORES)
@@ -216,7 +216,7 @@ def test_launching_orts_paged_prefill_as_ort_dispatches_it_matches_its_output_bi
     """verify's launch (PagedPrefill's uniforms and workgroup count, the scattered cache) reproduces
     ORT's own FlashAttentionPagedPrefill dispatch of the same case: the same uniform values, grid
     and output bits, for two sequences of unequal pasts and two query workgroups per head."""
-    from verify.sources.ort.attention_kernels import OrtPagedAttention
+    from verify.sources.ort.attention.sessions import OrtPagedAttention
 
     kernel = OrtPagedPrefill()
     config = kernel.config(CONFIG)

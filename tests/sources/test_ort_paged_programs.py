@@ -1,5 +1,5 @@
 """`ort.attention.paged_decode_qkv` and `ort.attention.paged_decode_reduce`: PagedAttention's
-split decode pair, program by program (verify.sources.ort.attention_paged_programs).
+split decode pair, program by program (verify.sources.ort.attention.paged_programs).
 
 What is proven without a GPU: the reference's 64-key tile states of a paged case (padding rows
 included) merge to the whole attention, and with a sink logit merged as a state of output 0 to
@@ -26,8 +26,8 @@ from verify.references.softmax import merge_many_outputs
 from verify.errors import SetupError, UsageError
 from verify.results.record import Verdict
 from verify.sources.ort import programs
-from verify.sources.ort.attention_kernels import OrtPagedAttention
-from verify.sources.ort.attention_paged_programs import (
+from verify.sources.ort.attention.sessions import OrtPagedAttention
+from verify.sources.ort.attention.paged_programs import (
     PAGED_QKV,
     PAGED_REDUCE,
     UNINITIALISED_PAGED_PARTIALS,

@@ -30,7 +30,7 @@ from verify.kernels.registry import get_kernel
 from verify.results.record import KnownFinding
 from verify.sources.shipped import Shipped
 from verify.sources.tvm import build as tvm_build
-from verify.sources.tvm.kernels import (
+from verify.sources.tvm.attention.decode import (
     EMPTY_LSE_BAND,
     EMPTY_MAX,
     below_floor,
@@ -352,7 +352,7 @@ def test_the_floor_filter_asks_the_first_page_and_keeps_the_full_answer(name):
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from verify.kernels.attention.decode_common import DecodeKernel
-    from verify.sources.tvm.kernels import FLOOR_MARGIN, all_below_floor, below_floor_bound, leading_floor
+    from verify.sources.tvm.attention.decode import FLOOR_MARGIN, all_below_floor, below_floor_bound, leading_floor
 
     kernel = get_kernel(name)
     config = kernel.config({"head_dim": 64, "qo_heads": 8, "kv_heads": 2, "dtype": "f16"})

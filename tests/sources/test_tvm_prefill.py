@@ -1,4 +1,4 @@
-"""Apache TVM's prefill and token-tree kernels for WebGPU (verify.sources.tvm.prefill): the bindings
+"""Apache TVM's prefill and token-tree kernels for WebGPU (verify.sources.tvm.attention.prefill): the bindings
 and launch of TVM's web runtime, the cases, the budget and its chunked evaluation, the checks they
 pass, the findings they fail (strict xfails: a TVM release that fixes one turns its test red), and
 planted bugs the prefill checks catch."""
@@ -24,8 +24,8 @@ from verify.kernels.attention.fastpath import DecodeInputs
 from verify.kernels.attention.prefill_eval import evaluate, evaluate_plain
 from verify.kernels.registry import get_kernel
 from verify.sources.tvm import build as tvm_build
-from verify.sources.tvm.kernels import EMPTY_LSE_BAND, EMPTY_MAX
-from verify.sources.tvm.prefill import (
+from verify.sources.tvm.attention.decode import EMPTY_LSE_BAND, EMPTY_MAX
+from verify.sources.tvm.attention.prefill import (
     NUM_BLKS,
     TREE_EXTRA_WARP,
     TvmPrefill,
@@ -297,8 +297,8 @@ def test_the_floor_bound_settles_only_cases_inside_the_floor(name):
     """clear_of_floor is a shortcut of within_floor: where it says True, the reference's largest
     logit of every row that sees anything is above the floor; it says True for ordinary values and
     nothing for a case whose logits reach the floor."""
-    from verify.sources.tvm.kernels import FLOOR_MARGIN
-    from verify.sources.tvm.prefill import clear_of_floor
+    from verify.sources.tvm.attention.decode import FLOOR_MARGIN
+    from verify.sources.tvm.attention.prefill import clear_of_floor
 
     kernel = get_kernel(name)
     config = kernel.config(kernel.ci_shapes[0])
@@ -636,7 +636,7 @@ def test_prefill_checks_catch_planted_bugs(webgpu_device, mutant):
 
 def test_chunked_evaluation_of_the_cross_window_equals_one_reference_call():
     """Rows [s, e) under the window W are rows [0, e - s) under W - s; rows past W - 1 see nothing."""
-    from verify.sources.tvm.prefill import TvmPrefillSlidingWindow
+    from verify.sources.tvm.attention.prefill import TvmPrefillSlidingWindow
 
     kernel = TvmPrefillSlidingWindow()
     config = kernel.config(dict(SMALL, causal=1, window=7))

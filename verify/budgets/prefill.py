@@ -21,7 +21,7 @@ all of which only make the budget larger:
   at 0, and a product), and takes part in the sums. So the rescale chain gets N_e = 2 L_b events
   and the sums gamma_{L_b}(r), where decode has n: weight_errors is called with L_b.
 - A hidden column is not -inf but -5e4. Inside TVM's domain (every row that sees anything has a
-  largest base-2 logit m > -5e4 + 150, verify.sources.tvm.kernels.FLOOR_MARGIN) its weight, and
+  largest base-2 logit m > -5e4 + 150, verify.sources.tvm.attention.decode.FLOOR_MARGIN) its weight, and
   that of the initial state d = 1, ends at most 2^(-5e4 - m) relative to the final max, below
   f32's smallest subnormal; WGSL's exp2 may still return (3 + 2|x|) subnormal ulps there (x =
   -5e4 - m'), and the rescale by exp2(m - m') can only shrink it. So each of the L_b + 1 stand-ins

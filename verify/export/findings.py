@@ -105,7 +105,7 @@ class Finding:
 def merge_case(tokens: int, heads: int, head_dim: int, seed: int = 0) -> Case:
     """Two states per (token, head) with comparable LSEs (`close`): N(0, 1) values, f32."""
     from verify.kernels.attention.cases import _lse_pair
-    from verify.sources.tvm.kernels import tvm_empty_states
+    from verify.sources.tvm.attention.decode import tvm_empty_states
 
     rng = np.random.default_rng(seed)
     s, s_other = _lse_pair(rng, "close", (tokens, heads))
@@ -126,7 +126,7 @@ def two_empty_states(kernel, config) -> Case:
 def decode_case(lengths, *, below_floor_by: float | None = None):
     def make(kernel, config) -> Case:
         from verify.kernels.attention.cases import explicit_decode_case
-        from verify.sources.tvm.kernels import below_floor
+        from verify.sources.tvm.attention.decode import below_floor
 
         case = explicit_decode_case(config, lengths)
         return below_floor(config, case, below_floor_by) if below_floor_by else case
@@ -231,7 +231,7 @@ def with_cleared_sums(wgsl: str) -> str:
 def decode_qkv_case(past: list[int], seed: int = 4):
     """One new token for each sequence of `past` cached tokens (a static cache as long as the
     longest total, the rows past a shorter sequence's total NaN), N(0, 1) values: the case
-    ort.attention.decode_qkv draws (verify.sources.ort.attention_cases.gqa_cases), fixed."""
+    ort.attention.decode_qkv draws (verify.sources.ort.attention.cases.gqa_cases), fixed."""
     def make(kernel, config) -> Case:
         from verify.budgets.roundoff import numpy_dtype
 
@@ -254,10 +254,10 @@ def decode_qkv_case(past: list[int], seed: int = 4):
 
 def flash_case(new: int, past: int = 0, seed: int = 5, spread: float = 1.0):
     """One sequence of `new` new tokens after `past` cached ones in a cache as long as the total
-    (verify.sources.ort.attention_programs.flash_prefill_case: values rounded to multiples of 1/4,
+    (verify.sources.ort.attention.programs.flash_prefill_case: values rounded to multiples of 1/4,
     so the folder's files compress)."""
     def make(kernel, config) -> Case:
-        from verify.sources.ort.attention_programs import flash_prefill_case
+        from verify.sources.ort.attention.programs import flash_prefill_case
 
         return flash_prefill_case(config, new, past=past, seed=seed, spread=spread)
     return make

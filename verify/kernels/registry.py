@@ -78,6 +78,35 @@ def _module_exists(ref: str) -> bool:
     return True
 
 
+#: verify's own kernel modules that moved, by their former import path: a case file, results file
+#: or script naming the old path keeps working for a release, with a warning (docs/cli.md §12).
+#: The vendors' kernels moved into one subpackage per family (docs/architecture.md §2.6).
+MOVED_MODULES = {
+    "verify.sources.ort.kernels": "verify.sources.ort.dp4a.matmul_nbits",
+    "verify.sources.ort.dp4a_kernels": "verify.sources.ort.dp4a.programs",
+    "verify.sources.ort.attention_kernels": "verify.sources.ort.attention.sessions",
+    "verify.sources.ort.attention_mha": "verify.sources.ort.attention.mha",
+    "verify.sources.ort.attention_programs": "verify.sources.ort.attention.programs",
+    "verify.sources.ort.attention_copy": "verify.sources.ort.attention.copy_kv_cache",
+    "verify.sources.ort.attention_paged_programs": "verify.sources.ort.attention.paged_programs",
+    "verify.sources.ort.attention_paged_prefill": "verify.sources.ort.attention.paged_prefill",
+    "verify.sources.tvm.kernels": "verify.sources.tvm.attention.decode",
+    "verify.sources.tvm.prefill": "verify.sources.tvm.attention.prefill",
+}
+
+
+def current_ref(ref: str) -> str:
+    """`ref` ("pkg.module:Class") with a moved module of verify's replaced by where it lives now,
+    said once as a deprecated name; any other ref as it is."""
+    from verify.errors import deprecated
+
+    module, colon, qualname = ref.partition(":")
+    if module in MOVED_MODULES:
+        deprecated(f"the kernel path {module}:...", f"{MOVED_MODULES[module]}:...")
+        return f"{MOVED_MODULES[module]}{colon}{qualname}"
+    return ref
+
+
 def kernel_specs() -> list[KernelSpec]:
     """Every kernel `verify list` and `verify gate` know by name: verify's own, then registered."""
     return [spec for spec in _registered().values() if _module_exists(spec.ref)]
@@ -104,7 +133,7 @@ def spec_of(kernel) -> KernelSpec:
     if kernel in registered and _module_exists(registered[kernel].ref):
         return registered[kernel]
     if ":" in kernel:
-        return _path_spec("", kernel)
+        return _path_spec("", current_ref(kernel))
     raise UsageError(f"unknown kernel {kernel!r}; valid kernels: {', '.join(kernel_names())} "
                      "(or a 'pkg.module:Class' import path)")
 
@@ -143,6 +172,7 @@ def load_kernel(ref: str):
     KernelLoadError naming the package when its own code raises."""
     from verify.kernels.contract import Kernel
 
+    ref = current_ref(ref)
     module_name, _, qualname = ref.partition(":")
     if not module_name or not qualname:
         raise UsageError(f"{ref!r}: a kernel path is 'pkg.module:Class'")

@@ -456,7 +456,7 @@ def dense_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: b
     while batch > 1 and batch * qo * kv > limits.cells:
         batch -= 1
     kind, _, seed, _ = draw(_common(config["head_dim"]))
-    sm_scale = float(config["head_dim"] ** -0.5)  # the build's (verify.sources.tvm.prefill)
+    sm_scale = float(config["head_dim"] ** -0.5)  # the build's (verify.sources.tvm.attention.prefill)
     rng = np.random.default_rng(seed)
     q, k_rows, v_rows = prefill_values(rng, kind, [qo] * batch, [kv] * batch, config["qo_heads"], config["kv_heads"],
                                        config["head_dim"], config["head_dim"], _dtype(config), sm_scale)

@@ -2,7 +2,7 @@
 every read.
 
 A capture is one run of a small session (ORT's DP4A programs, verify.sources.ort.programs; its
-attention programs, verify.sources.ort.attention_kernels) and the WGSL of every program it
+attention programs, verify.sources.ort.attention.sessions) and the WGSL of every program it
 dispatched. It is kept under `$VERIFY_ORT_CACHE` (else `$XDG_CACHE_HOME/verify/ort`, else
 `~/.cache/verify/ort`), one folder per onnxruntime-web version and adapter vendor, in a file
 named by a hash of what it was captured for.

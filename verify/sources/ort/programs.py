@@ -36,7 +36,7 @@ from verify.sources.ort.cache import (  # noqa: F401  (CACHE_ENV and cache_root:
     vendor_folder,
     with_run,
 )
-from verify.sources.ort.model import MatMulNBitsModel
+from verify.sources.ort.dp4a.model import MatMulNBitsModel
 
 #: N of a capture run (DP4A needs N % 16 == 0).
 CAPTURE_N = 32

@@ -75,7 +75,7 @@ def require_pinned_ort() -> Path:
 
 class OrtModel(Protocol):
     """What a run needs of a model: its serialized ONNX and a description that names it (the
-    session cache's key). verify.sources.ort.model and .attention_models build them."""
+    session cache's key). verify.sources.ort.dp4a.model and .attention_models build them."""
 
     onnx_bytes: bytes
 

@@ -1,2 +1,8 @@
-"""Apache TVM's WebGPU kernels: built by TVM's own factories (build), bound and launched as TVM's
-web runtime does (layout, kernels), under the attention family's contracts (docs/tvm.md)."""
+"""Apache TVM's WebGPU kernels (docs/tvm.md).
+
+What every family of TVM's kernels shares lives here: `build` (TVM's own factories build the
+WGSL, cached with its provenance and shipped as data), `layout` (how TVM's web runtime binds small
+arrays as views of one buffer) and `findings` (the findings in TVM's kernels, as data). Each
+family is a subpackage (docs/architecture.md §2.6): `attention` (paged decode, merge, prefill,
+ragged, token-tree and sequence prefill).
+"""

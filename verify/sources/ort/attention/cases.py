@@ -2,7 +2,7 @@
 
 The dispatch rule of onnxruntime-web 1.30 (docs/ort-attention.md §2) names a case's path when it
 is drawn, so the budget follows ORT's arithmetic on that path and `launch`
-(verify.sources.ort.attention_kernels) can check that ORT ran what the rule says. The cases are
+(verify.sources.ort.attention.sessions) can check that ORT ran what the rule says. The cases are
 Hypothesis strategies composed from small draws (cached lengths with the 64-key tile edges, new
 tokens per phase, query spreads from flat to sharp), with unused cache rows and blocks poisoned.
 """
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
-from verify.sources.ort.attention_launch import SPLIT_REDUCE_BELOW
+from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW
 
 #: The rotary tables are those of theta = 10000 (their values are inputs; the reference uses them as stored).
 ROPE_THETA = 1e4
@@ -165,7 +165,7 @@ def paged_cases(draw, config: dict, sequences=None, new_tokens=None, shared_new_
     strategy) replaces the batch size; `new_tokens` (a strategy, drawn once per sequence)
     replaces the phase's new-token counts; `shared_new_tokens` (a strategy) draws one count that
     every sequence shares: the query layout ORT's FlashAttentionPagedPrefill reads without
-    unpacking it first (verify.sources.ort.attention_paged_prefill)."""
+    unpacking it first (verify.sources.ort.attention.paged_prefill)."""
     t = numpy_dtype(config["dtype"])
     bs = config["block_size"]
     if sequences is not None:

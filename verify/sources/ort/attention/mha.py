@@ -39,7 +39,7 @@ from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
 from verify.kernels.contract import ConfigKey
 from verify.results.record import KnownFinding
-from verify.sources.ort.attention_cases import (
+from verify.sources.ort.attention.cases import (
     BIAS_KINDS,
     BIAS_MASKED,
     BUDGET_PATH,
@@ -49,7 +49,7 @@ from verify.sources.ort.attention_cases import (
     _past_lengths,
     _values,
 )
-from verify.sources.ort.attention_kernels import (
+from verify.sources.ort.attention.sessions import (
     ATTENTION_BIAS,
     DTYPE,
     FLASH_LOOP_VAR,
@@ -59,8 +59,8 @@ from verify.sources.ort.attention_kernels import (
     OrtAttentionKernel,
     _cache_expected,
 )
-from verify.sources.ort.attention_launch import SPLIT_REDUCE_BELOW
-from verify.sources.ort.attention_models import MultiHeadAttentionModel
+from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW
+from verify.sources.ort.attention.models import MultiHeadAttentionModel
 
 MHA_PHASE = ConfigKey("phase", "decode", ("decode", "prefill", "flash"),
                       "query tokens per sequence: decode 1, prefill 2-31 (the split-reduce pair), flash 32-48 "

@@ -1,6 +1,6 @@
 """One `com.microsoft.GroupQueryAttention`, `PagedAttention` or `MultiHeadAttention` node as an ONNX model.
 
-As for MatMulNBits (verify.sources.ort.model), ONNX Runtime runs models, not kernels: verify
+As for MatMulNBits (verify.sources.ort.dp4a.model), ONNX Runtime runs models, not kernels: verify
 builds the smallest model that reaches ORT's attention programs, one node whose every input is a
 graph input, with symbolic batch, sequence and cache lengths, so one session serves every case
 of a config (ORT generates its WGSL per config and reads lengths from uniforms or from
@@ -44,7 +44,7 @@ from typing import ClassVar
 import numpy as np
 
 from verify.errors import UsageError
-from verify.sources.ort.model import (
+from verify.sources.ort.dp4a.model import (
     IR_VERSION,
     MS_OPSET,
     ONNX_TYPES,

@@ -34,8 +34,8 @@ from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
 from verify.results.record import KnownFinding
-from verify.sources.ort.attention_cases import paged_cases, with_large_scores
-from verify.sources.ort.attention_kernels import (
+from verify.sources.ort.attention.cases import paged_cases, with_large_scores
+from verify.sources.ort.attention.sessions import (
     HEAD_SIZE,
     KV_NUM_HEADS,
     MAX_PAST,
@@ -44,8 +44,8 @@ from verify.sources.ort.attention_kernels import (
     PAGED_PREFILL_F16_SCORES,
     OrtPagedAttention,
 )
-from verify.sources.ort.attention_launch import SPLIT_REDUCE_BELOW, AttentionShape
-from verify.sources.ort.attention_programs import OrtDecodeProgram
+from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW, AttentionShape
+from verify.sources.ort.attention.programs import OrtDecodeProgram
 from verify.sources.ort.launch import bind, header, ort_grid
 
 PAGED_PREFILL = "FlashAttentionPagedPrefill"
@@ -180,7 +180,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
         return f"{header(self.name, config)}{data.line}\n{data.program(self.program)}"
 
     def upstream(self, config, wgsl):
-        from verify.sources.ort.attention_kernels import attention_upstream
+        from verify.sources.ort.attention.sessions import attention_upstream
 
         return attention_upstream(wgsl, f"program `{self.program}` as a PagedAttention session dispatches it")
 
@@ -204,7 +204,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
         """As ort.paged_attention's: the first sequence's queries all c and its first new key +c
         on the first half of each head's channels and -c on the other (q.k = 0 exactly), c the
         smallest whole number whose half-head partial sum passes 1.1 · 65504
-        (verify.sources.ort.attention_cases.with_large_scores)."""
+        (verify.sources.ort.attention.cases.with_large_scores)."""
         return self.cases(config, profile).map(lambda case: with_large_scores(case, config))
 
     def finding_examples(self, check, config):

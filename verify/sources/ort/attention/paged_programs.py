@@ -4,7 +4,7 @@ split decode pair, one program at a time.
 PagedAttention with fewer than 32 new tokens per sequence and no local window
 (docs/ort-attention.md §2) dispatches FlashAttentionPagedDecodeQKV and
 FlashAttentionPagedDecodeVxReduce: GroupQueryAttention's split-reduce pair
-(verify.sources.ort.attention_programs) with the keys and values read through the block table.
+(verify.sources.ort.attention.programs) with the keys and values read through the block table.
 verify launches them from the WGSL onnxruntime-web generated (captured from an
 `ort.paged_attention` session) with the uniforms, bindings and workgroup counts of
 `PagedDecodeSplit`, which follows ORT's host code (paged_attention.cc, flash_attention.cc):
@@ -47,16 +47,14 @@ from hypothesis import strategies as st
 
 from verify.profiles import get_profile
 from verify.references.group_query import visible_keys
-from verify.references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import reduce_budget, tile_state_budget
 from verify.cases import Case
-from verify.errors import FailureKind, UsageError
+from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import Launched
-from verify.results.record import KnownFinding
-from verify.sources.ort.attention_cases import paged_cases
-from verify.sources.ort.attention_kernels import (
+from verify.sources.ort.attention.cases import paged_cases
+from verify.sources.ort.attention.sessions import (
     BLOCK_SIZE,
     HEAD_SINK,
     HEAD_SIZE,
@@ -67,13 +65,15 @@ from verify.sources.ort.attention_kernels import (
     OrtPagedAttention,
     attention_upstream,
 )
-from verify.sources.ort.attention_launch import KEY_TILE, DecodeSplit, decode_workgroup_storage
-from verify.sources.ort.attention_programs import (
+from verify.sources.ort.attention.launch import KEY_TILE, DecodeSplit, decode_workgroup_storage
+from verify.sources.ort.attention.programs import (
     M_TILE,
     NO_KEY_MAX,
     TOKENS,
     OrtDecodeProgram,
+    partials_zero_init,
     reduce_cases,
+    reduce_expected,
     sequence_tile_states,
     wgsl_m_tile,
 )
@@ -313,21 +313,7 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
         (neither Mesa 22.3's lavapipe nor an NVIDIA H200 through wgpu zeroes workgroup memory,
         docs/findings.md §8; on the H200 two runs find different leftovers, so the tile states
         differ bit for bit)."""
-        if check == "sanitize":
-            return KnownFinding(UNINITIALISED_PAGED_PARTIALS, kinds=(FailureKind.SANITIZER,),
-                                reasons=("uninitialised read of workgroup array",),
-                                finding_id="ort-decode-partials-zero-init", on_this_adapter=False)
-        if check == "implementations":
-            # Two implementations compared: the one that deviates may be the other one.
-            return KnownFinding(UNINITIALISED_PAGED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                finding_id="ort-decode-partials-zero-init", on_this_adapter=False)
-        if check == "determinism":
-            return KnownFinding(UNINITIALISED_PAGED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                implementations=("wgpu",), finding_id="ort-decode-partials-zero-init")
-        if check == "reference":
-            return KnownFinding(UNINITIALISED_PAGED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                implementations=("wgpu",), finding_id="ort-decode-partials-zero-init")
-        return None
+        return partials_zero_init(check, UNINITIALISED_PAGED_PARTIALS)
 
     def launch(self, device, wgsl, config, case):
         split = self.split(config, case)
@@ -369,7 +355,7 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
 
 @st.composite
 def paged_reduce_cases(draw, config: dict) -> Case:
-    """verify.sources.ort.attention_programs.reduce_cases (1-3 sequences of unequal totals,
+    """verify.sources.ort.attention.programs.reduce_cases (1-3 sequences of unequal totals,
     tiles' maxima flat to sharp, sums 1-64, tiles past a sequence NaN) cut to the tiles the paged
     pair dispatches, ceil(longest total / 64) (a paged cache has no spare tiles), with a sink
     logit per head drawn N(0, 2²) as ort.paged_attention draws it, when the config has one."""
@@ -427,22 +413,7 @@ class OrtPagedDecodeReduce(OrtPagedDecodeProgram):
         exp(sink - M) added to L, no term in the output sum; so reduce_budget over T + 1 states
         bounds it (its gamma_{T+1} and two flushed subnormals more are an over-estimate by one
         term, and the zero output row contributes nothing to the spread)."""
-        o_all, meta = case["out_split_vx"], case["metadata"]
-        batch, n, new, _, h = o_all.shape
-        out, budget = np.zeros((batch, new, n, h)), np.zeros((batch, new, n, h))
-        for b, total in enumerate(case.params["totals"]):
-            used = -(-total // KEY_TILE)
-            o = o_all[b, :, :, :used].astype(np.float64)
-            m, lsum = meta[b, :, :, :used, 0].astype(np.float64), meta[b, :, :, :used, 1].astype(np.float64)
-            if config["head_sink"]:
-                sink = np.broadcast_to(case["head_sink"].astype(np.float64)[:, None, None], (n, new, 1))
-                o = np.concatenate([o, np.zeros((n, new, 1, h))], axis=2)
-                m, lsum = np.concatenate([m, sink], axis=2), np.concatenate([lsum, np.ones((n, new, 1))], axis=2)
-            merged, _ = merge_many_outputs(o, m + np.log(lsum), axis=2, base="e")
-            out[b] = merged.transpose(1, 0, 2)
-            budget[b] = reduce_budget(o, m, lsum, config["dtype"]).transpose(1, 0, 2)
-        return [Expected.around("output", out.reshape(batch, new, n * h), budget.reshape(batch, new, n * h),
-                                config["dtype"])]
+        return reduce_expected(config, case, case["head_sink"] if config["head_sink"] else None)
 
     def features(self, case):
         return {"context": max(case.params["totals"]), "tiles": case.params["tiles"]}

@@ -4,7 +4,7 @@ GroupQueryAttention programs, one at a time.
 GroupQueryAttention's split-reduce pair (docs/ort-attention.md §2), launched by verify from the
 WGSL onnxruntime-web generated (captured from an `ort.gqa` session, verify.sources.ort
 .attention_kernels), with the uniforms, bindings and workgroup counts of
-verify.sources.ort.attention_launch (tests/sources/test_ort_attention.py holds those launches to
+verify.sources.ort.attention.launch (tests/sources/test_ort_attention.py holds those launches to
 ORT's own bit for bit). Because verify launches them, `verify show` prints the program, `--wgsl`
 checks an edit under the same contract, and `sanitize` instruments it.
 
@@ -45,8 +45,8 @@ from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.results.record import KnownFinding
-from verify.sources.ort.attention_cases import Q_SPREADS, gqa_cases
-from verify.sources.ort.attention_kernels import (
+from verify.sources.ort.attention.cases import Q_SPREADS, gqa_cases
+from verify.sources.ort.attention.sessions import (
     DTYPE,
     FLASH_LOOP_VAR,
     HEAD_SIZE,
@@ -58,7 +58,7 @@ from verify.sources.ort.attention_kernels import (
     OrtGqa,
     attention_upstream,
 )
-from verify.sources.ort.attention_launch import KEY_TILE, SPLIT_REDUCE_BELOW, DecodeSplit, FlashPrefill
+from verify.sources.ort.attention.launch import KEY_TILE, SPLIT_REDUCE_BELOW, DecodeSplit, FlashPrefill
 from verify.sources.ort.launch import DerivedConfig, bind, header
 
 QKV, REDUCE = "FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce"
@@ -230,6 +230,25 @@ def sequence_tile_states(b: int, q, k, v, scores, visible, into) -> None:
         per_tile.append((b, t, q, k[:, cols], v[:, cols], s))
 
 
+def partials_zero_init(check: str, evidence: str) -> KnownFinding | None:
+    """§18.6 (ort-decode-partials-zero-init) as each check of a split decode's QKV program states
+    it, the paged and the unpaged alike: `sanitize` names the uninitialised reads of the workgroup
+    array wherever it runs; `implementations` compares two implementations, and the one that
+    deviates may be the other, so it is not tied to this adapter; `reference` and `determinism`
+    see wrong (and run-to-run different) tile states where workgroup memory is not zeroed, on wgpu.
+    `evidence` is the program's own statement of the finding."""
+    outputs = ("out_split_vx", "metadata")
+    finding = "ort-decode-partials-zero-init"
+    if check == "sanitize":
+        return KnownFinding(evidence, kinds=(FailureKind.SANITIZER,), reasons=("uninitialised read of workgroup array",),
+                            finding_id=finding, on_this_adapter=False)
+    if check == "implementations":
+        return KnownFinding(evidence, outputs=outputs, finding_id=finding, on_this_adapter=False)
+    if check in ("reference", "determinism"):
+        return KnownFinding(evidence, outputs=outputs, implementations=("wgpu",), finding_id=finding)
+    return None
+
+
 class OrtDecodeQkv(OrtDecodeProgram):
     """ORT's FlashAttentionDecodeQKV: each 64-key tile's softmax state and normalised partial output."""
 
@@ -262,25 +281,11 @@ class OrtDecodeQkv(OrtDecodeProgram):
         program ORT generates for a softcapped session is the one without (no line applies the
         cap), so every tile's state is the uncapped one; it is stated first, so the record names
         it, and on wgpu §18.6 comes on top."""
-        if check == "sanitize":
-            return KnownFinding(UNINITIALISED_PARTIALS, kinds=(FailureKind.SANITIZER,),
-                                reasons=("uninitialised read of workgroup array",),
-                                finding_id="ort-decode-partials-zero-init", on_this_adapter=False)
-        if check == "implementations":
-            # Two implementations compared: the one that deviates may be the other one.
-            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                finding_id="ort-decode-partials-zero-init", on_this_adapter=False)
-        if check == "determinism":
-            return KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"), implementations=("wgpu",),
-                                finding_id="ort-decode-partials-zero-init")
-        if check == "reference":
-            uninitialised = KnownFinding(UNINITIALISED_PARTIALS, outputs=("out_split_vx", "metadata"),
-                                         implementations=("wgpu",), finding_id="ort-decode-partials-zero-init")
-            if config.get("softcap"):
-                return [KnownFinding(SOFTCAP_IGNORED, outputs=("out_split_vx", "metadata"),
-                                     finding_id="ort-gqa-softcap-ignored"), uninitialised]
-            return uninitialised
-        return None
+        if check == "reference" and config.get("softcap"):
+            return [KnownFinding(SOFTCAP_IGNORED, outputs=("out_split_vx", "metadata"),
+                                 finding_id="ort-gqa-softcap-ignored"),
+                    partials_zero_init(check, UNINITIALISED_PARTIALS)]
+        return partials_zero_init(check, UNINITIALISED_PARTIALS)
 
     def launch(self, device, wgsl, config, case):
         split = self.split(config, case)
@@ -380,21 +385,33 @@ class OrtDecodeReduce(OrtDecodeProgram):
     def expected(self, config, case):
         """merge_many_outputs of each sequence's tiles (lse_t = m_t + ln l_t, base e) under
         verify.budgets.ort_attention.reduce_budget."""
-        o_all, meta = case["out_split_vx"], case["metadata"]
-        batch, n, new, tiles, h = o_all.shape
-        out, budget = np.zeros((batch, new, n, h)), np.zeros((batch, new, n, h))
-        for b, total in enumerate(case.params["totals"]):
-            used = -(-total // KEY_TILE)
-            o = o_all[b, :, :, :used].astype(np.float64)
-            m, lsum = meta[b, :, :, :used, 0].astype(np.float64), meta[b, :, :, :used, 1].astype(np.float64)
-            merged, _ = merge_many_outputs(o, m + np.log(lsum), axis=2, base="e")
-            out[b] = merged.transpose(1, 0, 2)
-            budget[b] = reduce_budget(o, m, lsum, config["dtype"]).transpose(1, 0, 2)
-        return [Expected.around("output", out.reshape(batch, new, n * h), budget.reshape(batch, new, n * h),
-                                config["dtype"])]
+        return reduce_expected(config, case)
 
     def features(self, case):
         return {"context": max(case.params["totals"]), "tiles": case.params["tiles"]}
+
+
+def reduce_expected(config: dict, case: Case, sink: np.ndarray | None = None) -> list[Expected]:
+    """What a split decode's reduce program must write: per sequence, merge_many_outputs of its
+    tiles' states (lse_t = m_t + ln l_t, base e) under verify.budgets.ort_attention.reduce_budget,
+    the paged and the unpaged pair alike. A `sink` [N] (PagedAttention's head_sink) is one state
+    more per row, (o = 0, m = sink, l = 1), as the paged program enters it."""
+    o_all, meta = case["out_split_vx"], case["metadata"]
+    batch, n, new, _, h = o_all.shape
+    out, budget = np.zeros((batch, new, n, h)), np.zeros((batch, new, n, h))
+    for b, total in enumerate(case.params["totals"]):
+        used = -(-total // KEY_TILE)
+        o = o_all[b, :, :, :used].astype(np.float64)
+        m, lsum = meta[b, :, :, :used, 0].astype(np.float64), meta[b, :, :, :used, 1].astype(np.float64)
+        if sink is not None:
+            sinks = np.broadcast_to(sink.astype(np.float64)[:, None, None], (n, new, 1))
+            o = np.concatenate([o, np.zeros((n, new, 1, h))], axis=2)
+            m, lsum = np.concatenate([m, sinks], axis=2), np.concatenate([lsum, np.ones((n, new, 1))], axis=2)
+        merged, _ = merge_many_outputs(o, m + np.log(lsum), axis=2, base="e")
+        out[b] = merged.transpose(1, 0, 2)
+        budget[b] = reduce_budget(o, m, lsum, config["dtype"]).transpose(1, 0, 2)
+    return [Expected.around("output", out.reshape(batch, new, n * h), budget.reshape(batch, new, n * h),
+                            config["dtype"])]
 
 
 FLASH = "FlashAttention"

@@ -1,7 +1,7 @@
 """`ort.gqa` and `ort.paged_attention`: ONNX Runtime Web's attention, end to end, on Dawn.
 
 Each case becomes the feeds of a one-node com.microsoft.GroupQueryAttention or PagedAttention
-model (verify.sources.ort.attention_models) run by ORT's own WebGPU execution provider
+model (verify.sources.ort.attention.models) run by ORT's own WebGPU execution provider
 (verify.sources.ort.runtime) with its cache bound to its output, as an application binds its
 KV cache: GroupQueryAttention then writes the new keys and values into past_key/past_value
 (ORT's static cache) and PagedAttention into the blocks of key_cache/value_cache. Nothing of ORT
@@ -33,7 +33,7 @@ from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
 from verify.results.record import KnownFinding
-from verify.sources.ort.attention_cases import (
+from verify.sources.ort.attention.cases import (
     ATTENTION_PROGRAMS,
     BUDGET_PATH,
     GQA_PROGRAMS,
@@ -46,7 +46,7 @@ from verify.sources.ort.attention_cases import (
     with_large_scores,
     with_sharp_queries,
 )
-from verify.sources.ort.attention_models import BIAS_SHAPES, GroupQueryAttentionModel, PagedAttentionModel
+from verify.sources.ort.attention.models import BIAS_SHAPES, GroupQueryAttentionModel, PagedAttentionModel
 from verify.sources.ort.launch import DerivedConfig, header
 from verify.sources.ort.cache import (
     Capture,

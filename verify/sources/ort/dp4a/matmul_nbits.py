@@ -1,6 +1,6 @@
 """`ort.matmul_nbits`: ONNX Runtime Web's MatMulNBits, end to end, from float A to Y.
 
-Each case becomes the feeds of a one-node MatMulNBits model (verify.sources.ort.model) run by
+Each case becomes the feeds of a one-node MatMulNBits model (verify.sources.ort.dp4a.model) run by
 ORT's own WebGPU execution provider on Dawn (verify.sources.ort.runtime), on the adapter of the
 check's dawn device. Nothing of ORT is re-implemented: it quantizes A, picks its programs and
 dispatches them itself. The cases are dp4a.matmul's (M/N/K tails, small M, block sizes 32-128,
@@ -40,9 +40,9 @@ from verify.kernels.dp4a.matmul import (
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.results.record import KnownFinding
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
-from verify.sources.ort.dp4a_kernels import BITS, F16_ACCUMULATION, product_precision
+from verify.sources.ort.dp4a.programs import BITS, F16_ACCUMULATION, product_precision
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
-from verify.sources.ort.model import MatMulNBitsModel
+from verify.sources.ort.dp4a.model import MatMulNBitsModel
 from verify.sources.ort.programs import CaptureConfig, captured_programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.runtime import require_pinned_ort

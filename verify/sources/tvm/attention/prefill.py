@@ -15,7 +15,7 @@ these factories (kv_cache.py L695-727), and verify.sources.tvm.build builds them
 | tvm.tree_attention_paged | `tree_attn_with_paged_kv_cache` | tree_attn_paged_kv_kernel | attn_backend.h L618-627 |
 | tvm.sequence_prefill | `_attention_sequence_prefill` | batch_sequence_prefill_kv_kernel | none (re-exported only) |
 
-The launch follows decode's (verify.sources.tvm.kernels): buffers bound by TVM's parameter names
+The launch follows decode's (verify.sources.tvm.attention.decode): buffers bound by TVM's parameter names
 (`P_ptr`, in the order the WGSL declares), scalars in the uniform PODArgs, the small int32 arrays as
 views of one buffer at drawn offsets (verify.sources.tvm.layout; their `*_elem_offset` fields), the
 grid through the web runtime's packing. The four KV-cache kernels launch a fixed grid of
@@ -69,7 +69,7 @@ from verify.sources.tvm.build import (
     sequence_prefill_build,
     tree_build,
 )
-from verify.sources.tvm.kernels import (
+from verify.sources.tvm.attention.decode import (
     EMPTY_LSE_BAND,
     EMPTY_MAX,
     FLOOR_MARGIN,
@@ -248,7 +248,7 @@ class TvmPrefillKernel(Kernel):
 
     def within_floor(self, config, case) -> bool:
         """Every row that sees anything has a base-2 logit above EMPTY_MAX + FLOOR_MARGIN (decode's
-        domain, verify.sources.tvm.kernels). The cases filter on this as they are drawn, so it is
+        domain, verify.sources.tvm.attention.decode). The cases filter on this as they are drawn, so it is
         first asked of a bound on every logit (clear_of_floor), which settles nearly every case
         without the reference; only a case it leaves open costs the whole reference here
         (remembered: the check reads it again)."""

@@ -1,0 +1,7 @@
+"""ONNX Runtime Web's DP4A quantized matmul (docs/ort-dp4a.md).
+
+- `matmul_nbits`: `ort.matmul_nbits`, MatMulNBits end to end from float A to Y.
+- `programs`: `ort.dp4a.quantize`, `ort.dp4a.matmul` and `ort.dp4a.matmul_small_m`, ORT's programs
+  under the contracts of verify's own dp4a kernels.
+- `model`: the one-node MatMulNBits model; `checks`: `zero_blocks`.
+"""
