@@ -211,7 +211,7 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                         (profile.every_check_on_every_implementation or c.on_every_implementation)]
         width_checks = [c.name for c in checks if c.at_every_subgroup_width]
         for config in configs:
-            def plan(checks, **options):
+            def plan(checks, name=name, config=config, per_config=per_config, **options):
                 return check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
                                   time_limit=time_limit, adapter=adapter, checks=checks, **options)
             for check in main_checks:  # one at a time: a check the kernel routes elsewhere goes there
@@ -246,7 +246,7 @@ def _with_wgsl(planned: list, workers: int, *, profile: Profile, seed: int) -> l
     processes at once (verify.prepare)."""
     kernels = [entry for entry in planned if isinstance(entry, _Planned)]
     failed: dict[str, CheckResult] = {}
-    for entry, config in made_in_order([(entry, config) for entry in kernels for config in entry.configs],
+    for entry, config in made_in_order([(kernel, config) for kernel in kernels for config in kernel.configs],
                                        lambda item: KernelConfig(item[0].spec.ref, item[0].instance.name, item[1]),
                                        workers):
         if entry.name in failed:

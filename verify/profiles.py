@@ -85,12 +85,12 @@ class FamilySizes(Generic[Sizes]):
     ci: Sizes
     nightly: Sizes
 
-    def __call__(self, profile: "str | Profile") -> Sizes:
+    def __call__(self, profile: str | Profile) -> Sizes:
         chosen = get_profile(profile)
         return chosen.sizes.get(self.family) or getattr(self, chosen.scale)
 
 
-def get_profile(profile: "str | Profile") -> Profile:
+def get_profile(profile: str | Profile) -> Profile:
     """The Profile named `profile` (a Profile is returned as it is); UsageError listing the valid ones."""
     if isinstance(profile, Profile):
         return profile

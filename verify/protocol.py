@@ -106,7 +106,7 @@ class Job:
             text += f" subgroup_width={self.subgroup_width}"
         return f"{self.kernel} {self.check} [{text}]"
 
-    def with_id(self, number: int) -> "Job":
+    def with_id(self, number: int) -> Job:
         return replace(self, id=number)
 
 

@@ -140,7 +140,7 @@ class Session:
         #: Set by stop(): the run is ending, so a worker that dies was killed by it, not by a crash.
         self._stopping = False
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -201,7 +201,7 @@ class Session:
             return replace(second, notes=[*second.notes, f"{first.describe()}; the check ran again in a fresh process"])
         return _death_record(job, first, second, _log_hint(self.log_path))
 
-    def _attempt(self, job: Job, on_progress) -> "CheckResult | _Death":
+    def _attempt(self, job: Job, on_progress) -> CheckResult | _Death:
         worker = self._send(job)
         sent = time.monotonic()
         clock = _Clock(job.time_limit, sent)
@@ -328,7 +328,7 @@ class _Death:
         return f"the process running the check was {how}" + (f" {where}" if where else "") + \
             f", after {self.done} examples"
 
-    def same_point(self, other: "_Death") -> bool:
+    def same_point(self, other: _Death) -> bool:
         return (self.stage, self.done, self.code) == (other.stage, other.done, other.code)
 
 

@@ -163,7 +163,7 @@ class StageReporter:
     def compiling(self, started: bool) -> None:
         self.emit(Stage(compiling.COMPILING if started else self.current))
 
-    def __enter__(self) -> "StageReporter":
+    def __enter__(self) -> StageReporter:
         compiling.listen(self.compiling)
         return self
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
+from ..rope import Llama3Scaling
 from .rope import rotate_neox
 from .softmax import DPS, NEG_INF, to_mpf
-from ..rope import Llama3Scaling
 
 
 def _rows(page_indptr, page_values, length_info, page_size: int, sliding_window: bool, b: int):

@@ -21,10 +21,10 @@ import functools
 import mpmath
 import numpy as np
 
+from ..token_tree import tree_order
 from .decode import _round_to, _rows
 from .rope import rotate_gptj, rotate_neox
 from .softmax import DPS, NEG_INF, to_mpf
-from ..token_tree import tree_order
 
 _ROTATIONS = {"neox": rotate_neox, "gptj": rotate_gptj}
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from .softmax import DPS, to_mpf
 from ..rope import Llama3Scaling
+from .softmax import DPS, to_mpf
 
 
 def _llama3(f, llama3: Llama3Scaling):

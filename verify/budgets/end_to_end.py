@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.references.dp4a_quant import ACTIVATION_BLOCK, quantize_blocks
-from verify.references.nbits import dequantize_weights, matmul_nbits
 from verify.budgets.dp4a import _chunk_slabs
 from verify.budgets.roundoff import (
     faithful_rounding_bound,
@@ -27,6 +25,8 @@ from verify.budgets.roundoff import (
     unit_roundoff,
 )
 from verify.budgets.wgsl_accuracy import rounding_rel
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, quantize_blocks
+from verify.references.nbits import dequantize_weights, matmul_nbits
 
 
 def _blocks(values: np.ndarray, k: int) -> np.ndarray:

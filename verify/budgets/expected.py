@@ -30,11 +30,11 @@ class Expected:
     convention: np.ndarray | None = None
 
     @classmethod
-    def around(cls, name, reference, budget, dtype, exact=None) -> "Expected":
+    def around(cls, name, reference, budget, dtype, exact=None) -> Expected:
         reference = np.asarray(reference, dtype=np.float64)
         return cls(name, reference, reference, np.asarray(budget, dtype=np.float64), dtype, exact)
 
-    def keeping_conventions(self, joint: "Expected") -> "Expected":
+    def keeping_conventions(self, joint: Expected) -> Expected:
         """`joint` (a comparison with another run), but this Expected wherever `convention` is set."""
         if self.convention is None:
             return joint

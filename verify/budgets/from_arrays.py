@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 
-from verify.references.decode import DecodeResult
-from verify.references.softmax import merge_outputs, softmax_state, state_to_output
 from verify.budgets.attention import decode_budget, merge_budget
 from verify.budgets.expected import Expected
 from verify.budgets.rope import rope_budget
 from verify.budgets.roundoff import dtype_name
+from verify.references.decode import DecodeResult
+from verify.references.softmax import merge_outputs, softmax_state, state_to_output
 
 LOG2E = 1.0 / math.log(2.0)
 

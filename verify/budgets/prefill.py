@@ -91,8 +91,8 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
     lse_budget = np.zeros((total, qo_heads))
     rotary = rotary_mode == 1
     if rotary:
-        from verify.references.rope import rope_frequencies
         from verify.budgets.rope import rope_angle_rel
+        from verify.references.rope import rope_frequencies
 
         angle_rel = rope_angle_rel(head_dim, rope_theta, llama3)
         freq = rope_frequencies(head_dim, rope_theta, llama3) * rope_scale

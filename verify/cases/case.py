@@ -24,7 +24,7 @@ class Case:
         run to megabytes (the saved case file holds them)."""
         return f"Case({self.summary()})"
 
-    def replace(self, arrays: dict | None = None, **params) -> "Case":
+    def replace(self, arrays: dict | None = None, **params) -> Case:
         """A copy with some arrays and parameters replaced (arrays are shared, not copied)."""
         return Case({**self.arrays, **(arrays or {})}, {**self.params, **params})
 

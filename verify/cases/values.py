@@ -6,7 +6,7 @@ toward the simplest kind and small seeds, and a case file stores the arrays them
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -94,7 +94,7 @@ def _f16_values(rng: np.random.Generator, kind: str, shape) -> np.ndarray:
     return x
 
 
-@lru_cache(maxsize=None)
+@cache
 def _f16_table(kind: str) -> np.ndarray:
     """The f16 values of a kind, equally likely: a table of 65536 entries per power of two.
 

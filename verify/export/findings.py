@@ -28,10 +28,10 @@ WebGPU calls the recording device never sees (docs/findings.md "Reproductions").
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -902,7 +902,7 @@ class Devices:
         if device is not None and hasattr(device, "close"):
             device.close()
 
-    def __enter__(self) -> "Devices":
+    def __enter__(self) -> Devices:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -1162,7 +1162,7 @@ class _Heartbeat:
         while not self._stop.wait(self._every):
             self._say(f"      {self._name}: still running, {time.monotonic() - self._start:.0f} s")
 
-    def __enter__(self) -> "_Heartbeat":
+    def __enter__(self) -> _Heartbeat:
         self._thread.start()
         return self
 

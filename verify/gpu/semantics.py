@@ -22,8 +22,8 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -285,17 +285,17 @@ def _f16(device) -> ProbeResult:
 
 # -- loops -------------------------------------------------------------------------------------------
 _LOOP_TRIPS = 70000
-_LOOP_CAP = f"""
+_LOOP_CAP = """
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @compute @workgroup_size(1)
-fn main() {{
+fn main() {
   var trips = 0u;
-  for (var i = 0u; i < out[1]; i++) {{ trips += 1u; }}
+  for (var i = 0u; i < out[1]; i++) { trips += 1u; }
   var second = 0u;
-  for (var j = 0u; j < 16u; j++) {{ second += 1u; }}
+  for (var j = 0u; j < 16u; j++) { second += 1u; }
   out[0] = trips;
   out[2] = second;
-}}
+}
 """
 
 
@@ -379,7 +379,7 @@ class Semantics:
         return {r.probe: {"verdict": r.verdict.value, "observed": r.observed} for r in self.results}
 
     @classmethod
-    def from_record(cls, data: dict) -> "Semantics":
+    def from_record(cls, data: dict) -> Semantics:
         return cls(tuple(ProbeResult(probe, Conformance(entry["verdict"]), entry.get("observed", ""))
                          for probe, entry in data.items()))
 
@@ -417,8 +417,8 @@ def measured_semantics(device) -> Semantics:
     per machine: workers and later runs read them back). A cache that cannot be read or written
     only costs the seconds of measuring again."""
     from verify._cache import cache_dir
-    from verify.results.atomic import made_once
     from verify.errors import SetupError
+    from verify.results.atomic import made_once
 
     path = cache_dir() / "semantics" / f"{semantics_key(device.info)}.json"
 

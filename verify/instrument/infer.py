@@ -64,12 +64,12 @@ _COMPARISONS = frozenset(("==", "!=", "<", "<=", ">", ">="))
 class Scope:
     """Names visible at a point of a function: parameters, lets, vars, consts, and the module's."""
 
-    def __init__(self, declarations: Declarations, parent: "Scope | None" = None):
+    def __init__(self, declarations: Declarations, parent: Scope | None = None):
         self.declarations = declarations
         self.parent = parent
         self.names: dict[str, object] = {}
 
-    def child(self) -> "Scope":
+    def child(self) -> Scope:
         return Scope(self.declarations, self)
 
     def declare(self, name: str, type_) -> None:

@@ -71,7 +71,7 @@ class Reference:
             return min(last.components), max(last.components) - min(last.components) + 1
         return 0, _scalars(self.type)
 
-    def extend(self, postfix: Tree, module) -> "Reference":
+    def extend(self, postfix: Tree, module) -> Reference:
         """This reference with one more postfix (`[i]` or `.name`)."""
         current = self.type
         if isinstance(self.steps[-1:][0] if self.steps else None, Swizzle):
@@ -96,7 +96,7 @@ class Reference:
         raise UnsupportedWgsl(f"line {postfix.meta.line}: {module.text(postfix)!r} does not apply to "
                               f"{current.wgsl} in a memory reference")
 
-    def _step(self, step, type_) -> "Reference":
+    def _step(self, step, type_) -> Reference:
         return Reference(self.variable, self.steps + (step,), type_)
 
 

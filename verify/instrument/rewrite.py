@@ -23,13 +23,13 @@ class Rewriter:
 
     def __init__(self, module: Module):
         self.module = module
-        self._replacements: dict[int, Callable[["Rewriter"], str]] = {}
+        self._replacements: dict[int, Callable[[Rewriter], str]] = {}
         self._insertions: dict[int, list[str]] = {}
         self._erased: set[int] = set()
         self._appended: list[str] = []
         self._edits: list[int] | None = None  # positions of insertions and erasures, sorted (None: to sort)
 
-    def replace(self, node, make: Callable[["Rewriter"], str] | str) -> None:
+    def replace(self, node, make: Callable[[Rewriter], str] | str) -> None:
         """Emit `make(self)` (or the string `make`) in place of `node`."""
         self._replacements[id(node)] = make if callable(make) else (lambda _rewriter, text=make: text)
 

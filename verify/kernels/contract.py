@@ -113,7 +113,7 @@ class Kernel(ABC):
         self.validate(config)
         return config
 
-    def validate(self, config: dict) -> None:
+    def validate(self, config: dict) -> None:  # noqa: B027 (optional: most kernels accept every combination)
         """Raise UsageError saying why a combination of keys cannot be built."""
 
     def requirements(self, config: dict) -> frozenset:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def _umask() -> int:

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
 
@@ -58,7 +58,7 @@ class _Module:
     imports: tuple[str, ...] = ()
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_inputs(*modules: str) -> CodeInputs:
     """The code `modules` run, following their imports transitively (the module docstring says
     how each kind of module counts). Kept per process: a gate plans hundreds of jobs over a few
@@ -87,7 +87,7 @@ def code_digest(*modules: str) -> str:
     return _code_digest(modules)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _code_digest(modules: tuple) -> str:
     return code_inputs(*modules).digest()
 
@@ -96,7 +96,7 @@ def _parents(name: str) -> tuple[str, ...]:
     return tuple(name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _module(name: str) -> _Module:
     top_name = name.partition(".")[0]
     top = _top_level(top_name)
@@ -123,7 +123,7 @@ def _module(name: str) -> _Module:
     return _Module("source", sha256, imports=imports)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _top_level(top: str) -> _Module:
     """What a top-level module is here. Looked up without importing anything (find_spec of a
     top-level name imports nothing; a submodule's spec is found on its parent's path)."""
@@ -147,7 +147,7 @@ def _in_stdlib(location: str) -> bool:
     return any(real.startswith(os.path.realpath(prefix) + os.sep) for prefix in {sys.base_prefix, sys.base_exec_prefix})
 
 
-@lru_cache(maxsize=None)
+@cache
 def _spec(name: str):
     """The spec of `name`, found without importing: a top-level name by importlib's finders, a
     submodule on its parent package's path (find_spec would import the parent)."""
@@ -163,7 +163,7 @@ def _spec(name: str):
         return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _installed_tops(folder: str) -> dict[str, tuple[str, ...]]:
     """Top-level module -> the dist-info folders in `folder` whose RECORD lists its files: what
     pip installed there. An editable install's RECORD lists only its finder, so its source, found
@@ -197,7 +197,7 @@ class _Distribution:
     requires: tuple[str, ...]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _distribution(info: str) -> _Distribution:
     """A dist-info folder's name, version and the distributions it requires (those of extras
     left out: what installing it pulls in)."""
@@ -232,7 +232,7 @@ def _with_requirements(infos) -> dict[str, str]:
     return versions
 
 
-@lru_cache(maxsize=None)
+@cache
 def _installed_named(name: str, near: str) -> tuple[str, ...]:
     """The dist-info folder of the installed distribution `name` (normalized), in `near` else on sys.path."""
     for folder in (near, *sys.path):

@@ -17,7 +17,8 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 
 from verify.budgets.metrics import OutputMetrics
 from verify.errors import FailureKind, UsageError
-from verify.results.thoroughness import Thoroughness, parse as parse_thoroughness
+from verify.results.thoroughness import Thoroughness
+from verify.results.thoroughness import parse as parse_thoroughness
 
 
 class Verdict(str, enum.Enum):
@@ -52,7 +53,7 @@ class Verdict(str, enum.Enum):
         return _RANK[self]
 
     @classmethod
-    def worst(cls, verdicts) -> "Verdict":
+    def worst(cls, verdicts) -> Verdict:
         """The most severe of `verdicts` (PASS for none)."""
         return min(verdicts, key=lambda v: v.rank, default=cls.PASS)
 
@@ -257,7 +258,7 @@ class CheckResult:
             lines.append(f"known finding: {self.finding_headline}")
         return "\n".join(lines)
 
-    def raise_for_verdict(self, *, allow_skip: bool = False) -> "CheckResult":
+    def raise_for_verdict(self, *, allow_skip: bool = False) -> CheckResult:
         """Raise VerificationFailure (an AssertionError) unless the check held.
 
         FAIL and ERROR always raise; SKIP raises unless `allow_skip` (a skipped check proved
@@ -268,7 +269,7 @@ class CheckResult:
         return self
 
     # -- changing ----------------------------------------------------------------------------
-    def with_known_finding(self, finding) -> "CheckResult":
+    def with_known_finding(self, finding) -> CheckResult:
         """This result judged against the documented findings of its kernel (Kernel.known_finding:
         a KnownFinding, its text, several of them, or None).
 
@@ -332,7 +333,7 @@ class CheckResult:
         return to_json_value(self)
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "record") -> "CheckResult":
+    def from_dict(cls, data: dict, where: str = "record") -> CheckResult:
         """The record a results file holds; UsageError naming `where` and the field if it is malformed."""
         return _typed(cls, data, where)
 
@@ -390,7 +391,7 @@ class KnownFinding:
             object.__setattr__(self, "text", text)
 
     @classmethod
-    def all_of(cls, finding) -> list["KnownFinding"]:
+    def all_of(cls, finding) -> list[KnownFinding]:
         """Findings from what Kernel.known_finding returns: None, text, a KnownFinding, or several."""
         if finding is None:
             return []
@@ -398,7 +399,7 @@ class KnownFinding:
             finding = (finding,)
         return [f if isinstance(f, KnownFinding) else KnownFinding(str(f)) for f in finding]
 
-    def shows_on_implementation(self, result: "CheckResult") -> bool:
+    def shows_on_implementation(self, result: CheckResult) -> bool:
         adapter = result.adapter
         implementation = adapter.implementation if adapter is not None else ""
         if self.subgroup_widths and result.subgroup_width not in self.subgroup_widths:
@@ -407,7 +408,7 @@ class KnownFinding:
             return False
         return not self.rests_on_deviation(result)
 
-    def rests_on_deviation(self, result: "CheckResult") -> bool:
+    def rests_on_deviation(self, result: CheckResult) -> bool:
         """True where this finding rests on a semantics probe that the record's adapter measured,
         and none of its probes deviates there: the documented finding cannot be what failed."""
         declared = self.declared
@@ -420,7 +421,7 @@ class KnownFinding:
         declared = self.declared
         return " or ".join(declared.deviation) if declared is not None else ""
 
-    def mismatch(self, result: "CheckResult") -> str | None:
+    def mismatch(self, result: CheckResult) -> str | None:
         """None if the failure has this finding's signature, else why not."""
         if self.kinds and result.failure_kind not in self.kinds:
             kind = result.failure_kind.value if result.failure_kind is not None else "unknown"
@@ -444,7 +445,7 @@ class KnownFinding:
         return all(text in message for text in self.reasons)
 
     @staticmethod
-    def covering(findings: list["KnownFinding"], result: "CheckResult") -> list["KnownFinding"] | None:
+    def covering(findings: list[KnownFinding], result: CheckResult) -> list[KnownFinding] | None:
         """The findings that together account for every message of a failure, each by its
         signature, or None where some message is none of theirs (or none has messages to split)."""
         if not result.messages or not all(f.reasons for f in findings):
@@ -490,7 +491,7 @@ class CheckResults(tuple):
             raise KeyError(f"no result for check {key!r}; checks run: {', '.join(r.check for r in self)}")
         return super().__getitem__(key)
 
-    def raise_for_verdict(self, *, allow_skip: bool = False) -> "CheckResults":
+    def raise_for_verdict(self, *, allow_skip: bool = False) -> CheckResults:
         """Raise VerificationFailure listing every check that did not hold (see CheckResult)."""
         bad = [r for r in self if r.verdict.fails_run or (r.verdict is Verdict.SKIP and not allow_skip)]
         if bad:

@@ -37,7 +37,7 @@ import os
 import platform
 import subprocess
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
 
@@ -132,7 +132,7 @@ def runtime_versions() -> dict:
             "apache-tvm": _version("apache-tvm"), "npm": npm, **in_process}
 
 
-@lru_cache(maxsize=None)
+@cache
 def stack_versions(implementation: str) -> dict:
     """The versions of what runs the WGSL on verify's own implementations, beyond their Python:
     for wgpu, wgpu-py and the wgpu-native library it loaded (WGPU_LIB_PATH may name another than

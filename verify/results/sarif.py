@@ -33,8 +33,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from verify._version import __version__
-from verify.results.atomic import write_atomic
 from verify.errors import FailureKind
+from verify.results.atomic import write_atomic
 from verify.results.record import CheckResult, Verdict
 from verify.wgsl import sha256
 from verify.wgsl.source_map import MARKER

@@ -57,7 +57,7 @@ class PlanIdentity:
     #: (an interrupted run, a missing shard). () in files written before it was recorded.
     layout: tuple = ()
 
-    def laid_out(self, jobs) -> "PlanIdentity":
+    def laid_out(self, jobs) -> PlanIdentity:
         """This plan with the layout of `jobs`, the whole plan (all shards) in id order."""
         runs: list[list] = []
         for job in sorted(jobs, key=lambda j: j.id):

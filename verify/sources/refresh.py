@@ -21,10 +21,10 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from verify.errors import SetupError, UsageError
 from verify.results.atomic import write_atomic

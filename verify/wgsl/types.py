@@ -40,7 +40,7 @@ class Scalar:
     def abstract(self) -> bool:
         return self.name in (ABSTRACT_INT, ABSTRACT_FLOAT)
 
-    def concrete(self) -> "Scalar":
+    def concrete(self) -> Scalar:
         return Scalar(self.wgsl)
 
 
@@ -61,7 +61,7 @@ class Vector:
     def abstract(self) -> bool:
         return self.element.abstract
 
-    def concrete(self) -> "Vector":
+    def concrete(self) -> Vector:
         return Vector(self.size, self.element.concrete())
 
 
@@ -85,7 +85,7 @@ class Matrix:
 
     abstract = False
 
-    def concrete(self) -> "Matrix":
+    def concrete(self) -> Matrix:
         return Matrix(self.columns, self.rows, self.element.concrete())
 
 

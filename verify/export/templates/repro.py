@@ -17,12 +17,13 @@ import re
 import sys
 import zlib
 from pathlib import Path
+from typing import NoReturn
 
 #: What to run when a package is missing (the only two this script imports).
 INSTALL = "pip install wgpu numpy"
 
 
-def cannot_run(reason: str) -> "NoReturn":
+def cannot_run(reason: str) -> NoReturn:
     """Exit 2 ("cannot run here") with one line: never exit 1, which would say the bug reproduces."""
     print(f"SKIP  cannot run here: {reason}", file=sys.stderr)
     sys.exit(2)

@@ -65,7 +65,7 @@ def _die_with_parent(parent: int):
 
 
 #: The NodeProcesses alive in this process (kill_all).
-_LIVE: "weakref.WeakSet[NodeProcess]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[NodeProcess] = weakref.WeakSet()
 
 
 def kill_all() -> None:

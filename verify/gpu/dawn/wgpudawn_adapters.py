@@ -38,7 +38,7 @@ OUR_FEATURE = {v: k for k, v in DAWN_FEATURE.items()}
 _VULKAN_VARIABLES = ("VK_ADD_DRIVER_FILES",)
 
 _lock = threading.Lock()
-_loaded: "Loaded | None" = None
+_loaded: Loaded | None = None
 
 
 class Loaded:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -265,7 +265,7 @@ def _scaled_normal(rng, scale: float, shape, dtype) -> np.ndarray:
     return (np.float32(scale) * _normal(rng, shape, dtype)).astype(dtype)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scaled_f16_table(scale: float) -> np.ndarray:
     """float32(scale) times each of _normal_table's quantiles, rounded once to f16: entry i is what
     _scaled_normal's f32 path makes of the integer i."""
@@ -284,7 +284,8 @@ def _shaped_keys(rng, kind, q, layout: PageLayout, lengths, k_shape, dtype, sm_s
         # q = a, k = -a(1 + e), e in [0, 1/2): logits2 = -a^2 (1 + e) D sm_scale log2(e)
         dim_scale = dim * sm_scale / np.log(2.0)
         amplitude = np.sqrt(-FAR_NEGATIVE_LOGIT / dim_scale / 1.25)
-        far = lambda n: (-amplitude * (1 + 0.5 * rng.random((n, dim), dtype=np.float32))).astype(dtype)
+        def far(n):
+            return (-amplitude * (1 + 0.5 * rng.random((n, dim), dtype=np.float32))).astype(dtype)
         return np.full(q.shape, amplitude), _fresh_or_picked(rng, far, slots)
     direction = np.asarray(q, np.float32).reshape(batch, kv_heads, -1, dim).mean(axis=2)  # [B, Hkv, D]
     direction = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
@@ -372,17 +373,17 @@ def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, 
 # decode_cases' strategies, one object per arguments: Hypothesis validates a strategy object the
 # first time it is drawn from, which cost a case more than its draws did when every case built
 # its own. The draws are the same.
-@lru_cache(maxsize=None)
+@cache
 def _context_lists(limits: DecodeLimits, batch: int):
     return st.lists(context_lengths(limits), min_size=batch, max_size=batch)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _window_offsets(page_size: int):
     return st.sampled_from([0, 1, page_size - 1, page_size, 37])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _sm_scales(head_dim: int):
     return st.sampled_from([1.0 / np.sqrt(head_dim), 0.5 / np.sqrt(head_dim), 1.0])
 
@@ -480,7 +481,9 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
     for start, stop in ((zeros, cut), (cut, length)):
         rows = max(int((stop - start).max(initial=0)), 0)
         index = np.minimum(start[:, None] + np.arange(rows), max(k.shape[2] - 1, 0))
-        take = lambda x: np.take_along_axis(x, index[:, None, :, None], axis=2) if x.shape[2] else x[:, :, :rows]
+        def take(x, index=index, rows=rows):
+            return np.take_along_axis(x, index[:, None, :, None], axis=2) if x.shape[2] else x[:, :, :rows]
+
         pages, indptr, values, length_info = build_paged_cache(rng, take(k), take(v), stop - start,
                                                                config["page_size"], sliding=window)
         offset = (case["k_rope_pos_offset"].astype(np.int64) + start).astype(np.int32)

@@ -67,7 +67,8 @@ class SplitMergeCheck(Check):
             o_parts, lse_parts = merged_parts_budget(
                 exp_a["output"].lo, exp_a["lse"].lo, exp_a["output"].budget, exp_a["lse"].budget,
                 exp_b["output"].lo, exp_b["lse"].lo, exp_b["output"].budget, exp_b["lse"].budget)
-            as64 = lambda x: np.asarray(x, np.float64)
+            def as64(x):
+                return np.asarray(x, np.float64)
             o_merge, lse_merge = merge_budget(as64(part_a["output"]), as64(part_a["lse"]), as64(part_b["output"]),
                                               as64(part_b["lse"]), expected_full["output"].lo,
                                               expected_full["lse"].lo, config["dtype"])
@@ -90,7 +91,8 @@ class SplitMergeCheck(Check):
 # -- prefill ---------------------------------------------------------------------------------------------
 def _rows_of(expected: Expected, rows: np.ndarray) -> Expected:
     """`expected` restricted to the leading-axis rows `rows`."""
-    pick = lambda x: None if x is None else np.asarray(x)[rows]
+    def pick(x):
+        return None if x is None else np.asarray(x)[rows]
     return Expected(expected.name, expected.lo[rows], expected.hi[rows], np.asarray(expected.budget)[rows],
                     expected.dtype, pick(expected.exact), pick(expected.convention))
 

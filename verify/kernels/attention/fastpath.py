@@ -50,15 +50,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.references.decode import LOG2E, DecodeResult, decode_attention
-from verify.references.paged_kv import attended_length, row_to_slot, validate_page_table
-from verify.references.rope import Llama3Scaling, rope_frequencies, rotate_neox
-from verify.references.softmax import state_to_output
 from verify.budgets.attention import decode_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.fastpath import floats
 from verify.fastpath.memo import CaseMemo
 from verify.kernels.attention.fastpath_budget import Budget, LogitError
+from verify.references.decode import LOG2E, DecodeResult, decode_attention
+from verify.references.paged_kv import attended_length, row_to_slot, validate_page_table
+from verify.references.rope import Llama3Scaling, rope_frequencies, rotate_neox
+from verify.references.softmax import state_to_output
 
 
 @dataclass(frozen=True)
@@ -296,7 +296,7 @@ class _Rotation:
     sin: np.ndarray
 
     @classmethod
-    def of(cls, x: DecodeInputs, rows: _Rows, head_dim: int) -> "_Rotation":
+    def of(cls, x: DecodeInputs, rows: _Rows, head_dim: int) -> _Rotation:
         positions = np.asarray(x.k_rope_pos_offset).astype(np.int64)[rows.sequence] + rows.row
         freq = rope_frequencies(head_dim, x.rope_theta, x.llama3, "neox")[:head_dim // 2]
         angles = (positions.astype(np.float64) * x.rope_scale)[..., None] * freq

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.references.rope import rope_frequencies
 from verify.budgets.attention import ACC, FTZ_ABS, LN2, _second_order
 from verify.budgets.rope import partner_dims, rope_angle_rel, rope_error
 from verify.budgets.roundoff import gamma, unit_roundoff
@@ -24,6 +23,7 @@ from verify.budgets.wgsl_accuracy import (
     trig_abs,
 )
 from verify.fastpath import floats
+from verify.references.rope import rope_frequencies
 
 _U64 = unit_roundoff("f64")
 _SQRT2 = math.sqrt(2.0)
@@ -51,7 +51,7 @@ class LogitError:
     flushed: np.ndarray | None
 
     @classmethod
-    def of(cls, x, qg: np.ndarray) -> "LogitError | None":
+    def of(cls, x, qg: np.ndarray) -> LogitError | None:
         head_dim = qg.shape[-1]
         r, u = rounding_rel(ACC), unit_roundoff(ACC)
         dot_rel = gamma(head_dim + 3, r) + u
@@ -123,7 +123,7 @@ class Budget:
     weighted: np.ndarray
 
     @classmethod
-    def of(cls, length: np.ndarray, logits: np.ndarray, delta4: np.ndarray, d: np.ndarray) -> "Budget":
+    def of(cls, length: np.ndarray, logits: np.ndarray, delta4: np.ndarray, d: np.ndarray) -> Budget:
         """weight_errors's terms (verify.budgets.attention) on each sequence's attended rows only,
         where the plain code works on every sequence padded to the longest: `d` [B, Hkv, G] is the
         softmax's sum of weights over the padded row (the fast path's, which is weight_errors's

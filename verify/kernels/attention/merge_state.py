@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.references.softmax import merge_outputs
 from verify.budgets.attention import merge_budget
 from verify.budgets.expected import Expected
 from verify.cases.values import with_grid_limit, wrapped_grid
@@ -20,6 +19,7 @@ from verify.kernels.attention.common import (
 from verify.kernels.contract import Kernel
 from verify.kernels.specialize import body, specialize
 from verify.profiles import get_profile
+from verify.references.softmax import merge_outputs
 
 #: Invocations per workgroup the layout aims for (WebGPU's portable limit is 256).
 TARGET_INVOCATIONS = 64

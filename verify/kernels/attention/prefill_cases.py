@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.references.token_tree import tree_depths, tree_order
 from verify.cases.case import Case
 from verify.cases.values import make_values, seeds
 from verify.kernels.attention.cases import _ROPE_SCALES, _ROTARY_MODES, _sm_scales, build_paged_cache
 from verify.kernels.attention.rope_cases import cached_rope_bases, max_position
 from verify.kernels.attention.sizes import SIZES
 from verify.profiles import Profile
+from verify.references.token_tree import tree_depths, tree_order
 
 PREFILL_VALUE_KINDS = ("normal", "uniform", "large", "spiky", "equal_logits", "rising", "peaked")
 #: Row tiles of TVM's prefill schedules, in (token, head-in-group) rows: tile_x is 32 (f16) or 16
@@ -124,7 +124,7 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
 # The strategies above, one object per arguments: Hypothesis validates a strategy object the first
 # time it is drawn from, which cost more than the draws themselves when every case built its own.
 # The draws are the same.
-@lru_cache(maxsize=None)
+@cache
 def _chunk_lengths(special_q: tuple, max_q_len: int):
     return st.one_of(st.just(1), st.sampled_from(special_q), spread_integers(1, max_q_len), st.just(0))
 
@@ -227,7 +227,7 @@ def _ragged_rows(rows: np.ndarray, lengths) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts, axis=0))
 
 
-@lru_cache(maxsize=None)
+@cache
 @st.composite
 def _rope(draw, head_dim: int, llama3, rotate_always: bool = False):
     """(rotary_mode, rope_theta, rope_scale, band_edge): inline rope drawn on or off (always on with
@@ -261,7 +261,7 @@ _PREFILL_KINDS = st.sampled_from(PREFILL_VALUE_KINDS)
 _POSITION_MODES = st.sampled_from(["runtime", "random"])
 
 
-@lru_cache(maxsize=None)
+@cache
 @st.composite
 def _common(draw, head_dim: int):
     kind = draw(_PREFILL_KINDS)
@@ -345,7 +345,7 @@ TREE_CELLS = 20_000_000
 _TREE_SHAPE_CHOICES = st.sampled_from(TREE_SHAPES)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tree_sizes(max_size: int):
     return st.one_of(st.integers(1, max_size), st.sampled_from([s for s in (1, 2, 16, 17, 32, 33, max_size)
                                                                 if s <= max_size]))
@@ -361,7 +361,7 @@ def _tree_histories(room: int):
     return st.one_of(st.sampled_from([h for h in SPECIAL_HISTORIES if h <= room]), st.integers(0, room))
 
 
-@lru_cache(maxsize=None)
+@cache
 @st.composite
 def token_trees(draw, max_size: int):
     """(shape, parents): a parent array (-1 for a root, else an earlier node; TVM's rule,

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.references import prefill as reference
-from verify.references.paged_kv import attended_length, gather_kv
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.fastpath.memo import CaseMemo
+from verify.references import prefill as reference
+from verify.references.paged_kv import attended_length, gather_kv
 
 #: (query rows x heads x context rows) evaluated in one reference call: 8e6 float64 logits, 64 MB.
 PLAIN_CELLS = 8_000_000

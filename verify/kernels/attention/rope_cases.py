@@ -12,7 +12,7 @@ either side of it.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -73,7 +73,7 @@ _EDGES = st.sampled_from(["", "high", "low"])
 _EDGE_ULPS = st.sampled_from([0, -1, 1])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _edge_pair_choices(head_dim: int, wavelength: float):
     return st.sampled_from(edge_pairs(head_dim, wavelength))
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verify.references.rope import Llama3Scaling
 from verify.errors import UsageError
 from verify.kernels.contract import ConfigKey
+from verify.references.rope import Llama3Scaling
 
 ROPE_SCALING = ConfigKey("rope_scaling", "none", ("none", "llama3"),
                          "frequency scaling: none, or llama3 (HF rope_type llama3, compiled into the WGSL)")
@@ -50,7 +50,7 @@ class RopeVariant:
     llama3: Llama3Scaling | None = None
 
     @classmethod
-    def from_config(cls, config: dict) -> "RopeVariant":
+    def from_config(cls, config: dict) -> RopeVariant:
         llama3 = None
         if config.get("rope_scaling", "none") == "llama3":
             llama3 = Llama3Scaling(float(config["rope_factor"]), float(config["low_freq_factor"]),

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.references.nbits import dequantize_weights, matmul_nbits
 from verify.budgets.dp4a import quantization_bound
 from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
 from verify.checks.base import Check
 from verify.checks.outcome import Outcome
 from verify.kernels.dp4a.matmul_cases import accumulator_range_cases, integer_sum_cases
+from verify.references.nbits import dequantize_weights, matmul_nbits
 from verify.results.thoroughness import Thoroughness
 
 #: Largest finite f16.

@@ -26,6 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.budgets.dp4a import _SLAB_ELEMENTS, A_BLOCK, CHUNK, matmul_budget
+from verify.budgets.roundoff import gamma, smallest_normal, unit_roundoff
+from verify.budgets.wgsl_accuracy import rounding_rel
+from verify.fastpath import floats
+from verify.fastpath.memo import CaseMemo
 from verify.references.dp4a_quant import dequantize_activation, unpack_codes
 from verify.references.nbits import (
     SUPPORTED_BITS,
@@ -34,11 +39,6 @@ from verify.references.nbits import (
     unpack_weights,
     unpack_zero_points,
 )
-from verify.budgets.dp4a import _SLAB_ELEMENTS, A_BLOCK, CHUNK, matmul_budget
-from verify.budgets.roundoff import gamma, smallest_normal, unit_roundoff
-from verify.budgets.wgsl_accuracy import rounding_rel
-from verify.fastpath import floats
-from verify.fastpath.memo import CaseMemo
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.references.dp4a_quant import unpack_codes
-from verify.references.nbits import (
-    default_zero_point,
-    dp4a_product,
-    unpack_weights,
-    unpack_zero_points,
-)
 from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
@@ -45,6 +38,13 @@ from verify.kernels.dp4a.common import (
 from verify.kernels.dp4a.fastpath import MatmulInputs, remembered
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.specialize import body, specialize
+from verify.references.dp4a_quant import unpack_codes
+from verify.references.nbits import (
+    default_zero_point,
+    dp4a_product,
+    unpack_weights,
+    unpack_zero_points,
+)
 from verify.results.record import KnownFinding
 
 TILE = ConfigKey("tile", "64x64", ("64x64", "128x32", "small_m"),

@@ -24,14 +24,14 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_nominal
-from verify.references.nbits import default_zero_point, pack_weights, pack_zero_points
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases.case import Case
 from verify.cases.values import seeds, value_kinds
 from verify.kernels.dp4a.quantize_cases import BLOCK_MIXES, make_activation
 from verify.kernels.dp4a.sizes import SIZES
 from verify.profiles import Profile
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, pack_codes, quantize_nominal
+from verify.references.nbits import default_zero_point, pack_weights, pack_zero_points
 
 #: Activation mixes: dp4a.quantize's block mixes, plus extreme_codes (every block all ±max, so
 #: every code is ±127).

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.references.dp4a_quant import unpack_codes
 from verify.budgets.expected import Expected
 from verify.cases.values import with_grid_limit, wrapped_grid
 from verify.errors import UsageError
@@ -29,6 +28,7 @@ from verify.kernels.dp4a.common import A_BLOCK, DTYPE, check_shape
 from verify.kernels.dp4a.quantize_cases import quantize_cases
 from verify.kernels.dp4a.quantize_fastpath import legal_sets
 from verify.kernels.specialize import body, specialize
+from verify.references.dp4a_quant import unpack_codes
 
 REDUCE = ConfigKey("reduce", "subgroup", ("subgroup", "workgroup", "emulated"),
                    "how lanes find a block's max: native subgroup ops (needs the subgroup feature), a "

@@ -14,12 +14,12 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.references.dp4a_quant import ACTIVATION_BLOCK
 from verify.budgets.roundoff import numpy_dtype, smallest_normal
 from verify.cases.case import Case
 from verify.cases.values import make_values, seeds, value_kinds
 from verify.kernels.dp4a.sizes import SIZES
 from verify.profiles import Profile
+from verify.references.dp4a_quant import ACTIVATION_BLOCK
 
 #: values: the drawn value kind as is. zero: all zeros (0/0 in ORT's shader). outlier: one value
 #: 2^2..2^10 times the rest, so the others quantize to small codes. tie: block max a power of two

@@ -37,9 +37,9 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -110,7 +110,7 @@ class Provenance:
     run: str = ""
 
     @classmethod
-    def wanted(cls, capture: str, model, ort_version: str, feeds: dict | None = None) -> "Provenance":
+    def wanted(cls, capture: str, model, ort_version: str, feeds: dict | None = None) -> Provenance:
         """What a reader asks of a capture of `model` (anything with describe()) for `capture`."""
         description = model.describe()
         return cls(capture, description, text_sha256(description), ort_version,
@@ -121,7 +121,7 @@ class Provenance:
         """The comment line put before each program's WGSL (the record's upstream is read from it)."""
         return f"// onnxruntime-web {self.ort_version} on {self.adapter or '?'}: {self.run or self.capture}"
 
-    def mismatch(self, found: "Provenance") -> str | None:
+    def mismatch(self, found: Provenance) -> str | None:
         """Why `found` (a file's provenance) is not a capture of what this one asks for; None if it is."""
         if found.capture != self.capture:
             return f"it is the capture of {found.capture!r}, not of {self.capture!r}"
@@ -141,7 +141,7 @@ class Provenance:
         return data
 
     @classmethod
-    def from_json(cls, data) -> "Provenance":
+    def from_json(cls, data) -> Provenance:
         """The provenance of a file; ValueError naming what is wrong with it."""
         if not isinstance(data, dict):
             raise ValueError("its provenance is not a record")

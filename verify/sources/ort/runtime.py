@@ -188,7 +188,7 @@ class OrtRuntime:
                                         blobs)
         return parse_run(reply, blobs_in)
 
-    def _died(self, op) -> "OrtProcessDied":
+    def _died(self, op) -> OrtProcessDied:
         """The error of a request its Node process did not live to answer; the runtime leaves
         the shared ones, so the next check starts another."""
         _forget(self)

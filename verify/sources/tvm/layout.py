@@ -52,7 +52,7 @@ class ArgumentLayout:
     shared: bool = False
 
     @classmethod
-    def of(cls, params: dict) -> "ArgumentLayout":
+    def of(cls, params: dict) -> ArgumentLayout:
         """The layout a case drew (see `layouts`), or one buffer per array at offset 0."""
         if "aux_order" not in params:
             return cls()

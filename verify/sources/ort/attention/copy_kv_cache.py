@@ -35,9 +35,9 @@ from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
 from verify.results.record import KnownFinding
 from verify.sources.ort.attention.cases import _past_lengths, gqa_cases
-from verify.sources.ort.attention.sessions import DTYPE, HEAD_SIZE, KV_NUM_HEADS, MAX_PAST, NUM_HEADS, OrtGqa
 from verify.sources.ort.attention.launch import KEY_TILE, SPLIT_REDUCE_BELOW, DecodeSplit
 from verify.sources.ort.attention.programs import OrtDecodeProgram
+from verify.sources.ort.attention.sessions import DTYPE, HEAD_SIZE, KV_NUM_HEADS, MAX_PAST, NUM_HEADS, OrtGqa
 from verify.sources.ort.launch import bind, header, ort_grid
 
 COPY = "CopyKVCache"

@@ -32,12 +32,12 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.references.group_query import attend, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, score_errors
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
 from verify.kernels.contract import ConfigKey
+from verify.references.group_query import attend, visible_keys
 from verify.results.record import KnownFinding
 from verify.sources.ort.attention.cases import (
     BIAS_KINDS,
@@ -49,6 +49,8 @@ from verify.sources.ort.attention.cases import (
     _past_lengths,
     _values,
 )
+from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW
+from verify.sources.ort.attention.models import MultiHeadAttentionModel
 from verify.sources.ort.attention.sessions import (
     ATTENTION_BIAS,
     DTYPE,
@@ -59,8 +61,6 @@ from verify.sources.ort.attention.sessions import (
     OrtAttentionKernel,
     _cache_expected,
 )
-from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW
-from verify.sources.ort.attention.models import MultiHeadAttentionModel
 
 MHA_PHASE = ConfigKey("phase", "decode", ("decode", "prefill", "flash"),
                       "query tokens per sequence: decode 1, prefill 2-31 (the split-reduce pair), flash 32-48 "

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.profiles import get_profile
-from verify.references.group_query import attend, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, prefill_weight_errors, score_errors
 from verify.budgets.roundoff import numpy_dtype
@@ -33,8 +31,12 @@ from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
+from verify.profiles import get_profile
+from verify.references.group_query import attend, visible_keys
 from verify.results.record import KnownFinding
 from verify.sources.ort.attention.cases import paged_cases, with_large_scores
+from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW, AttentionShape
+from verify.sources.ort.attention.programs import OrtDecodeProgram
 from verify.sources.ort.attention.sessions import (
     HEAD_SIZE,
     KV_NUM_HEADS,
@@ -44,8 +46,6 @@ from verify.sources.ort.attention.sessions import (
     PAGED_PREFILL_F16_SCORES,
     OrtPagedAttention,
 )
-from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW, AttentionShape
-from verify.sources.ort.attention.programs import OrtDecodeProgram
 from verify.sources.ort.launch import bind, header, ort_grid
 
 PAGED_PREFILL = "FlashAttentionPagedPrefill"

@@ -45,26 +45,15 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.profiles import get_profile
-from verify.references.group_query import visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import reduce_budget, tile_state_budget
 from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.kernels.contract import Launched
+from verify.profiles import get_profile
+from verify.references.group_query import visible_keys
 from verify.sources.ort.attention.cases import paged_cases
-from verify.sources.ort.attention.sessions import (
-    BLOCK_SIZE,
-    HEAD_SINK,
-    HEAD_SIZE,
-    KV_NUM_HEADS,
-    MAX_PAST,
-    NUM_HEADS,
-    PAGED_DTYPE,
-    OrtPagedAttention,
-    attention_upstream,
-)
 from verify.sources.ort.attention.launch import KEY_TILE, DecodeSplit, decode_workgroup_storage
 from verify.sources.ort.attention.programs import (
     M_TILE,
@@ -76,6 +65,17 @@ from verify.sources.ort.attention.programs import (
     reduce_expected,
     sequence_tile_states,
     wgsl_m_tile,
+)
+from verify.sources.ort.attention.sessions import (
+    BLOCK_SIZE,
+    HEAD_SINK,
+    HEAD_SIZE,
+    KV_NUM_HEADS,
+    MAX_PAST,
+    NUM_HEADS,
+    PAGED_DTYPE,
+    OrtPagedAttention,
+    attention_upstream,
 )
 from verify.sources.ort.launch import bind, header
 

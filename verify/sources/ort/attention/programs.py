@@ -28,9 +28,6 @@ import re
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.profiles import get_profile
-from verify.references.group_query import attend, softcapped, visible_keys
-from verify.references.softmax import merge_many_outputs
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import (
     output_budget,
@@ -44,8 +41,12 @@ from verify.cases import Case
 from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Kernel, Launched
+from verify.profiles import get_profile
+from verify.references.group_query import attend, softcapped, visible_keys
+from verify.references.softmax import merge_many_outputs
 from verify.results.record import KnownFinding
 from verify.sources.ort.attention.cases import Q_SPREADS, gqa_cases
+from verify.sources.ort.attention.launch import KEY_TILE, SPLIT_REDUCE_BELOW, DecodeSplit, FlashPrefill
 from verify.sources.ort.attention.sessions import (
     DTYPE,
     FLASH_LOOP_VAR,
@@ -58,7 +59,6 @@ from verify.sources.ort.attention.sessions import (
     OrtGqa,
     attention_upstream,
 )
-from verify.sources.ort.attention.launch import KEY_TILE, SPLIT_REDUCE_BELOW, DecodeSplit, FlashPrefill
 from verify.sources.ort.launch import DerivedConfig, bind, header
 
 QKV, REDUCE = "FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce"

@@ -24,15 +24,16 @@ import time
 
 import numpy as np
 
-from verify.profiles import get_profile
-from verify.references.group_query import attend, rotate_with_tables, visible_keys
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, rotation_error, score_errors, softcap_errors
 from verify.cases import Case
 from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
+from verify.profiles import get_profile
+from verify.references.group_query import attend, rotate_with_tables, visible_keys
 from verify.results.record import KnownFinding
+from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention.cases import (
     ATTENTION_PROGRAMS,
     BUDGET_PATH,
@@ -47,7 +48,6 @@ from verify.sources.ort.attention.cases import (
     with_sharp_queries,
 )
 from verify.sources.ort.attention.models import BIAS_SHAPES, GroupQueryAttentionModel, PagedAttentionModel
-from verify.sources.ort.launch import DerivedConfig, header
 from verify.sources.ort.cache import (
     Capture,
     Provenance,
@@ -57,7 +57,7 @@ from verify.sources.ort.cache import (
     vendor_folder,
     with_run,
 )
-from verify.sources.ort import runtime as ort_runtime
+from verify.sources.ort.launch import DerivedConfig, header
 from verify.sources.ort.runtime import require_pinned_ort
 
 # -- config keys -----------------------------------------------------------------------------------

@@ -39,12 +39,12 @@ from verify.kernels.dp4a.matmul import (
 )
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.results.record import KnownFinding
+from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
+from verify.sources.ort.dp4a.model import MatMulNBitsModel
 from verify.sources.ort.dp4a.programs import BITS, F16_ACCUMULATION, product_precision
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
-from verify.sources.ort.dp4a.model import MatMulNBitsModel
 from verify.sources.ort.programs import CaptureConfig, captured_programs
-from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.runtime import require_pinned_ort
 
 ACCURACY_LEVEL = ConfigKey("accuracy_level", 4, (4, 0),

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
 from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
@@ -49,6 +48,7 @@ from verify.kernels.dp4a.matmul import (
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.dp4a.quantize import Quantize
 from verify.kernels.dp4a.quantize_cases import quantize_cases
+from verify.references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
 from verify.results.record import KnownFinding
 from verify.sources.ort.capture import PROGRAM_FILES, QUANTIZE, SMALL_M, SOURCE_FOLDER, TILE
 from verify.sources.ort.launch import (

@@ -30,8 +30,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.references.decode import LOG2E
-from verify.references.paged_kv import attended_length
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import gamma, ulp, unit_roundoff
 from verify.errors import FailureKind, UsageError
@@ -59,6 +57,8 @@ from verify.kernels.attention.rope_variant import (
 from verify.kernels.contract import ConfigKey, Launched, Upstream
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
+from verify.references.decode import LOG2E
+from verify.references.paged_kv import attended_length
 from verify.results.record import KnownFinding
 from verify.sources.tvm.build import decode_build, load, merge_build, provenance
 from verify.sources.tvm.layout import ArgumentLayout, layouts

@@ -39,7 +39,6 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from verify.references.decode import LOG2E
 from verify.budgets.expected import Expected
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import faithful_rounding_bound, gamma
@@ -57,18 +56,12 @@ from verify.kernels.attention.prefill_cases import (
     tree_cases,
 )
 from verify.kernels.attention.prefill_eval import PrefillProblem, remembered
-from verify.results.record import KnownFinding
 from verify.kernels.attention.rope_variant import LLAMA_3_1, SCALING_KEYS, RopeVariant, trim_config, validate_variant
 from verify.kernels.attention.sizes import SIZES
 from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.profiles import get_profile
-from verify.sources.tvm.build import (
-    load,
-    prefill_build,
-    ragged_prefill_build,
-    sequence_prefill_build,
-    tree_build,
-)
+from verify.references.decode import LOG2E
+from verify.results.record import KnownFinding
 from verify.sources.tvm.attention.decode import (
     EMPTY_LSE_BAND,
     EMPTY_MAX,
@@ -80,6 +73,13 @@ from verify.sources.tvm.attention.decode import (
     bind,
     tvm_upstream,
     web_runtime_grid,
+)
+from verify.sources.tvm.build import (
+    load,
+    prefill_build,
+    ragged_prefill_build,
+    sequence_prefill_build,
+    tree_build,
 )
 from verify.sources.tvm.layout import ArgumentLayout, layouts
 
