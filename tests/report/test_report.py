@@ -128,7 +128,7 @@ def test_skipped_records_show_their_reason_and_are_never_passes(tmp_path):
     assert build_report([document]).counts == {"pass": 2, "skip": 1}
 
 
-FINDING = "TVM's merge races: lanes read S and write it with no barrier.\nEvidence: tests/sources/test_tvm.py."
+FINDING = "TVM's merge races: lanes read S and write it with no barrier.\nEvidence: tests/sources/tvm/test_tvm.py."
 
 
 def with_known_finding(document: dict) -> dict:

@@ -63,7 +63,7 @@ def empty_caches(monkeypatch, tmp_path) -> tuple[Path, Path]:
 def bare_machine(monkeypatch, empty_caches) -> tuple[Path, Path]:
     """A GPU machine as shipped to: no apache-tvm, no Node, empty caches. The npm onnxruntime-web
     package is taken as present (the session kernels' WGSL is only read there; without it they are
-    SKIPs for that reason, tests/sources/test_ort.py), so every kernel's WGSL is asked for."""
+    SKIPs for that reason, tests/sources/ort/test_ort.py), so every kernel's WGSL is asked for."""
     version = metadata.version
 
     def without_tvm(name):

@@ -3,7 +3,7 @@
 ORT binds a program's inputs in AddInput order, then its outputs, then one uniform struct
 `uniforms` whose fields the program declares; it dispatches a program's workgroups normalised to
 WebGPU's per-dimension limit; and for MatMulNBits it folds A's batch into M (B is 2-D). These
-helpers reproduce that (tests/sources/test_ort.py compares them with captured ORT dispatches),
+helpers reproduce that (tests/sources/ort/test_ort.py compares them with captured ORT dispatches),
 and `DerivedConfig` adds to a kernel's config what ORT's program fixes.
 """
 

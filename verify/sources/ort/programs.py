@@ -4,7 +4,7 @@ ONNX Runtime generates each program's WGSL when a session first dispatches it, s
 the model (A's dtype, bits, block size, zero points, bias, accuracy level), on M only through
 which programs run (the DP4A tile program for M >= 4, the small-M one below), and on the
 adapter (its vendor: Intel, Qualcomm and Apple get other tiles or paths; its features), but not
-on the values of M, N or K, which travel in the uniforms (tests/sources/test_ort.py checks this).
+on the values of M, N or K, which travel in the uniforms (tests/sources/ort/test_ort.py checks this).
 So verify runs one small MatMulNBits model per config through ORT (verify.sources.ort.runtime)
 and caches every labelled program it dispatched in the ORT WGSL cache (verify.sources.ort.cache:
 one folder per onnxruntime-web version and adapter vendor, one JSON file per capture config,

@@ -9,7 +9,7 @@ GroupQueryAttention copies the whole cache into a present of max(past buffer, to
 where r < past_b and new token r - past_b of `key`/`value` otherwise, past_b = seqlens_k[b] + 1 - S
 per sequence. verify launches that program from the WGSL ORT generated (captured from a
 GroupQueryAttention session with past and present apart) with the uniforms and workgroup count of
-`CopyLaunch` (tests/sources/test_ort_attention_kernels.py holds them to ORT's own dispatch, field
+`CopyLaunch` (tests/sources/ort/test_ort_attention_kernels.py holds them to ORT's own dispatch, field
 for field), so `sanitize` instruments it.
 
 The contract, per sequence b of total_b = past_b + S: present rows 0..past_b-1 are its past rows,
@@ -56,8 +56,8 @@ COPY_READS_PAST_END = (
     "value (rows 3..7 of sequence 1). The rows are never attended (the attention reads keys below each "
     "sequence's own total), so the outputs are right; robust buffer access keeps the reads in the buffer, a "
     "runtime without it (Dawn's disable_robustness, which ORT enables natively) reads past the allocation. "
-    "Evidence: tests/sources/test_ort_attention.py::test_copy_kv_cache_reads_only_the_new_tokens_it_was_given "
-    "(strict xfail), tests/sources/test_ort_attention_kernels.py (the program guarded to rows below the total "
+    "Evidence: tests/sources/ort/test_ort_attention.py::test_copy_kv_cache_reads_only_the_new_tokens_it_was_given "
+    "(strict xfail), tests/sources/ort/test_ort_attention_kernels.py (the program guarded to rows below the total "
     "passes sanitize); docs/findings.md §18.5.")
 
 
@@ -209,7 +209,8 @@ class OrtCopyKvCache(OrtDecodeProgram):
 
     def wgsl(self, config):
         data = _CopyCapture().captured(OrtGqa().config(
-            {k: config[k] for k in ("dtype", "head_size", "num_heads", "kv_num_heads", "max_past")} | {"phase": "decode"}))
+            {k: config[k] for k in ("dtype", "head_size", "num_heads", "kv_num_heads", "max_past")}
+            | {"phase": "decode"}))
         provenance = f"{data.line} (past_key/past_value not bound to present_key/present_value)"
         return f"{header(self.name, config)}{provenance}\n{data.program(self.program)}"
 

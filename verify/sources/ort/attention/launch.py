@@ -18,7 +18,7 @@ whose dense tile would not fit workgroup memory) to two programs
 `DecodeSplit` holds the sizes ORT derives these launches from and gives the uniform values (by
 the field names the programs' WGSL declares, so verify.sources.ort.launch.bind packs them as
 ORT's ProgramManager does), the workgroup counts and the intermediate tensors' shapes.
-tests/sources/test_ort_attention.py holds launches built from it to ORT's own, bit for bit.
+tests/sources/ort/test_ort_attention.py holds launches built from it to ORT's own, bit for bit.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ class DecodeSplit(AttentionShape):
         """New tokens per QKV workgroup: 4 from 4 tokens, 2 from 2, else 1, halved while the
         workgroup memory would exceed the device's (SelectDecodeMTile)."""
         tile = 4 if self.new_sequence_length >= 4 else 2 if self.new_sequence_length >= 2 else 1
-        while tile > 1 and decode_workgroup_storage(tile, self.head_size_vec, self.element_size) > self.max_workgroup_storage:
+        while tile > 1 and (decode_workgroup_storage(tile, self.head_size_vec, self.element_size)
+                            > self.max_workgroup_storage):
             tile //= 2
         return tile
 
@@ -136,7 +137,8 @@ class DecodeSplit(AttentionShape):
         """FlashAttentionDecodeQKV's uniforms (ComputeFlashAttentionDecodeQKV; no attention bias)."""
         return {"head_size_vec": self.head_size_vec, "total_sequence_length": self.total_sequence_length,
                 "alpha": self.alpha, "present_sequence_length": self.present_sequence_length,
-                "n_reps": self.num_heads // self.kv_num_heads, "num_present_sequence_length_tile": self.num_present_tiles,
+                "n_reps": self.num_heads // self.kv_num_heads,
+                "num_present_sequence_length_tile": self.num_present_tiles,
                 "num_heads": self.num_heads, "batch_size": self.batch, "attn_bias_dim0": 1, "attn_bias_dim1": 1,
                 "attn_bias_dim3": 0, "new_sequence_length": self.new_sequence_length}
 
@@ -150,7 +152,8 @@ class DecodeSplit(AttentionShape):
     def reduce_uniforms(self) -> dict:
         """FlashAttentionDecodeVxReduce's uniforms (ComputeFlashAttentionDecodeVxReduce)."""
         return {"head_size_vec": self.head_size_vec, "num_total_seq_length_tile": self.num_total_tiles,
-                "num_present_sequence_length_tile": self.num_present_tiles, "num_head_size_tile": self.num_channel_tiles,
+                "num_present_sequence_length_tile": self.num_present_tiles,
+                "num_head_size_tile": self.num_channel_tiles,
                 "batch_heads": self.batch * self.num_heads, "new_sequence_length": self.new_sequence_length,
                 "num_heads": self.num_heads}
 
@@ -171,7 +174,7 @@ class FlashPrefill(AttentionShape):
     token and walks the keys in steps of min(subgroup size, 16), K and V of a step shared through
     workgroup memory and subgroupShuffle. total_sequence_length is the batch's largest total;
     each sequence's own total (and so its past, total - new) comes from seqlens_k.
-    tests/sources/test_ort_attention_kernels.py holds these uniforms and the workgroup count to
+    tests/sources/ort/test_ort_attention_kernels.py holds these uniforms and the workgroup count to
     a recorded ORT dispatch, field for field.
     """
 

@@ -67,7 +67,7 @@ class PagedPrefill(AttentionShape):
     new_sequence_length is the new tokens per sequence, total_sequence_length the batch's largest
     total (max_kv_len in paged_attention.cc), present_sequence_length the block table's reach
     (its width times block_size). Per-sequence totals travel in seqlens_k (total - 1) and the new
-    counts in seqlens_q. tests/sources/test_ort_paged_prefill.py holds these uniforms and the
+    counts in seqlens_q. tests/sources/ort/test_ort_paged_prefill.py holds these uniforms and the
     workgroup count to a recorded ORT dispatch, field for field.
     """
 
@@ -166,7 +166,8 @@ class OrtPagedPrefill(OrtDecodeProgram):
         """§18.4 under `large_scores` (the output its signature), as ort.paged_attention states
         it: the program sums q.k in f16, so a partial sum past 65504 is Inf and the output NaN."""
         if check == "large_scores":
-            return KnownFinding(PAGED_PREFILL_F16_SCORES, outputs=("output",), finding_id="ort-paged-prefill-f16-scores")
+            return KnownFinding(PAGED_PREFILL_F16_SCORES, outputs=("output",),
+                                finding_id="ort-paged-prefill-f16-scores")
         return None
 
     def paged_config(self, config) -> dict:
@@ -252,7 +253,8 @@ class OrtPagedPrefill(OrtDecodeProgram):
             o, logits2 = attend(q, k, v, visible_keys(past + new, new), scale=scale)
             delta = score_errors(q, k, scale=scale, dtype=config["dtype"], path="paged_prefill")
             out[begin:end] = o.reshape(new, -1)
-            budget[begin:end] = output_budget(v, logits2, delta, dtype=config["dtype"], path="paged_prefill").reshape(new, -1)
+            budget[begin:end] = output_budget(v, logits2, delta, dtype=config["dtype"],
+                                              path="paged_prefill").reshape(new, -1)
         return [Expected.around("output", out, budget, config["dtype"])]
 
     def features(self, case):

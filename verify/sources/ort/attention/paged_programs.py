@@ -20,7 +20,7 @@ verify launches them from the WGSL onnxruntime-web generated (captured from an
   total_sequence_length and present_sequence_length are both the batch's longest total, so
   the tile count P = ceil(max total / 64) is the dispatched one and the intermediates' extent.
 
-tests/sources/test_ort_paged_programs.py holds these launches to ORT's own recorded dispatches,
+tests/sources/ort/test_ort_paged_programs.py holds these launches to ORT's own recorded dispatches,
 field for field and output bit for bit.
 
 The split/merge contract, one program each:
@@ -34,7 +34,7 @@ The split/merge contract, one program each:
   zero query row) sees every key of its sequence; its states are held like any other.
 - FlashAttentionPagedDecodeVxReduce merges them, with the head's sink logit when the model has
   one: the output is references.softmax.merge_many_outputs of the states (o_t, m_t + ln l_t)
-  and the sink as a state of output 0 and log-sum-exp sink. tests/sources/test_ort_paged_programs.py
+  and the sink as a state of output 0 and log-sum-exp sink. tests/sources/ort/test_ort_paged_programs.py
   proves the reference tile states merge to references.group_query.attend of the whole.
 """
 
@@ -50,7 +50,7 @@ from verify.budgets.ort_attention import reduce_budget, tile_state_budget
 from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu import Output
-from verify.kernels.contract import Launched
+from verify.kernels.contract import ConfigKey, Launched
 from verify.profiles import get_profile
 from verify.references.group_query import visible_keys
 from verify.sources.ort.attention.cases import paged_cases
@@ -92,7 +92,7 @@ UNINITIALISED_PAGED_PARTIALS = (
     "The paged program keeps the unpaged one's accumulation (docs/findings.md §18.6): neither array is zeroed, it "
     "relies on WGSL's zero-initialisation of workgroup memory. sanitize reports the uninitialised reads; where an "
     "implementation does not zero workgroup memory (Mesa 22.3 lavapipe under wgpu) the tile states are wrong, and "
-    "zeroing both first makes them right. Evidence: tests/sources/test_ort_paged_programs.py::"
+    "zeroing both first makes them right. Evidence: tests/sources/ort/test_ort_paged_programs.py::"
     "test_where_workgroup_memory_is_not_zeroed_the_paged_qkv_is_right_once_it_zeroes_its_sums (strict xfail), "
     "::test_the_paged_qkv_edited_to_zero_its_workgroup_memory_passes_on_wgpu (the control); docs/findings.md §18.6.")
 
@@ -236,7 +236,7 @@ class OrtPagedDecodeProgram(OrtDecodeProgram):
     """What the paged pair shares: PagedAttention's config keys (f16 only, its type constraint),
     its capture, cases and launch sizes; the checks are the unpaged pair's."""
 
-    config_keys = (PAGED_DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, M_TILE, BLOCK_SIZE, MAX_PAST)
+    config_keys: tuple[ConfigKey, ...] = (PAGED_DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, M_TILE, BLOCK_SIZE, MAX_PAST)
     gate_shapes = {
         "quick": (dict(head_size=64, num_heads=4, kv_num_heads=1),),
         "ci": (dict(head_size=128, num_heads=8, kv_num_heads=2),
@@ -345,7 +345,8 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
         metadata = np.stack([m, lsum], axis=-1)
         meta_budget = np.stack([m_budget, l_budget], axis=-1)
         meta_exact = np.broadcast_to(empty[..., None], metadata.shape)
-        return [Expected.around("out_split_vx", o_ref, np.where(o_exact, 0.0, o_budget), config["dtype"], exact=o_exact),
+        return [Expected.around("out_split_vx", o_ref, np.where(o_exact, 0.0, o_budget), config["dtype"],
+                                exact=o_exact),
                 Expected.around("metadata", metadata, np.where(meta_exact, 0.0, meta_budget), "f32", exact=meta_exact)]
 
     def features(self, case):

@@ -4,7 +4,7 @@ GroupQueryAttention programs, one at a time.
 GroupQueryAttention's split-reduce pair (docs/ort-attention.md §2), launched by verify from the
 WGSL onnxruntime-web generated (captured from an `ort.gqa` session, verify.sources.ort
 .attention_kernels), with the uniforms, bindings and workgroup counts of
-verify.sources.ort.attention.launch (tests/sources/test_ort_attention.py holds those launches to
+verify.sources.ort.attention.launch (tests/sources/ort/test_ort_attention.py holds those launches to
 ORT's own bit for bit). Because verify launches them, `verify show` prints the program, `--wgsl`
 checks an edit under the same contract, and `sanitize` instruments it.
 
@@ -17,7 +17,7 @@ The split/merge contract, one program each:
   sequence's total is not written (its output rows stay poison).
 - FlashAttentionDecodeVxReduce merges them: the output is Σ_t o_t l_t exp(m_t - M) / L with
   M = max m_t, L = Σ l_t exp(m_t - M), which is references.softmax.merge_many_outputs of the
-  states (o_t, lse_t = m_t + ln l_t); tests/sources/test_ort_attention_kernels.py proves the tile
+  states (o_t, lse_t = m_t + ln l_t); tests/sources/ort/test_ort_attention_kernels.py proves the tile
   states of the reference merge to references.group_query.attend of the whole.
 """
 
@@ -75,7 +75,7 @@ UNINITIALISED_PARTIALS = (
     "Neither is zeroed by the program; it relies on WGSL's zero-initialisation of workgroup memory. sanitize reports "
     "the uninitialised reads; where an implementation does not zero workgroup memory (Mesa 22.3 lavapipe under wgpu) "
     "the decode output is wrong by more than 0.1, and zeroing both first makes it right. Evidence: "
-    "tests/sources/test_ort_attention.py::test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory; "
+    "tests/sources/ort/test_ort_attention.py::test_orts_decode_partials_rest_on_zero_initialised_workgroup_memory; "
     "docs/findings.md §18.6.")
 
 
@@ -118,13 +118,13 @@ class OrtDecodeProgram(DerivedConfig, Kernel):
     source = "ort"
     #: Every program of ORT's is held to its reference, run twice, sanitized and compiled by both
     #: WebGPU implementations (Naga accepts them; a refusal would be a reported divergence).
-    checks = ("reference", "determinism", "sanitize", "implementations")
+    checks: tuple[str, ...] = ("reference", "determinism", "sanitize", "implementations")
     #: `sanitize` judges the instrumented program's access log, which no compiler changes; Tint's
     #: first compile of an instrumented program of ORT's on lavapipe can take longer than the check's
     #: time limit (the paged prefill's did not finish in 40 minutes), Naga's takes seconds. So where
     #: the run has wgpu, sanitize runs there; the other checks stay on Dawn.
     check_implementations = {"sanitize": "wgpu"}
-    config_keys = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, M_TILE, MAX_PAST)
+    config_keys: tuple[ConfigKey, ...] = (DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, M_TILE, MAX_PAST)
     program = ""
     gate_shapes = {
         "quick": (dict(dtype="f32"),),
@@ -137,7 +137,8 @@ class OrtDecodeProgram(DerivedConfig, Kernel):
 
     def validate(self, config):
         if config["num_heads"] % config["kv_num_heads"]:
-            raise UsageError(f"num_heads={config['num_heads']} must be a multiple of kv_num_heads={config['kv_num_heads']}")
+            raise UsageError(f"num_heads={config['num_heads']} must be a multiple of "
+                             f"kv_num_heads={config['kv_num_heads']}")
 
     def requirements(self, config):
         return frozenset({"subgroup", "shader-f16"} if config["dtype"] == "f16" else {"subgroup"})
@@ -240,7 +241,8 @@ def partials_zero_init(check: str, evidence: str) -> KnownFinding | None:
     outputs = ("out_split_vx", "metadata")
     finding = "ort-decode-partials-zero-init"
     if check == "sanitize":
-        return KnownFinding(evidence, kinds=(FailureKind.SANITIZER,), reasons=("uninitialised read of workgroup array",),
+        return KnownFinding(evidence, kinds=(FailureKind.SANITIZER,),
+                            reasons=("uninitialised read of workgroup array",),
                             finding_id=finding, on_this_adapter=False)
     if check == "implementations":
         return KnownFinding(evidence, outputs=outputs, finding_id=finding, on_this_adapter=False)
@@ -319,7 +321,8 @@ class OrtDecodeQkv(OrtDecodeProgram):
         metadata = np.stack([np.where(untouched, np.nan, m), np.where(untouched, np.nan, lsum)], axis=-1)
         meta_budget = np.stack([m_budget, l_budget], axis=-1)
         meta_exact = np.broadcast_to((empty | untouched)[..., None], metadata.shape)
-        return [Expected.around("out_split_vx", o_ref, np.where(o_exact, 0.0, o_budget), config["dtype"], exact=o_exact),
+        return [Expected.around("out_split_vx", o_ref, np.where(o_exact, 0.0, o_budget), config["dtype"],
+                                exact=o_exact),
                 Expected.around("metadata", metadata, np.where(meta_exact, 0.0, meta_budget), "f32", exact=meta_exact)]
 
     def features(self, case):
@@ -425,10 +428,10 @@ FLASH_SUBGROUP_4 = (
     "k_start+4..7 through subgroupShuffle from lanes 4..7, which a 4-lane subgroup does not have, and weights "
     "V rows it never loaded; it shows on top of §18.2, and with the accumulators zeroed the error is still 1.1 "
     "for every query past key 3 (SwiftShader's 4-lane subgroups under ORT, and verify's 4-lane emulation). "
-    "Evidence: tests/sources/test_ort_attention.py::"
+    "Evidence: tests/sources/ort/test_ort_attention.py::"
     "test_orts_prefill_is_right_on_4_lane_subgroups_once_its_accumulators_are_zeroed (strict xfail), "
     "::test_on_4_lane_subgroups_orts_prefill_is_right_when_it_scores_4_keys_a_step (the control); "
-    "tests/sources/test_ort_attention_kernels.py (the zeroed program at width 4); docs/findings.md §18.3.")
+    "tests/sources/ort/test_ort_attention_kernels.py (the zeroed program at width 4); docs/findings.md §18.3.")
 
 FLASH_READS_PAST_CACHE = (
     "ORT's FlashAttention reads present_key and present_value past their end where the cache buffer ends within "
@@ -442,7 +445,7 @@ FLASH_READS_PAST_CACHE = (
     "out-of-bounds reads of each at 8 lanes (f16, H = 64, 8/2 heads). The select discards the rows, so the outputs "
     "are right; robust buffer access keeps the reads in the buffer, a runtime without it (Dawn's "
     "disable_robustness, which ORT enables natively) reads past the allocation. Evidence: "
-    "tests/sources/test_ort_attention_kernels.py::test_orts_flash_program_reads_only_the_cache_rows_it_has "
+    "tests/sources/ort/test_ort_attention_kernels.py::test_orts_flash_program_reads_only_the_cache_rows_it_has "
     "(strict xfail), ::test_orts_flash_program_loading_its_rows_under_an_if_passes_sanitize (the control); "
     "docs/findings.md §18.7.")
 
@@ -511,7 +514,8 @@ class OrtFlashPrefill(OrtDecodeProgram):
         if check == "sanitize":
             return [KnownFinding(FLASH_READS_PAST_CACHE, kinds=(FailureKind.SANITIZER,),
                                  reasons=(f"out-of-bounds read of storage buffer {buffer}:",),
-                                 finding_id="ort-flash-reads-past-cache") for buffer in ("present_key", "present_value")]
+                                 finding_id="ort-flash-reads-past-cache")
+                    for buffer in ("present_key", "present_value")]
         return None
 
     def finding_examples(self, check, config):

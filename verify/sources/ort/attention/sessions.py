@@ -70,8 +70,8 @@ PHASE = ConfigKey("phase", "decode", ("decode", "prefill", "flash"),
                   "programs), flash 32 or more (its FlashAttention programs)")
 DO_ROTARY = ConfigKey("do_rotary", 0, (0, 1), "rotate q and the new keys with the model's cos/sin tables")
 INTERLEAVED = ConfigKey("rotary_interleaved", 0, (0, 1), "GPT-J pairs (2i, 2i+1) instead of NeoX (d, d + R/2)")
-ROTARY_DIM = ConfigKey("rotary_dim", 0, doc="channels rotated, R (cos/sin caches are [rows, R/2]; the rest are copied): "
-                       "0 means all of head_size", bounds=(0, 256))
+ROTARY_DIM = ConfigKey("rotary_dim", 0, doc="channels rotated, R (cos/sin caches are [rows, R/2]; the rest are "
+                       "copied): 0 means all of head_size", bounds=(0, 256))
 ATTENTION_BIAS = ConfigKey("attention_bias", "none", BIAS_SHAPES,
                            "input attention_bias added to the scores: none, full ([B, N, S, total]) or shared "
                            "([1, 1, S, total]); drawn N(0, 2²) or as a mask of 0 and -10000")
@@ -90,9 +90,9 @@ SOFTCAP_IGNORED = (
     "GroupQueryAttention ignores softcap on WebGPU: the output is the uncapped attention.\n"
     "onnxruntime-web 1.30 accepts the softcap attribute but none of the programs it dispatches for "
     "GroupQueryAttention takes a softcap: with softcap = 2 the decode output differs from the softcapped "
-    "reference by about 1.8 and equals the uncapped one to 1e-6. Evidence: tests/sources/test_ort_attention.py::"
+    "reference by about 1.8 and equals the uncapped one to 1e-6. Evidence: tests/sources/ort/test_ort_attention.py::"
     "test_gqa_applies_its_softcap (strict xfail), ::test_with_softcap_gqa_computes_the_uncapped_attention; "
-    "tests/sources/test_ort_attention_softcap_copy.py (FlashAttentionDecodeQKV as shipped, a strict xfail; each score "
+    "tests/sources/ort/test_ort_attention_softcap_copy.py (FlashAttentionDecodeQKV as shipped, a strict xfail; each score "
     "capped, the control); docs/findings.md §18.1.")
 FLASH_LOOP_VAR = (
     "ORT's FlashAttention program relies on a loop-body `var` being re-zeroed every iteration; Dawn does not: "
@@ -101,7 +101,7 @@ FLASH_LOOP_VAR = (
     "their zero value per iteration, Tint (npm webgpu 0.6.2) and Naga zero them once, so queries past the first key "
     "step get errors of 0.1-0.5. It shows wherever ORT dispatches FlashAttention: GroupQueryAttention with 32 new "
     "tokens or more, PagedAttention with a local window or (16-token blocks) 32 new tokens or more. Evidence: "
-    "tests/sources/test_ort_attention.py::test_gqa_prefill_with_flash_attention_matches_the_reference, "
+    "tests/sources/ort/test_ort_attention.py::test_gqa_prefill_with_flash_attention_matches_the_reference, "
     "::test_dawn_zeroes_a_loop_bodys_var_at_every_iteration (strict xfails), "
     "::test_zeroing_orts_prefill_accumulators_explicitly_makes_it_match_the_reference (the control); "
     "docs/findings.md §18.2.")
@@ -110,7 +110,7 @@ PAGED_PREFILL_F16_SCORES = (
     "PagedAttention's prefill program for 32 new tokens or more in 32-token blocks accumulates the scores in the "
     "model's type; with queries of 130 and a key of +130 on half its channels and -130 on the other (q.k = 0, a "
     "running sum of 67600), 2560 of 2560 outputs are NaN where the attention is finite (max |output| 3.6) and the "
-    "split path computes it to 1e-3. Evidence: tests/sources/test_ort_attention.py::"
+    "split path computes it to 1e-3. Evidence: tests/sources/ort/test_ort_attention.py::"
     "test_paged_attention_prefill_keeps_large_partial_scores_finite (strict xfail), "
     "::test_paged_attention_split_path_keeps_large_partial_scores_finite (the control); docs/findings.md §18.4.")
 
@@ -202,7 +202,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
     family = "attention"
     source = "ort"
     reference = "verify.references.group_query.attend (rotate_with_tables, visible_keys)"
-    checks = ("reference", "determinism")
+    checks: tuple[str, ...] = ("reference", "determinism")
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(output_budget)
     programs: dict = {}
@@ -214,7 +214,8 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
 
     def validate(self, config):
         if config["num_heads"] % config["kv_num_heads"]:
-            raise UsageError(f"num_heads={config['num_heads']} must be a multiple of kv_num_heads={config['kv_num_heads']}")
+            raise UsageError(f"num_heads={config['num_heads']} must be a multiple of "
+                             f"kv_num_heads={config['kv_num_heads']}")
         if config["rotary_interleaved"] and not config["do_rotary"]:
             raise UsageError("rotary_interleaved=1 needs do_rotary=1")
         if config["local_window_size"] >= 0 and config["local_window_size"] >= config["max_past"] + MAX_FLASH_TOKENS:
@@ -421,7 +422,8 @@ class OrtGqa(OrtAttentionKernel):
         if config["rotary_dim"] and not config["do_rotary"]:
             raise UsageError("rotary_dim needs do_rotary=1")
         if config["rotary_dim"] % 2 or config["rotary_dim"] > config["head_size"]:
-            raise UsageError(f"rotary_dim={config['rotary_dim']} must be even and at most head_size={config['head_size']}")
+            raise UsageError(f"rotary_dim={config['rotary_dim']} must be even and at most "
+                             f"head_size={config['head_size']}")
 
     def cases(self, config, profile):
         return gqa_cases(config)

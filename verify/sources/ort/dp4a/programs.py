@@ -4,7 +4,7 @@ The WGSL is ORT's, exactly as onnxruntime-web generated it for the config (verif
 .programs); what verify supplies is what ORT's host code would: the bindings by ORT's names
 (inputs in AddInput order, then outputs, then `uniforms`), the uniform struct read from the WGSL
 and filled field by field (as ORT's ProgramManager packs it), and ORT's dispatch sizes, normalised
-as ORT normalises them. tests/sources/test_ort.py holds these launches to ORT's own: on inputs
+as ORT normalises them. tests/sources/ort/test_ort.py holds these launches to ORT's own: on inputs
 captured from an ORT run, each reproduces ORT's outputs bit for bit.
 
 Each kernel's cases are drawn in the domain where ORT runs its program: the tile program for
@@ -99,7 +99,7 @@ ZERO_BLOCK_CODES = (
     "pack4x8snorm(norm_a) with no guard for scale = 0 (dp4a_quantize.wgsl.template). The stored scale is 0, so "
     "ORT's own matmul multiplies those codes by 0 and Y is unaffected (ort.matmul_nbits passes on zero blocks), "
     "but a consumer that reads the codes, or a weight scale that is Inf or NaN, sees them. dp4a.quantize's contract "
-    "requires codes 0 there (it divides by 1). Evidence: tests/sources/test_ort.py::"
+    "requires codes 0 there (it divides by 1). Evidence: tests/sources/ort/test_ort.py::"
     "test_ort_quantizer_writes_code_zero_for_an_all_zero_block (strict xfail); docs/findings.md §13.")
 
 
@@ -198,7 +198,7 @@ F16_ACCUMULATION = (
     "DP4AMatMulNBits keeps lane_output1..4 as vec4<output_element_t> (f16 for f16 models) and adds each chunk "
     "product to them; onnxruntime-web 1.30 has no f32-accumulation option. The f16 accumulation overflow of "
     "docs/findings.md §7 (onnxruntime#29599, #29611), reproduced here in ORT's own WGSL. Evidence: "
-    "tests/sources/test_ort.py::test_ort_tile_program_keeps_large_same_sign_sums_finite (strict xfail); "
+    "tests/sources/ort/test_ort.py::test_ort_tile_program_keeps_large_same_sign_sums_finite (strict xfail); "
     "docs/findings.md §13.")
 
 
@@ -206,7 +206,7 @@ NAGA_REFUSES_TILE = (
     "Naga refuses ORT's tile program: subgroupShuffle with an abstract-int lane, valid WGSL Tint accepts.\n"
     "DP4AMatMulNBits broadcasts B with `subgroupShuffle(own_b0, 0)`; Naga (wgpu, Firefox) reports \"Subgroup "
     "operation is invalid\" for the literal lane, Tint (Dawn, Chrome) compiles it, so the program does not run in "
-    "wgpu whatever the adapter. Evidence: tests/sources/test_ort.py::"
+    "wgpu whatever the adapter. Evidence: tests/sources/ort/test_ort.py::"
     "test_naga_refusing_orts_tile_program_is_a_compile_divergence; docs/findings.md §13.5.")
 UNLOADED_TILE_ROWS = (
     "ORT's tile program reads workgroup tiles it never loaded: the rows of A past M and of B past N in a partial "
@@ -225,7 +225,7 @@ SMALL_M_READS = (
     "the values are never used, but ORT turns Dawn's robustness off natively). inter_results is only ever added to "
     "(`+=`), so the sums start from WGSL's zero-initialisation of workgroup memory: where an implementation does "
     "not zero it (Mesa 22.3 lavapipe under wgpu, docs/findings.md §8) Y is wrong (err/budget 1.7e7), and zeroing "
-    "inter_results first makes it right. Evidence: tests/sources/test_ort.py::"
+    "inter_results first makes it right. Evidence: tests/sources/ort/test_ort.py::"
     "test_orts_small_m_program_reads_no_a_scale_past_its_row, ::test_orts_matmul_programs_read_only_workgroup_"
     "memory_they_wrote (strict xfails), ::test_orts_small_m_result_rests_on_zero_initialised_workgroup_memory; "
     "docs/findings.md §13.")
@@ -277,7 +277,8 @@ class OrtMatmul(DerivedConfig, Matmul):
 
     #: The sanitize check's findings (every config: a partial tile, or K/128 % 8 != 0, is drawn):
     #: (evidence, what each of the sanitizer's messages of it names, the finding's id).
-    sanitize_findings = ((UNLOADED_TILE_ROWS, "uninitialised read of workgroup array", "ort-tile-reads-unloaded-rows"),)
+    sanitize_findings: tuple[tuple[str, str, str], ...] = (
+        (UNLOADED_TILE_ROWS, "uninitialised read of workgroup array", "ort-tile-reads-unloaded-rows"),)
     #: The finding the outputs show where the implementation does not zero workgroup memory, or None.
     zero_init_finding: str | None = None
     #: Naga refuses this program (docs/findings.md §13.5): a compile divergence on any check run on
@@ -369,7 +370,8 @@ class OrtMatmulSmallM(OrtMatmul):
     program = SMALL_M
     tile = "small_m"
     capture_m = 1
-    sanitize_findings = ((SMALL_M_READS, "out-of-bounds read of storage buffer scales_a", "ort-small-m-scales-past-row"),
+    sanitize_findings = ((SMALL_M_READS, "out-of-bounds read of storage buffer scales_a",
+                          "ort-small-m-scales-past-row"),
                          (SMALL_M_READS, "uninitialised read of workgroup array", "ort-small-m-zero-init"))
     zero_init_finding = "ort-small-m-zero-init"
     naga_refuses = False  # the small-M program compiles under Naga (docs/findings.md §13.5)

@@ -192,7 +192,7 @@ BELOW_FLOOR = (
     "so with every logit below it the max stays there, every weight 2^(s - m) underflows to 0, and the kernel "
     "stores lse = -5e4 + log2 k (k stand-in states) and output 0, where the reference is a weighted mean of V "
     "(softmax is shift-invariant). Observed on TVM 0.27: lse -49998 where the reference is -62298.9 +- 0.985 "
-    "(err/budget 1.25e4). Evidence: tests/sources/test_tvm.py::test_tvm_decode_attends_logits_below_its_floor "
+    "(err/budget 1.25e4). Evidence: tests/sources/tvm/test_tvm.py::test_tvm_decode_attends_logits_below_its_floor "
     "(strict xfail); docs/findings.md §4.")
 
 
@@ -204,7 +204,7 @@ PACKED_GRID = (
     "webgpu.ts L771-789), an odd x leaves one workgroup whose flat index equals packGridDimX, and it runs "
     "(codegen_webgpu.cc L330-332): the decode reads page_indptr[B + 1] and writes sequence B's output and lse, "
     "one past the end. The check lowers the runtime's packing threshold (65536) so that batches of 2 or 3 take "
-    "the packed path; a batch of 3 shows it. Evidence: tests/sources/test_tvm.py::"
+    "the packed path; a batch of 3 shows it. Evidence: tests/sources/tvm/test_tvm.py::"
     "test_packed_grid_runs_no_workgroup_past_x (strict xfail, at the real threshold with 65537 rows); "
     "docs/findings.md §6.")
 
@@ -215,15 +215,16 @@ class TvmDecode(DecodeKernel):
     name = "tvm.decode"
     source = "tvm"
     summary = "Apache TVM 0.27's generated paged decode (_attention_decode, tvm.build for webgpu)"
-    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE,
-                   ConfigKey("sliding_window", 0, (0,), "TVM's sliding-window decode is tvm.decode_sliding_window"),
-                   *SCALING_KEYS)
+    config_keys: tuple[ConfigKey, ...] = (
+        HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE,
+        ConfigKey("sliding_window", 0, (0,), "TVM's sliding-window decode is tvm.decode_sliding_window"),
+        *SCALING_KEYS)
     checks = DecodeKernel.checks + ("differential", "below_floor", "packed_grid")
     differential_partner = "decode.tiled"
-    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_1),
-                   dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"),
-                   dict(head_dim=256, qo_heads=32, kv_heads=8, dtype="f16"),
-                   dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16"))
+    gate_shapes: tuple[dict, ...] = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_1),
+                                     dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32"),
+                                     dict(head_dim=256, qo_heads=32, kv_heads=8, dtype="f16"),
+                                     dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16"))
 
     def gate_configs(self, profile):
         """Llama-3.1-8B with its rope scaling, MHA in f32 (G = 1: two rows per lane), Gemma-like
@@ -332,7 +333,7 @@ def all_below_floor(kind: str, lengths) -> bool:
     arrays need not be built (decode_cases' `drop`). Its keys are -A(1 + e), e in [0, 1/2), its
     query A, unrotated, so each base-2 logit is FAR_NEGATIVE_LOGIT (1 + e) / 1.25 <= -5.6e4
     (before rounding A and the keys to f16, 2^-11 each), far below EMPTY_MAX + FLOOR_MARGIN, and
-    below_floor_bound says so of every one (tests/sources/test_tvm.py draws them)."""
+    below_floor_bound says so of every one (tests/sources/tvm/test_tvm.py draws them)."""
     return kind == "far_negative" and bool(np.any(np.asarray(lengths) > 0))
 
 
@@ -419,7 +420,8 @@ class TvmDecodeSlidingWindow(TvmDecode):
     summary = ("Apache TVM 0.27's generated paged decode with attention sinks and a sliding window "
                "(_attention_decode(sliding_window=True))")
     config_keys = tuple(ConfigKey("sliding_window", 1, (1,), "length_info is [3, B]: last_page_len, window offset, "
-                                  "sink size") if key.name == "sliding_window" else key for key in TvmDecode.config_keys)
+                                  "sink size") if key.name == "sliding_window" else key
+                        for key in TvmDecode.config_keys)
     #: Llama-3.2-1B with its rope scaling, and MHA (G = 1: two rows per lane) at D = 128 in f32.
     gate_shapes = (dict(head_dim=64, qo_heads=32, kv_heads=8, dtype="f16", **LLAMA_3_2),
                    dict(head_dim=128, qo_heads=8, kv_heads=8, dtype="f32"))
@@ -439,7 +441,7 @@ MERGE_RACE = (
     "on lavapipe (subgroups of 8, run one after another) on every config; an H200 (subgroups of 32) passed 100 "
     "examples of 5 configs. Shrunk case tokens=1 heads=32 lse_kind=close: v got 0.585, expected -0.00137 "
     "+- 2.55e-06 (err/budget 2.3e5), dims 0-31 right, 32-127 wrong; s merged 4 times. Evidence: "
-    "tests/sources/test_tvm.py::test_tvm_merge_state_matches_the_reference (strict xfail) and "
+    "tests/sources/tvm/test_tvm.py::test_tvm_merge_state_matches_the_reference (strict xfail) and "
     "::test_one_storage_barrier_fixes_tvms_merge (one storageBarrier() before the write of S fixes it); "
     "docs/findings.md §2.")
 #: Known finding of tvm.merge_state under `infinite_empty` (Kernel.known_finding).
@@ -448,7 +450,7 @@ INFINITE_EMPTY = (
     "TVM writes an empty state as -5e4 and never -inf; given two -inf states it takes M = max(s, s') = -inf and "
     "weighs each side exp2(-inf - M) = exp2(NaN), so s and v come back NaN (one -inf side alone is fine: weight "
     "0). Where the race of the reference check shows (lavapipe), it adds elements over budget. Evidence: "
-    "tests/sources/test_tvm.py::test_tvm_merge_state_merges_two_infinite_empty_states (strict xfail); "
+    "tests/sources/tvm/test_tvm.py::test_tvm_merge_state_merges_two_infinite_empty_states (strict xfail); "
     "docs/findings.md §3.")
 
 
@@ -464,7 +466,7 @@ def dropped_heads_finding(config: dict, dropped: range) -> str:
             f"head_dim {config['head_dim']}, and races.\n"
             "The schedule covers the heads with gdy = H // bdy slices of bdy heads (_decode_kernels.py L463), "
             "so the heads past gdy·bdy keep their first state: s and v unchanged. The race of the other heads "
-            "(docs/findings.md §2) shows too. Evidence: tests/sources/test_tvm.py::"
+            "(docs/findings.md §2) shows too. Evidence: tests/sources/tvm/test_tvm.py::"
             "test_tvm_merge_state_merges_every_head_of_nine (strict xfail); docs/findings.md §5.\n" + MERGE_RACE)
 
 

@@ -113,7 +113,7 @@ TREE_OUT_OF_BOUNDS = (
     "(the gate's, and the test's): tree_attn(h_kv=1, h_q=4, d=96, float32), one chain [-1, 0, 1, 2]: query row 3, "
     "head 3 wrong in all 96 dims (|dO| up to 0.159, err/budget 1.04e3; its lse err/budget 1.66e3); drawn cases at "
     "32/8 heads reach err/budget 6e4. Guarding the stores with threadIdx.y < 4 "
-    "fixes both tree kernels. Evidence: tests/sources/test_tvm_prefill.py::"
+    "fixes both tree kernels. Evidence: tests/sources/tvm/test_tvm_prefill.py::"
     "test_tvm_tree_attention_is_right_at_head_dim_96_f32 (strict xfail) and "
     "::test_guarding_the_extra_warp_fixes_tvms_tree_kernels; docs/findings.md §14.")
 
@@ -126,7 +126,7 @@ TREE_EXTRA_WARP_RACE = (
     "determinism 7/56 lse and 676/5376 outputs, and its page_permutation 4/1536 outputs. lavapipe runs the warps "
     "of a workgroup in one order, so there both checks pass and record the finding as not reproduced. Guarding "
     "the stores with threadIdx.y < 4 removes the race with the wrong outputs. Evidence: the H200 ci gate's records "
-    "(benchmarks/results/h200_gate_ci.json) and tests/sources/test_tvm_prefill.py::"
+    "(benchmarks/results/h200_gate_ci.json) and tests/sources/tvm/test_tvm_prefill.py::"
     "test_guarding_the_extra_warp_fixes_tvms_tree_kernels; docs/findings.md §14.1.")
 
 TREE_MASK_READ = (
@@ -137,7 +137,7 @@ TREE_MASK_READ = (
     "the end of mask / tree_order (shrunk case: one tree of one node, f16 D = 64: index 2 of a 2-element mask). "
     "WebGPU's robust buffer access makes the read return some value of the buffer or 0, and those rows are never "
     "stored, so the outputs are right; a runtime without robust access would read out of bounds. Evidence: "
-    "tests/sources/test_tvm_prefill.py::test_tvm_tree_attention_reads_only_its_trees_mask (strict xfail); "
+    "tests/sources/tvm/test_tvm_prefill.py::test_tvm_tree_attention_reads_only_its_trees_mask (strict xfail); "
     "docs/findings.md §14.")
 
 #: What the sanitizer's message of each tree finding names (KnownFinding.reasons): the mask read
@@ -154,7 +154,7 @@ BELOW_FLOOR_PREFILL = (
     "the mean of the hidden V rows, so a causal row returns the average of its future tokens' values. Observed on TVM "
     "0.27 (f32 D = 64, a causal chunk of 20 tokens on its 20 rows): row 3 equals sum(V[4..19]) / 29 and its lse "
     "-5e4 + log2(29); one row on one row of context: lse -49996 where the reference is -62054.6 +- 0.507 (err/budget "
-    "2.4e4). Evidence: tests/sources/test_tvm_prefill.py::test_tvm_prefill_attends_logits_below_its_floor (strict "
+    "2.4e4). Evidence: tests/sources/tvm/test_tvm_prefill.py::test_tvm_prefill_attends_logits_below_its_floor (strict "
     "xfail) and ::test_below_its_floor_a_causal_row_returns_the_mean_of_its_future; docs/findings.md §16.")
 
 LLAMA3_CSE = ("apache-tvm 0.27 cannot build {build} for webgpu: its TIR common-subexpression elimination hoists an "
@@ -192,7 +192,8 @@ class TvmPrefillKernel(Kernel):
 
     def validate(self, config):
         if config["qo_heads"] % config["kv_heads"]:
-            raise UsageError(f"qo_heads={config['qo_heads']} must be a positive multiple of kv_heads={config['kv_heads']}")
+            raise UsageError(f"qo_heads={config['qo_heads']} must be a positive multiple of "
+                             f"kv_heads={config['kv_heads']}")
         validate_variant(config)
 
     def requirements(self, config):
@@ -302,7 +303,8 @@ class TvmPrefillKernel(Kernel):
     def output_shapes(self, config, case) -> dict:
         rows, heads = case["q"].shape[0], config["qo_heads"]
         v_dim = self.v_dim(config)
-        return {"output": Output(STORAGE[config["dtype"]], (rows, heads, v_dim)), "lse": Output(np.float32, (rows, heads))}
+        return {"output": Output(STORAGE[config["dtype"]], (rows, heads, v_dim)),
+                "lse": Output(np.float32, (rows, heads))}
 
     def v_dim(self, config) -> int:
         return config["head_dim"]
@@ -383,22 +385,22 @@ class TvmPrefill(TvmPrefillKernel):
     name = "tvm.prefill"
     summary = "Apache TVM 0.27's generated paged prefill (_attention_prefill, tvm.build for webgpu)"
     reference = "verify.references.prefill.paged_prefill_attention"
-    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, CAUSAL, *SCALING_KEYS)
-    checks = ("reference", "determinism", "page_permutation", "causal_split", "prefill_vs_decode", "below_floor",
-              "sanitize", "implementations")
+    config_keys: tuple[ConfigKey, ...] = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, CAUSAL, *SCALING_KEYS)
+    checks: tuple[str, ...] = ("reference", "determinism", "page_permutation", "causal_split", "prefill_vs_decode",
+                               "below_floor", "sanitize", "implementations")
     small_arrays = ("q_indptr", "page_indptr", "page_values", "length_info", "k_rope_pos_offset", "q_rope_position")
     layout_kind = "paged"
     #: Llama-3.1-8B with its rope scaling over the runtime's unmasked paged context; MHA in f32; D = 256 (Gemma-like);
     #: G = 32 (one kv head); a group of 7 that divides no row tile; Phi-3-like D = 96 in f32.
-    gate_shapes = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=0, **LLAMA_3_1),
-                   dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32", causal=1),
-                   dict(head_dim=256, qo_heads=16, kv_heads=8, dtype="f16", causal=1),
-                   dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16", causal=1),
-                   dict(head_dim=64, qo_heads=14, kv_heads=2, dtype="f16", causal=1),
-                   dict(head_dim=96, qo_heads=32, kv_heads=32, dtype="f32", causal=0))
-    ci_shapes = (dict(head_dim=128, qo_heads=4, kv_heads=1, dtype="f16", causal=0, **LLAMA_3_1),
-                 dict(head_dim=64, qo_heads=4, kv_heads=4, dtype="f32", causal=1),
-                 dict(head_dim=64, qo_heads=14, kv_heads=2, dtype="f16", causal=1))
+    gate_shapes: tuple[dict, ...] = (dict(head_dim=128, qo_heads=32, kv_heads=8, dtype="f16", causal=0, **LLAMA_3_1),
+                                     dict(head_dim=64, qo_heads=8, kv_heads=8, dtype="f32", causal=1),
+                                     dict(head_dim=256, qo_heads=16, kv_heads=8, dtype="f16", causal=1),
+                                     dict(head_dim=128, qo_heads=32, kv_heads=1, dtype="f16", causal=1),
+                                     dict(head_dim=64, qo_heads=14, kv_heads=2, dtype="f16", causal=1),
+                                     dict(head_dim=96, qo_heads=32, kv_heads=32, dtype="f32", causal=0))
+    ci_shapes: tuple[dict, ...] = (dict(head_dim=128, qo_heads=4, kv_heads=1, dtype="f16", causal=0, **LLAMA_3_1),
+                                   dict(head_dim=64, qo_heads=4, kv_heads=4, dtype="f32", causal=1),
+                                   dict(head_dim=64, qo_heads=14, kv_heads=2, dtype="f16", causal=1))
     sliding = False
 
     def build(self, config):
@@ -553,9 +555,9 @@ class TvmTreeAttention(TvmPrefillKernel):
     name = "tvm.tree_attention"
     summary = "Apache TVM 0.27's generated ragged token-tree attention (tree_attn, tvm.build for webgpu)"
     reference = "verify.references.prefill.tree_attention"
-    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, *SCALING_KEYS)
-    checks = ("reference", "determinism", "sanitize", "implementations")
-    small_arrays = ("q_indptr", "kv_indptr", "q_rope_position", "mn_indptr", "mask")
+    config_keys: tuple[ConfigKey, ...] = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, *SCALING_KEYS)
+    checks: tuple[str, ...] = ("reference", "determinism", "sanitize", "implementations")
+    small_arrays: tuple[str, ...] = ("q_indptr", "kv_indptr", "q_rope_position", "mn_indptr", "mask")
     layout_kind = "tree"
     paged = False
     #: Llama-3-like heads without scaling (tree_attn with llama3 does not build at G = 4: §15), f32 with a group

@@ -21,16 +21,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from verify.budgets.ort_attention import score_errors, softcap_errors
+from verify.export.findings import with_copy_below_total, with_softcap
 from verify.references.group_query import attend, softcapped, visible_keys
 from verify.references.softmax import merge_many_outputs
-from verify.budgets.ort_attention import score_errors, softcap_errors
-from verify.errors import SetupError
-from verify.export.findings import with_copy_below_total, with_softcap
 from verify.results.record import Verdict
-from verify.sources.ort import programs
 from verify.sources.ort.attention.copy_kv_cache import COPY_READS_PAST_END, OrtCopyKvCache, copy_case
-from verify.sources.ort.attention.sessions import SOFTCAP_IGNORED
 from verify.sources.ort.attention.programs import OrtDecodeQkv, present_cache, tile_states
+from verify.sources.ort.attention.sessions import SOFTCAP_IGNORED
 
 SOFTCAP_CONFIG = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2, softcap=2.0)
 COPY_CONFIG = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2)
@@ -93,24 +91,6 @@ def test_the_copy_contract_is_the_past_then_the_new_tokens_and_nothing_past_each
 
 
 # -- ORT on Dawn ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    """One WGSL cache for this module's tests, away from the user's."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-softcap-copy-wgsl")))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ort():
-    from verify.sources.ort import runtime
-
-    try:
-        return runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
 def _check(kernel, config, check_name, wgsl=None, examples=3):
     from verify.api import check
 

@@ -17,17 +17,16 @@ import numpy as np
 import pytest
 
 from verify.budgets.ort_attention import output_budget, score_errors
-from verify.errors import SetupError, UsageError
+from verify.errors import UsageError
 from verify.export.findings import with_f32_scores
 from verify.results.record import Verdict
-from verify.sources.ort import programs
-from verify.sources.ort.attention.sessions import PAGED_PREFILL_F16_SCORES
 from verify.sources.ort.attention.paged_prefill import (
     OrtPagedPrefill,
     PagedPrefill,
     scattered_caches,
     sequence_rows,
 )
+from verify.sources.ort.attention.sessions import PAGED_PREFILL_F16_SCORES
 
 CONFIG = dict(head_size=64, num_heads=4, kv_num_heads=1)
 
@@ -152,7 +151,7 @@ def test_the_program_reads_no_subgroup_value_and_the_per_change_gates_leave_it_o
     from verify.profiles import get_profile
 
     # The program as ORT generated it, committed with §18.4's reproduction.
-    wgsl = (Path(__file__).resolve().parents[2] / "reports" / "findings" / "ort-paged-prefill-f16-scores"
+    wgsl = (Path(__file__).resolve().parents[3] / "reports" / "findings" / "ort-paged-prefill-f16-scores"
             / "kernel.wgsl").read_text()
     assert "enable subgroups;" in wgsl and wgsl.startswith("// kernel: ort.attention.paged_prefill\n")
     assert not [name for name in BUILTINS if re.search(rf"\b{name}\s*\(", wgsl)]
@@ -168,28 +167,6 @@ def test_the_program_reads_no_subgroup_value_and_the_per_change_gates_leave_it_o
 
 
 # -- ORT on Dawn ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    """One WGSL cache for this module's tests, away from the user's."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-paged-prefill-wgsl")))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ort():
-    from verify.checks import all_checks, register
-    from verify.sources.ort import runtime
-    from verify.sources.ort.attention.checks import LARGE_SCORES
-
-    if "large_scores" not in all_checks():  # an install of verify older than this checkout
-        register(LARGE_SCORES)
-    try:
-        return runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
 def _check(check_name, examples=3, wgsl=None, implementation="dawn"):
     from verify.api import check
 

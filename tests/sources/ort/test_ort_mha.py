@@ -16,11 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.errors import SetupError
 from verify.results.record import Verdict
-from verify.sources.ort import programs
-from verify.sources.ort.attention.sessions import FLASH_LOOP_VAR
 from verify.sources.ort.attention.mha import OrtMha, mha_cases, mha_path
+from verify.sources.ort.attention.sessions import FLASH_LOOP_VAR
 
 
 def _draw(config, count=150):
@@ -101,23 +99,6 @@ def test_the_expected_output_is_softmax_attention_over_the_past_and_the_new_keys
 
 
 # -- with ORT on Dawn ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-mha-wgsl")))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ort():
-    from verify.sources.ort import runtime
-
-    try:
-        return runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
 def _check(config, examples=6):
     from verify.api import check
 

@@ -18,9 +18,9 @@ longest; and the decode partials rest on zero-initialised workgroup memory (docs
 The softcap, FlashAttention and paged-prefill findings are also KNOWN in the gate through the
 end-to-end kernels `ort.gqa` and `ort.paged_attention`, and the decode's reliance on zeroed
 workgroup memory under `sanitize` of `ort.attention.decode_qkv`
-(tests/sources/test_ort_attention_kernels.py); softcap and CopyKVCache's reads also at program level,
+(tests/sources/ort/test_ort_attention_kernels.py); softcap and CopyKVCache's reads also at program level,
 `ort.attention.decode_qkv` with `softcap` and `ort.attention.copy_kv_cache`
-(tests/sources/test_ort_attention_softcap_copy.py); the 4-lane subgroups finding on a real 4-lane
+(tests/sources/ort/test_ort_attention_softcap_copy.py); the 4-lane subgroups finding on a real 4-lane
 adapter is a test only (docs/ort-attention.md §6).
 
 Tests that run ORT or Dawn need what scripts/setup.sh installs and skip, saying why, without it.
@@ -35,7 +35,6 @@ import pytest
 
 from verify.errors import SetupError, UsageError
 from verify.gpu import Output
-from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention.launch import DecodeSplit, decode_workgroup_storage
 from verify.sources.ort.attention.models import (
@@ -49,34 +48,6 @@ from verify.sources.ort.launch import bind
 
 QKV, REDUCE, PREFILL, COPY = ("FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce", "FlashAttention",
                               "CopyKVCache")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    """One WGSL cache for this module's tests, away from the user's."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-wgsl")))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ort():
-    try:
-        return ort_runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="module")
-def dawn(ort):
-    from verify.gpu.dawn import DawnDevice
-
-    try:
-        device = DawnDevice()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-    yield device
-    device.close()
 
 
 # -- a float64 reference from the op's definition ---------------------------------------------------------

@@ -323,7 +323,7 @@ def test_known_findings_are_the_documented_failures(name):
         assert all(f.finding_id for f in findings), [f.headline for f in findings]
         for stated in findings:
             evidence = stated.text.split("\n", 1)[1]
-            assert "Evidence: tests/sources/test_tvm.py::" in evidence, stated.headline
+            assert "Evidence: tests/sources/tvm/test_tvm.py::" in evidence, stated.headline
             cited = [word.strip("(),.").rsplit("::", 1)[-1] for word in evidence.split() if "test_" in word]
             assert cited and all(callable(globals().get(test)) for test in cited), cited
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.references.group_query import rotate_with_tables
 from verify.budgets.ort_attention import rotation_error
-from verify.errors import SetupError, UsageError
+from verify.errors import UsageError
+from verify.references.group_query import rotate_with_tables
 from verify.results.record import Verdict
-from verify.sources.ort import programs
 from verify.sources.ort.attention.cases import gqa_cases, rotary_tables
 from verify.sources.ort.attention.sessions import OrtGqa, _rotated
 
@@ -74,23 +73,6 @@ def test_bad_rotary_dims_are_usage_errors():
 
 
 # -- with ORT on Dawn ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-gqa-inputs-wgsl")))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ort():
-    from verify.sources.ort import runtime
-
-    try:
-        return runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.mark.webgpu
 @pytest.mark.parametrize("config", [
     dict(dtype="f32", num_heads=4, kv_num_heads=2, packed_qkv=1),

@@ -20,22 +20,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from verify.budgets.ort_attention import output_budget, score_errors
+from verify.errors import UsageError
+from verify.export.findings import with_loads_under_an_if
 from verify.references.group_query import attend, rotate_with_tables, visible_keys
 from verify.references.rope import rotate_gptj, rotate_neox
 from verify.references.softmax import merge_many_outputs
-from verify.budgets.ort_attention import output_budget, score_errors
-from verify.errors import SetupError, UsageError
-from verify.export.findings import with_loads_under_an_if
 from verify.results.record import Verdict
-from verify.sources.ort import programs
 from verify.sources.ort.attention.cases import gqa_path, paged_path, rotary_tables
-from verify.sources.ort.attention.sessions import (
-    FLASH_LOOP_VAR,
-    PAGED_PREFILL_F16_SCORES,
-    SOFTCAP_IGNORED,
-    OrtGqa,
-    OrtPagedAttention,
-)
 from verify.sources.ort.attention.programs import (
     FLASH_READS_PAST_CACHE,
     FLASH_SUBGROUP_4,
@@ -45,6 +37,13 @@ from verify.sources.ort.attention.programs import (
     OrtFlashPrefill,
     present_cache,
     tile_states,
+)
+from verify.sources.ort.attention.sessions import (
+    FLASH_LOOP_VAR,
+    PAGED_PREFILL_F16_SCORES,
+    SOFTCAP_IGNORED,
+    OrtGqa,
+    OrtPagedAttention,
 )
 
 
@@ -160,28 +159,6 @@ def test_an_f16_budget_exceeds_the_f32_one_and_both_are_finite(path):
 
 
 # -- ORT on Dawn ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    """One WGSL cache for this module's tests, away from the user's."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-attention-wgsl")))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ort():
-    from verify.checks import all_checks, register
-    from verify.sources.ort import runtime
-    from verify.sources.ort.attention.checks import LARGE_SCORES
-
-    if "large_scores" not in all_checks():  # an install of verify older than this checkout
-        register(LARGE_SCORES)
-    try:
-        return runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
 def _reference(kernel, config, examples=6, check_name="reference", wgsl=None, implementation="dawn"):
     from verify.api import check
 

@@ -21,12 +21,10 @@ import re
 import numpy as np
 import pytest
 
+from verify.errors import UsageError
 from verify.references.group_query import attend, visible_keys
 from verify.references.softmax import merge_many_outputs
-from verify.errors import SetupError, UsageError
 from verify.results.record import Verdict
-from verify.sources.ort import programs
-from verify.sources.ort.attention.sessions import OrtPagedAttention
 from verify.sources.ort.attention.paged_programs import (
     PAGED_QKV,
     PAGED_REDUCE,
@@ -41,6 +39,7 @@ from verify.sources.ort.attention.paged_programs import (
     sequence_lengths,
     sequence_rows,
 )
+from verify.sources.ort.attention.sessions import OrtPagedAttention
 
 SMALL = dict(head_size=64, num_heads=4, kv_num_heads=1)
 
@@ -152,36 +151,6 @@ def test_configs_ort_cannot_build_are_usage_errors():
 
 
 # -- ORT on Dawn ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    """One WGSL cache for this module's tests, away from the user's."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(programs.CACHE_ENV, str(tmp_path_factory.mktemp("ort-paged-wgsl")))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ort():
-    from verify.sources.ort import runtime
-
-    try:
-        return runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="module")
-def dawn(ort):
-    from verify.gpu.dawn import DawnDevice
-
-    try:
-        device = DawnDevice()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-    yield device
-    device.close()
-
-
 def _check(kernel, config, check_name="reference", implementation="dawn", examples=4, wgsl=None):
     from verify.api import check
 

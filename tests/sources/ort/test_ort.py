@@ -24,8 +24,6 @@ import numpy as np
 import pytest
 
 import verify
-from verify.references.dp4a_quant import pack_codes, quantize_blocks, unpack_codes
-from verify.references.nbits import default_zero_point, pack_weights
 from verify.budgets.end_to_end import dp4a_budget, float_budget
 from verify.cases import Case
 from verify.checks import get_check
@@ -38,47 +36,19 @@ from verify.instrument import OutOfBounds, SanitizingDevice, UninitializedRead
 from verify.kernels.registry import get_kernel
 from verify.plan import check_jobs, gate_jobs
 from verify.profiles import get_profile
+from verify.references.dp4a_quant import pack_codes, quantize_blocks, unpack_codes
+from verify.references.nbits import default_zero_point, pack_weights
 from verify.results.record import KnownFinding, Verdict
 from verify.sources.ort import cache as ort_cache_module
 from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
-from verify.sources.ort.launch import bind, ort_grid, zero_blocks_per_col
 from verify.sources.ort.dp4a.model import MatMulNBitsModel
+from verify.sources.ort.launch import bind, ort_grid, zero_blocks_per_col
 from verify.sources.shipped import Shipped
 from verify.wgsl import read_interface
 
 ORT_KERNELS = ("ort.matmul_nbits", "ort.dp4a.quantize", "ort.dp4a.matmul", "ort.dp4a.matmul_small_m")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ort_cache(tmp_path_factory):
-    """One WGSL cache for this module's tests, away from the user's."""
-    with pytest.MonkeyPatch.context() as patch:
-        path = tmp_path_factory.mktemp("ort-wgsl")
-        patch.setenv(programs.CACHE_ENV, str(path))
-        yield path
-
-
-@pytest.fixture(scope="module")
-def ort():
-    """ORT's runtime on Dawn; skipped, with the reason, where scripts/setup.sh has not run."""
-    try:
-        return ort_runtime.shared_runtime()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="module")
-def dawn(ort):
-    from verify.gpu.dawn import DawnDevice
-
-    try:
-        device = DawnDevice()
-    except SetupError as exc:
-        pytest.skip(str(exc))
-    yield device
-    device.close()
 
 
 def capture(ort, dtype="f32", bits=4, block_size=32, zero_points=False, bias=False, m=4, k=256, n=32,
