@@ -9,8 +9,8 @@ CPU reference code each function here follows, named in its docstring):
 | q8_1 | 32     | 36    | d f16, s f16 (= d Σ q, rounded), qs int8[32]     | d q_j                            |
 | q4_0 | 32     | 18    | d f16, qs u8[16]: q_j in the low nibble of byte j, q_{j+16} in the high | d (q_j - 8)   |
 | q4_1 | 32     | 20    | d f16, m f16, qs u8[16] as q4_0                  | d q_j + m                        |
-| q4_K | 256    | 144   | d f16, dmin f16, scales u8[12] (8 six-bit scales and mins), qs u8[128] | d sc_b q_j - dmin m_b |
-| q2_K | 256    | 84    | scales u8[16] (low nibble scale, high min), qs u8[64], d f16, dmin f16 | d sc_b q_j - dmin m_b |
+| q4_K | 256    | 144   | d f16, dmin f16, scales u8[12] (8 six-bit scales, mins), qs u8[128] | d sc_b q_j - dmin m_b |
+| q2_K | 256    | 84    | scales u8[16] (low nibble scale, high min), qs u8[64], d, dmin f16 | d sc_b q_j - dmin m_b |
 
 Dequantization is exact in float64: every value is a product of an f16 and a small integer
 (plus an f16), which float64 holds exactly. Quantization follows ggml's `quantize_row_*_ref`
@@ -53,7 +53,9 @@ def f16_field(blocks: np.ndarray, offset: int) -> np.ndarray:
 
 
 def _f16_bytes(values) -> np.ndarray:
-    return np.asarray(values, np.float16).astype("<f2")[..., None].view(np.uint8)
+    """Little-endian f16 bytes of values (GGML_FP32_TO_FP16: round to nearest even; past 65504, inf)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(values, np.float16).astype("<f2")[..., None].view(np.uint8)
 
 
 def k_scale_min(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """verify.sources.llamacpp.selection follows ggml-webgpu's C++, rule by rule.
 
 Each rule is held twice: to the line of the pinned C++ it cites (the line must still say what the
-port does: run where `verify setup --llamacpp` has put the sources in the cache) and to worked
+port does: run where `source.obtain()` has put the sources in the cache) and to worked
 examples computed by hand from that C++.
 """
 
@@ -19,7 +19,8 @@ S, C = "ggml-webgpu-shader-lib.hpp", "ggml-webgpu.cpp"
 #: (rule, file, line, text the line holds)
 CITED = [
     ("flash_attn_use_vec_path", C, 1969, "(Q->ne[1] < GGML_WEBGPU_FLASH_ATTN_VEC_MAX_SEQ_LEN)"),
-    ("flash_attn_k_direct", S, 701, "K->type == GGML_TYPE_F16 || K->type == GGML_TYPE_Q8_0 || K->type == GGML_TYPE_Q4_0"),
+    ("flash_attn_k_direct", S, 701,
+     "K->type == GGML_TYPE_F16 || K->type == GGML_TYPE_Q8_0 || K->type == GGML_TYPE_Q4_0"),
     ("flash_attn_k_direct", S, 702, "(K->ne[1] % GGML_WEBGPU_KV_SEQ_PAD == 0)"),
     ("flash_attn_wg_mem_bytes", S, 894, "f32_elems += kv_tile * max_head_dim;"),
     ("flash_attn_vec_kv_tile", S, 937, "std::min(GGML_WEBGPU_FLASH_ATTN_VEC_MAX_KV_TILE, max_kv_tile)"),
@@ -28,15 +29,18 @@ CITED = [
     ("flash_attn_d_split", S, 2938, "std::min(std::min(context.min_subgroup_size, 4u), std::max(D_lsb / 4u, 1u))"),
     ("vec_attention_plan (blk WG_SIZE)", S, 2966, "while ((wg_size << 1) <= context.max_wg_size)"),
     ("flash_attn_vec_nwg", C, 2074, "while ((2u * nwg * kv_span) < (uint64_t) seq_len_kv && nwg < vec_nwg_cap)"),
-    ("flash_attn_vec_nwg (cap)", C, 2105, "const uint32_t vec_nwg_cap = ctx->global_ctx->capabilities.min_subgroup_size;"),
-    ("vec_attention_plan (reduce WG_SIZE)", C, 2221, "const uint32_t reduce_sg_size = ctx->global_ctx->capabilities.max_subgroup_size;"),
+    ("flash_attn_vec_nwg (cap)", C, 2105,
+     "const uint32_t vec_nwg_cap = ctx->global_ctx->capabilities.min_subgroup_size;"),
+    ("vec_attention_plan (reduce WG_SIZE)", C, 2221,
+     "const uint32_t reduce_sg_size = ctx->global_ctx->capabilities.max_subgroup_size;"),
     ("vec_attention_plan (split grid)", C, 2248, "const uint64_t split_wg_total = (uint64_t) wg_x * nwg;"),
     ("alibi", C, 1986, "float n_head_log2 = float(1u << (uint32_t) floor(log2(Q->ne[2])));"),
     ("can_use_mmvq", S, 1176, "if (src1->ne[1] <= 4) {"),
     ("can_use_mmvq", S, 1177, 'bool supports_dp4a = vendor == "amd" || vendor == "intel" || vendor == "nvidia";'),
     ("can_use_mmvq", S, 1187, "return src0->ne[0] % 4 == 0;"),
     ("quantize_q8_instance", S, 1944, 'defines.push_back("SRC1_INNER_TYPE=f32");'),
-    ("quantize_q8_instance", S, 1956, 'context.supports_subgroups ? "USE_SUBGROUP_REDUCTION" : "USE_WORKGROUP_REDUCTION"'),
+    ("quantize_q8_instance", S, 1956,
+     'context.supports_subgroups ? "USE_SUBGROUP_REDUCTION" : "USE_WORKGROUP_REDUCTION"'),
     ("mul_mat_vec_instance", S, 2099, 'defines.push_back(std::string("NUM_COLS=") + std::to_string(key.num_cols));'),
     ("quantize_q8_grid", C, 1609, "const uint32_t wg_per_vec     = (src0->ne[0] / 4 + (q8_wg_size - 1)) / q8_wg_size;"),
     ("mul_mat_vec_grid", C, 1718, "uint32_t output_groups = CEIL_DIV(dst->ne[0], decisions->outputs_per_wg);"),
@@ -73,7 +77,8 @@ def test_the_vec_kv_tile_is_what_fits_the_workgroup_storage():
 
 
 def test_d_split_is_the_lowest_head_dim_bit_over_four_capped_by_the_smallest_subgroup():
-    for head_dim, min_subgroup, expected in ((128, 32, 4), (72, 32, 2), (40, 32, 2), (64, 4, 4), (64, 8, 4), (36, 32, 1)):
+    worked = ((128, 32, 4), (72, 32, 2), (40, 32, 2), (64, 4, 4), (64, 8, 4), (36, 32, 1))
+    for head_dim, min_subgroup, expected in worked:
         shape = AttentionShape(head_dim, head_dim, 1, 1, 1, 64)
         assert selection.flash_attn_d_split(Adapter(min_subgroup=min_subgroup, max_subgroup=max(min_subgroup, 32)),
                                             shape) == expected
@@ -89,12 +94,13 @@ def test_the_vec_plan_has_blk_with_a_mask_and_reduce_with_more_than_one_split():
     adapter = Adapter(min_subgroup=4, max_subgroup=128, max_workgroup_storage=32768)
     plan = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 300, mask=True))
     assert (plan.kv_tile, plan.nwg, plan.split_wg_size, plan.reduce_wg_size) == (32, 4, 128, 256)
-    assert plan.blk is not None and plan.blk_grid == (10, 1) and plan.split_grid == (32, 1) and plan.reduce_grid == (8, 1)
+    assert plan.blk is not None and plan.blk_grid == (10, 1)
+    assert plan.split_grid == (32, 1) and plan.reduce_grid == (8, 1)
     assert "BLK" in plan.split.defines and "D_SPLIT=4" in plan.split.defines and "MASK" in plan.split.defines
     short = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 40, mask=False))
     assert short.nwg == 1 and short.reduce is None and short.blk is None
-    assert selection.vec_attention_plan(Adapter(), AttentionShape(64, 64, 3, 4, 4, 512, "q8_0", "q8_0")).split.defines[:2] \
-        == ("K_Q8_0", "V_Q8_0")
+    quantized = selection.vec_attention_plan(Adapter(), AttentionShape(64, 64, 3, 4, 4, 512, "q8_0", "q8_0"))
+    assert quantized.split.defines[:2] == ("K_Q8_0", "V_Q8_0")
 
 
 def test_the_vec_path_is_refused_for_long_queries_and_unaligned_quantized_heads():
@@ -164,3 +170,14 @@ def test_an_instance_leaves_no_directive_and_no_unset_macro_behind(instance):
     for name in ("WG_SIZE", "HEAD_DIM_QK", "HEAD_DIM_V", "KV_TILE", "D_SPLIT", "NUM_COLS", "OUTPUTS_PER_WG",
                  "SRC1_INNER_TYPE", "SRC0_INNER_TYPE", "DST_TYPE", "K_TYPE", "V_TYPE", "Q_TYPE"):
         assert not re.search(rf"\b{name}\b", text), f"{name} left unexpanded in {instance.variant}"
+def test_the_shipped_programs_are_what_the_preprocessor_makes_from_the_release():
+    _extracted_or_skip()
+    listed = [name for name in programs.SHIPPED.files if name.endswith(".wgsl")]
+    assert listed, "no program is shipped"
+    for name in listed:
+        text = (programs.SHIPPED.folder / name).read_text()
+        first = text.split("\n", 1)[0]
+        match = re.search(r": wgsl_(\w+) \[(.*)\] -> (\S+)$", first)
+        assert match, first
+        instance = selection.Instance(match[1], tuple(match[2].split()), match[3])
+        assert text == programs.provenance_line(instance) + "\n" + programs.instantiate(instance)

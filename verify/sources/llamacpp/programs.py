@@ -10,7 +10,7 @@ for another.
 Texts are read from the cache (`<cache>/<version>/programs/`), else from the copies shipped with
 verify (`shipped/`, verify.sources.shipped: the programs of every gate config, with llama.cpp's
 MIT licence beside them), and only then instantiated from the extracted release
-(verify.sources.llamacpp.source), which `verify setup --llamacpp` obtains. A shipped copy is used
+(verify.sources.llamacpp.source), which `source.obtain()` puts there. A shipped copy is used
 only while its first line names this release and this instance.
 """
 

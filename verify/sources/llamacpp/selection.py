@@ -291,7 +291,8 @@ def vec_attention_plan(adapter: Adapter, shape: AttentionShape) -> VecAttentionP
     reduce_wg = 0
     if nwg > 1:
         reduce_wg = max(adapter.max_subgroup, min(nwg * adapter.max_subgroup, adapter.max_invocations))
-        reduce = Instance("flash_attn_vec_reduce", ("DST_F32", f"HEAD_DIM_V={shape.head_dim_v}", f"WG_SIZE={reduce_wg}"),
+        reduce = Instance("flash_attn_vec_reduce",
+                          ("DST_F32", f"HEAD_DIM_V={shape.head_dim_v}", f"WG_SIZE={reduce_wg}"),
                           f"flash_attn_vec_reduce_dstf32_hsv{shape.head_dim_v}_wg{reduce_wg}")
         reduce_grid = (rows, 1)
     return VecAttentionPlan(split, blk, reduce, kv_tile, nwg, wg_size, reduce_wg, blk_grid, (rows * nwg, 1),
@@ -359,4 +360,5 @@ def mul_mat_vec_instance(adapter: Adapter, weight_type: str, k: int, cols: int) 
 
 def mul_mat_vec_grid(adapter: Adapter, m: int, batches: int = 1) -> tuple[int, int]:
     """C L1714-1720: ceil(M / OUTPUTS_PER_WG) workgroups per batch, folded into 2-D."""
-    return compute_2d_workgroups(ceil_div(m, MUL_MAT_VEC_OUTPUTS_PER_WG) * batches, adapter.max_workgroups_per_dimension)
+    groups = ceil_div(m, MUL_MAT_VEC_OUTPUTS_PER_WG) * batches
+    return compute_2d_workgroups(groups, adapter.max_workgroups_per_dimension)

@@ -8,7 +8,7 @@ toolchain, which an offline machine does not have, so verify reads the templates
 instantiates them itself (verify.sources.llamacpp.preprocess, .selection, .programs).
 
 The pinned release is PyPI's `llama-cpp-python` 0.3.36 source distribution, which vendors
-llama.cpp under `vendor/llama.cpp/`. `obtain()` (`verify setup --llamacpp`) downloads it with
+llama.cpp under `vendor/llama.cpp/`. `obtain()` downloads it with
 pip (`pip download --no-deps --no-binary :all:`), checks its sha256, and extracts the
 ggml-webgpu folder, llama.cpp's MIT licence and the CPU reference it is judged against
 (`ggml/src/ggml-quants.c`, `tests/test-backend-ops.cpp`) into
@@ -45,7 +45,8 @@ BACKEND = "ggml/src/ggml-webgpu"
 EXTRACTED = (BACKEND, "LICENSE", "ggml/src/ggml-quants.c", "ggml/src/ggml-common.h", "tests/test-backend-ops.cpp")
 PROJECT = "llama.cpp (ggml-org/llama.cpp), ggml-webgpu backend"
 CACHE_ENV = "VERIFY_LLAMACPP_CACHE"
-INSTALL = "verify setup --llamacpp  (downloads the pinned llama-cpp-python sdist with pip)"
+INSTALL = ('python -c "from verify.sources.llamacpp import source; print(source.obtain())"  (downloads the '
+           'pinned llama-cpp-python sdist with pip)')
 MANIFEST = "SOURCE.json"
 
 
@@ -160,7 +161,7 @@ def download(into: Path) -> Path:
 
 
 def obtain(*, install: bool = True, sdist: Path | None = None, root: Path | None = None) -> str:
-    """`verify setup --llamacpp`: the pinned sources in the cache (downloaded and extracted unless
+    """The pinned sources in the cache (downloaded and extracted unless
     they are there already, or taken from a local `sdist`); one line saying what was done."""
     found = extracted(root)
     if found is not None:

@@ -1,0 +1,153 @@
+"""Error budgets of ggml-webgpu's Q8 activation path: quantize_q8's legal outputs and the MMVQ mat-vec.
+
+quantize_q8 (wgsl-shaders/quantize_q8.wgsl) computes, per 32-value block, d = amax / 127 and
+id = 1/d in f32, the codes round(x id), the stored d = f16(d) and, for Q4_0/Q4_1/Q4_K weights,
+s = f16(d · Σ q). Nothing there is approximate but the division and the roundings, so its
+budget is an interval of legal values per output with no further tolerance (`quantize_legal`).
+
+mul_mat_vec with MMVQ (mul_mat_vec_q_acc.tmpl) forms each block's integer dot products exactly
+with dot4I8Packed and scales them in f32 (`mmvq_budget`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.budgets.roundoff import faithful_rounding_bound, gamma, smallest_normal, unit_roundoff
+from verify.budgets.wgsl_accuracy import division_rel, rounding_rel
+from verify.references import ggml_quants as gq
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _f16_interval(lo, hi):
+    """The f16 values a conforming implementation may store for any real in [lo, hi] (either
+    neighbour, or 0 below f16's smallest normal): [down(lo) - 0, up(hi)] as float64."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    return lo - faithful_rounding_bound(lo, "f16"), hi + faithful_rounding_bound(hi, "f16")
+
+
+def quantize_legal(x):
+    """Legal (d, codes, s) intervals of quantize_q8 for activation rows x [rows, K] (f32 values).
+
+    Per block with m = max |x|: the f32 quotient d' = m / 127 errs by division_rel (2.5 ULP, WGSL
+    §15.7.4) plus its rounding; id' = 1/d' by division_rel again; the product x id' rounds in f32
+    (r = 2u, either neighbour). So x id' lies within t (1 ± e), t = x / (m/127) exactly, with
+    e = (1 + division_rel)^2 (1 + r) (1 + r)^2 - 1 to second order, and round() returns an integer
+    within 1/2 of it: the legal codes are the integers in [t_lo - 1/2, t_hi + 1/2] (a tie may go
+    either way: ggml's CPU rounds half away from zero, WGSL's round() half to even; both are legal).
+    The stored d is f16 of d' (either neighbour). s = f16(d' · Σq): with Σq over the legal code
+    range, d' over its range, the f32 product (r) and the f16 store. A zero block has d = 0,
+    codes 0 and s = 0 exactly (id = 0 by the kernel's select)."""
+    x = np.asarray(x, np.float64)
+    rows, k = x.shape
+    blocks = x.reshape(rows, k // 32, 32)
+    m = np.abs(blocks).max(-1)
+    r = rounding_rel("f32")
+    e_div = division_rel("f32") + r
+    d_lo, d_hi = m / 127 * (1 - e_div), m / 127 * (1 + e_div)
+    zero = m == 0
+    e = (1 + e_div) ** 2 * (1 + r) ** 3 - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(zero[..., None], 0.0, blocks / np.where(zero, 1.0, m / 127)[..., None])
+    t_lo, t_hi = t - e * np.abs(t), t + e * np.abs(t)
+    codes_lo, codes_hi = np.ceil(t_lo - 0.5), np.floor(t_hi + 0.5)
+    stored_d_lo, stored_d_hi = _f16_interval(d_lo, d_hi)
+    stored_d_lo, stored_d_hi = np.where(zero, 0.0, np.maximum(stored_d_lo, 0.0)), np.where(zero, 0.0, stored_d_hi)
+    sum_lo, sum_hi = codes_lo.sum(-1), codes_hi.sum(-1)
+    corners = np.stack([d_lo * sum_lo, d_lo * sum_hi, d_hi * sum_lo, d_hi * sum_hi])
+    s_lo, s_hi = corners.min(0), corners.max(0)
+    s_lo, s_hi = s_lo - r * np.abs(s_lo), s_hi + r * np.abs(s_hi)
+    s_lo, s_hi = _f16_interval(s_lo, s_hi)
+    s_lo, s_hi = np.where(zero, 0.0, s_lo), np.where(zero, 0.0, s_hi)
+    return (stored_d_lo, stored_d_hi), (codes_lo, codes_hi), (s_lo, s_hi)
+
+
+def _block_parts(weight_kind: str, weights, activations):
+    """Per (activation row n, weight row r, q8 block b): the magnitudes (main, low) of the two
+    f32 products each block's threads add, and the coefficient of the stored sum s's error.
+
+    main: the integer dot products times their scales (|.| summed over the block's values):
+      q8_0 da db Σ|qa qb|; q4_0 and q4_1 da db Σ qa |qb| (raw nibbles 0..15); q4_K db d sc Σ qa |qb|;
+      q2_K db d sc Σ qa |qb|.
+    low: the min (offset) term: q4_0 8 da |s|; q4_1 |m| |s|; q4_K dmin mn |s|; q2_K db dmin mn Σ|qb|.
+    s_coeff: what an error in the stored s costs: 8 da, |m|, dmin mn (0 for q8_0 and q2_K, which do
+    not read s)."""
+    ad, a_s, aq = gq.q8_1_fields(activations)  # [N, B8], [N, B8], [N, B8, 32]
+    n_rows = aq.shape[0]
+    if weight_kind in ("q8_0", "q4_0", "q4_1"):
+        q = gq.codes(weight_kind, weights).astype(np.float64)  # [R, B, 32]
+        d = gq.f16_field(weights, 0)  # [R, B]
+        mag = np.einsum("rbj,nbj->nrb", np.abs(q), np.abs(aq).astype(np.float64))
+        main = mag * np.abs(d)[None] * np.abs(ad)[:, None, :]
+        if weight_kind == "q8_0":
+            return main, np.zeros_like(main), np.zeros_like(main), ad, a_s, aq
+        coeff = 8 * np.abs(d) if weight_kind == "q4_0" else np.abs(gq.f16_field(weights, 2))
+        coeff = np.broadcast_to(coeff[None], main.shape)
+        return main, coeff * np.abs(a_s)[:, None, :], coeff, ad, a_s, aq
+    q = gq.codes(weight_kind, weights).astype(np.float64).reshape(weights.shape[0], -1, 32)  # per q8 block
+    raw = weights.reshape(-1, gq.block_bytes(weight_kind))
+    if weight_kind == "q4_K":
+        d, dmin = gq.f16_field(raw, 0), gq.f16_field(raw, 2)
+        sc, mn = gq.k_scale_min(raw[:, 4:16])  # [R*B, 8]: one per 32 values
+        scale = (d[:, None] * sc).reshape(weights.shape[0], -1)
+        low_coeff = (dmin[:, None] * mn).reshape(weights.shape[0], -1)
+        mag = np.einsum("rbj,nbj->nrb", q, np.abs(aq).astype(np.float64))
+        main = mag * np.abs(scale)[None] * np.abs(ad)[:, None, :]
+        coeff = np.broadcast_to(np.abs(low_coeff)[None], main.shape)
+        return main, coeff * np.abs(a_s)[:, None, :], coeff, ad, a_s, aq
+    d, dmin = gq.f16_field(raw, 80), gq.f16_field(raw, 82)  # q2_K: one scale per 16 values
+    sc = raw[:, :16].astype(np.int64)
+    scale = np.repeat((d[:, None] * (sc & 0xF)).reshape(weights.shape[0], -1), 16, axis=-1)
+    low = np.repeat((dmin[:, None] * (sc >> 4)).reshape(weights.shape[0], -1), 16, axis=-1)
+    values = np.abs(aq).astype(np.float64).reshape(n_rows, -1)  # [N, K]
+    qk = q.reshape(q.shape[0], -1)
+    main = np.einsum("rk,nk->nrk", qk * np.abs(scale), values).reshape(n_rows, qk.shape[0], -1, 32).sum(-1)
+    main = main * np.abs(ad)[:, None, :]
+    lows = np.einsum("rk,nk->nrk", np.abs(low), values).reshape(n_rows, qk.shape[0], -1, 32).sum(-1)
+    lows = lows * np.abs(ad)[:, None, :]
+    return main, lows, np.zeros_like(main), ad, a_s, aq
+
+
+#: f32 operations on each part of one thread's term before the accumulation (mul_mat_vec_q_acc.tmpl):
+#: q8_0 f32(I)·(da·db): 2 products; q4_0 I·(da·db) and 8·da·s/4: 2 products and a division each;
+#: q4_1 I·(dx·bx) and dy·by/4; q4_K bx·dx·sx·I (3) and dy·sy·(by/2) (2 and a division);
+#: q2_K b·(dx·Id - dy·Im): 2 products a part; then the part's difference.
+_OPERATIONS = {"q8_0": (2, 0), "q4_0": (2, 2), "q4_1": (2, 1), "q4_K": (3, 2), "q2_K": (2, 2)}
+#: Threads that share one weight block (THREADS_PER_BLOCK): each adds one term.
+_THREADS = {"q8_0": 4, "q4_0": 4, "q4_1": 4, "q4_K": 16, "q2_K": 16}
+
+
+def mmvq_budget(weight_kind: str, weights, activations, exact):
+    """Budget [N, M] of ggml-webgpu's MMVQ mat-vec against the exact product of the dequantized
+    weights [M, K/values, bytes] and q8_1 activations [N, K/32, 36] (references.ggml_quants.dot).
+
+    Every integer sum is exact (dot4I8Packed, |I| < 2^24). Each of a block's THREADS_PER_BLOCK
+    threads adds one term: a main part (its integer dot product times the scales, p_main f32
+    products) and, for the offset formats, a low part (the weights' offset times the activations'
+    stored sum s, or q2_K's mins, p_low products and a division by a constant). With r = 2u_f32
+    (either neighbour) each part errs by gamma_{p+1}(r) (division_rel more for the division), their
+    difference by r: |term error| <= (gamma_{p_main+1}(r) + r) main + (gamma_{p_low+1}(r) + division_rel
+    + r) low, summed over the block's threads, which the per-block magnitudes bound (_block_parts).
+    The T = (K / values) THREADS_PER_BLOCK terms are then summed in f32 in any order (each thread's
+    running sum, the subgroup or workgroup tree): gamma_{T-1}(r) times the sum of the terms'
+    magnitudes (their bound plus their error).
+
+    The kernel reads the activations' stored s = f16(d Σq) where the exact product has d Σq: that
+    difference, |s - d Σq| per block, times what it is multiplied by (8 da, |m|, dmin mn), is part
+    of its arithmetic and is added exactly from the case's bytes. Each f32 operation may flush a
+    subnormal (8 per term), and the float64 reference errs by gamma_{K+1}(u64) Σ|w a|."""
+    main, low, s_coeff, ad, a_s, aq = _block_parts(weight_kind, weights, activations)
+    r = rounding_rel("f32")
+    p_main, p_low = _OPERATIONS[weight_kind]
+    term_error = (gamma(p_main + 1, r) + r) * main + (gamma(p_low + 1, r) + division_rel("f32") + r) * low
+    magnitude = main + low + term_error
+    terms = weights.shape[1] * _THREADS[weight_kind]
+    s_error = np.abs(a_s - ad * aq.sum(-1))  # [N, B8]
+    s_term = (s_coeff * s_error[:, None, :]).sum(-1)
+    budget = term_error.sum(-1) + gamma(max(terms - 1, 1), r) * magnitude.sum(-1) + s_term
+    budget = budget + 8 * terms * smallest_normal("f32")
+    w = np.abs(gq.dequantize_row(weight_kind, weights))
+    a = np.abs(gq.dequantize_row("q8_1", activations))
+    budget = budget + gamma(w.shape[-1] + 1, unit_roundoff("f64")) * (a @ w.T)
+    return np.where(np.abs(np.asarray(exact)) > F32_MAX, np.inf, budget)

@@ -1,0 +1,53 @@
+"""What verify found in llama.cpp's ggml-webgpu programs (docs/findings.md §19, docs/llamacpp.md §7), as data
+(verify.findings).
+
+The kernels attach each finding to the checks and outputs it shows in (Kernel.known_finding); the
+evidence text names the test that reproduces it.
+"""
+
+from verify.findings import Finding, Layer
+from verify.sources.llamacpp.source import BACKEND, PROJECT
+
+QUANTIZE_NARROW_SUBGROUPS = (
+    "ggml-webgpu's quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's scale is the max of half "
+    "the block.\n"
+    "With USE_SUBGROUP_REDUCTION (any adapter with the subgroups feature, ggml-webgpu-shader-lib.hpp L1956) "
+    "cluster_max_8 takes each 32-value block's max over 8 lanes with subgroupShuffleXor(r, 1, 2, 4); at a "
+    "subgroup size of 4 the XOR with 4 names a lane outside the subgroup, which WGSL leaves indeterminate, so "
+    "the block's d comes from 16 of its 32 values (and its codes overflow int8 where the other half is larger), "
+    "and cluster_add_i4x8's block sum s is wrong the same way. WebGPU allows subgroupMinSize 4 (SwiftShader "
+    "runs 4), and nothing in ggml-webgpu checks it. Evidence: tests/sources/llamacpp/test_quant_kernels.py::"
+    "test_quantize_q8_on_4_lane_subgroups_takes_the_max_of_half_a_block (strict xfail at width 4, "
+    "passing at 8); docs/findings.md §19.1.")
+
+SUM_OVERFLOW = (
+    "ggml-webgpu's MMVQ reads the q8_1 block sum s as f16: for a block whose d·Σq passes 65504 the Q4_0, Q4_1 "
+    "and Q4_K mat-vec returns inf or NaN where the product is finite.\n"
+    "quantize_q8 stores s = f16(d · Σq) (as ggml's CPU quantize_row_q8_1_ref does), which is inf once a 32-value "
+    "block's codes sum past 65504 / d: 32 activations of 3000 give d = 23.6, Σq = 4064, d·Σq = 96000. "
+    "mul_mat_vec_q_acc.tmpl then subtracts 8·da·s/4 (Q4_0), adds m·s/4 (Q4_1) or dmin·m·s/2 (Q4_K): y is -inf or "
+    "NaN. ggml's CPU takes q8_0 activations (no s) for Q4_0 and computes the same product finitely. Evidence: "
+    "tests/sources/llamacpp/test_quant_kernels.py::test_the_q4_0_mat_vec_is_finite_where_a_blocks_sum_overflows_f16 "
+    "(strict xfail); docs/findings.md §19.2.")
+
+READS_PAST_WEIGHTS = (
+    "ggml-webgpu's MMVQ reads one word past the weights for the legacy formats: load_u32_at_src0 loads the next "
+    "word before it knows it needs it.\n"
+    "load_u32_at_src0 (common_decls.tmpl) reads SRC0[word_idx + 1u] for every load and discards it with select() "
+    "where the offset is word-aligned; the last block's last load then reads the word past the binding, which "
+    "ggml-webgpu sizes to the tensor's bytes rounded up to 4 (ggml-webgpu.cpp L403-406): e.g. Q4_0 with an even "
+    "number of blocks. The value is never used, so y is right; robust buffer access keeps the read inside the "
+    "buffer, a runtime without it reads past the allocation. Evidence: the `sanitize` check of "
+    "llamacpp.quant.mul_mat_vec_q ('out-of-bounds read of storage buffer src0 ... (src0[word_idx + 1u])'); "
+    "docs/findings.md §19.3.")
+
+FINDINGS = (
+    Finding("llamacpp-quantize-q8-subgroups-of-4", "quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's "
+            "scale and sum come from half the block", "§19.1", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/quantize_q8.wgsl L28-45 (cluster_max_8, cluster_add_i4x8)"),
+    Finding("llamacpp-q8-1-sum-overflow", "MMVQ's Q4_0, Q4_1 and Q4_K mat-vec returns inf or NaN where a q8_1 block's "
+            "sum d·Σq passes f16's 65504", "§19.2", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/quantize_q8.wgsl L118, L171; mul_mat_vec_q_acc.tmpl L132, L136, L287"),
+    Finding("llamacpp-mmvq-reads-past-weights", "MMVQ reads one word past the weight binding in load_u32_at_src0",
+            "§19.3", Layer.KERNEL, PROJECT, f"{BACKEND}/wgsl-shaders/common_decls.tmpl L65-72 (load_u32_at_src0)"),
+)
