@@ -426,6 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
         # The option's former name: accepted, with a warning, until verify.errors.REMOVED_IN.
         p.add_argument("--backend", dest="renamed_backend", metavar="NAME", help=argparse.SUPPRESS)
 
+    def ort_version_option(p):
+        p.add_argument("--ort-version", metavar="VERSION",
+                       help="the onnxruntime-web version whose kernels the ort.* kernels check: one verify installs "
+                       "side by side (1.30.0, 1.31.1; a release line such as 1.31 names its one), default "
+                       "$VERIFY_ORT_VERSION, else 1.30.0 (docs/ort-dp4a.md §10.3)")
+
     def run_options(p, out_default: str, **implementation_default):
         p.add_argument("--profile", default="ci", help="quick | ci | nightly: examples and case sizes (default ci)")
         p.add_argument("--out", default=out_default,
@@ -457,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="checks run in N worker processes at once (default: the number of cores); the "
                        "records are the same as a serial run's")
         adapter_option(p, **implementation_default)
+        ort_version_option(p)
 
     p = sub.add_parser("version", help="verify's version; --verbose: Python, wgpu, Dawn's and ONNX Runtime Web's npm "
                        "packages, apache-tvm and each adapter's driver")
@@ -476,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print the exact WGSL `check` runs for a config")
     p.add_argument("kernel", help="a kernel name or 'pkg.module:Class'")
     p.add_argument("--config", action="append", metavar="K=V", help=config_help)
+    ort_version_option(p)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("check", help="property-test kernels against their references on this machine",
@@ -484,7 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", action="append", metavar="K=V", help=config_help)
     p.add_argument("--wgsl", metavar="FILE", help="check this WGSL file under the kernel's contract instead of ours")
     p.add_argument("--examples", type=_count, default=100, help="Hypothesis examples per check (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="Hypothesis seed; the same seed draws the same cases (default 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="Hypothesis seed; the same seed draws the same cases (default 0)")
     p.add_argument("--checks", help="comma-separated subset of the kernel's checks")
     p.add_argument("--subgroup-width", type=_width, default="profile", metavar="W",
                    help="subgroup width to run a kernel built on subgroups at, emulated in workgroup memory: W lanes "
@@ -510,6 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replay N times and say how many failed (default: 1, or 10 for a case of a check that "
                    "failed as nondeterministic, whose failure may show in some runs only)")
     adapter_option(p, "the one the case was saved on, else the kernel's own, else the first registered")
+    ort_version_option(p)
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("report", help="render one HTML report from one or more results files (e.g. the shards "
@@ -538,6 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-o", "--output", default="reports/findings", metavar="DIR",
                    help="the findings folder (default reports/findings); the folders of the findings are replaced")
     q.add_argument("--only", metavar="NAMES", help="comma-separated subset of findings (folder names)")
+    ort_version_option(q)
     q.set_defaults(func=cmd_findings_export)
 
     p = sub.add_parser("sources", help="the WGSL of TVM's and ORT's kernels shipped with verify (docs/tvm.md §8)")
@@ -570,11 +581,24 @@ CACHE_SETTINGS = ("VERIFY_CACHE", "VERIFY_TVM_CACHE", "VERIFY_ORT_CACHE")
 def _check_cache_settings() -> None:
     """A cache variable naming something that is not a folder is the user's setting to fix, said
     in one line before anything runs (a folder that cannot be written is said where it is written,
-    verify.results.atomic.made_once)."""
+    verify._files.made_once)."""
     for name in CACHE_SETTINGS:
         value = os.environ.get(name)
         if value and os.path.exists(value) and not os.path.isdir(value):
             raise UsageError(f"{name}={value}: is a file, not a folder; point it at a folder verify may write")
+
+
+def _select_ort_version(given: str | None) -> None:
+    """--ort-version, resolved to a pinned version and put in $VERIFY_ORT_VERSION (which the
+    workers inherit); a $VERIFY_ORT_VERSION that names no pinned version is the one-line usage error."""
+    if given is None and not os.environ.get("VERIFY_ORT_VERSION"):
+        return
+    from verify.sources.ort.runtime import VERSION_ENV, resolve_version, selected_version
+
+    if given is not None:
+        os.environ[VERSION_ENV] = resolve_version(given)
+    else:
+        os.environ[VERSION_ENV] = selected_version()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -588,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(given)
     try:
         _check_cache_settings()
+        _select_ort_version(getattr(args, "ort_version", None))
         if getattr(args, "renamed_backend", None):
             if args.implementation and args.implementation != args.renamed_backend:
                 raise UsageError(f"--backend {args.renamed_backend} and --implementation {args.implementation} "

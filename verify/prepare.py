@@ -5,7 +5,7 @@ config whose WGSL cannot be made is the kernel's SKIP or ERROR record (verify.pl
 make their WGSL in microseconds, but some run someone else's compiler to get it: ONNX Runtime's
 programs are captured by running its session (a few seconds each, minutes for a flash-attention
 program that LLVM compiles slowly on a CPU driver whose shader cache is cold), TVM's are built by
-apache-tvm. Both keep what they made on disk (verify.sources.ort.programs,
+apache-tvm. Both keep what they made on disk (verify.sources.ort.dp4a.captures,
 verify.sources.tvm.build), so this cost is paid once per machine, but on a fresh machine the gate
 paid it one config after another in its planning process, every other core idle, for over nine
 minutes on two cores.
@@ -24,15 +24,18 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing import get_context
+from typing import TypeVar
 
 from verify.kernels.registry import get_kernel
 
 #: Seconds making one config's WGSL may take before the WGSL of the configs left is made in parallel.
 SLOW_S = 5.0
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,8 @@ class KernelConfig:
         return f"{self.name} [{' '.join(f'{key}={value}' for key, value in self.config.items())}]"
 
 
-def made_in_order(items: list, kernel_config: Callable[[object], KernelConfig], workers: int, *,
-                  slow_s: float | None = None, report: Callable[[str], None] | None = None):
+def made_in_order(items: list[_Item], kernel_config: Callable[[_Item], KernelConfig], workers: int, *,
+                  slow_s: float | None = None, report: Callable[[str], None] | None = None) -> Iterator[_Item]:
     """Yield `items` in order. After the caller spent more than `slow_s` (default SLOW_S) on one,
     make the WGSL of the items left (`kernel_config(item)` says whose) in `workers` processes
     before yielding the next (once). `report(line)` hears what happens (default: a line on

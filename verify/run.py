@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TypedDict
 
 from verify.errors import UsageError
 from verify.profiles import Profile
@@ -119,9 +120,9 @@ def refuse_results_file(path: Path, option: str) -> None:
 
 def write_sarif(path: Path, documents: list, wgsl_dir: Path, *, rebuild: bool, complete: bool,
                 say: Callable[[str], None] = _stderr) -> None:
-    """SARIF of the records (verify.results.sarif); the WGSL a result points at without a file of
+    """SARIF of the records (verify.report.sarif); the WGSL a result points at without a file of
     its own goes to `wgsl_dir`. A write the disk refuses is one line, the rest being written."""
-    from verify.results.sarif import write_sarif as write
+    from verify.report.sarif import write_sarif as write
 
     try:
         count = write(Path(path), documents, wgsl_dir=wgsl_dir, rebuild=rebuild, complete=complete)
@@ -201,6 +202,20 @@ def plan_gate(kernels: Sequence[str] | None, *, profile: Profile, seed: int = 0,
                 list(unplanned or []))
 
 
+class _CheckOptions(TypedDict):
+    """What plan_check passes on to each kernel's check_jobs and width_jobs."""
+
+    profile: Profile
+    examples: int
+    seed: int
+    out_dir: Path | None
+    time_limit: float | None
+    adapter: str | None
+    wgsl: str | None
+    wgsl_origin: str
+    implementation: str | None
+
+
 def plan_check(kernels: Sequence[str | type], overrides: dict | None = None, *, profile: Profile, examples: int,
                seed: int = 0, out_dir: Path | None = None, checks: Sequence[str] | None = None,
                subgroup_width: int | str | None = "profile", time_limit: float | None = None,
@@ -217,8 +232,8 @@ def plan_check(kernels: Sequence[str | type], overrides: dict | None = None, *, 
     if wgsl is not None and len(kernels) != 1:
         raise UsageError("--wgsl checks one file under one kernel's contract; name exactly one kernel")
     width = subgroup_width if isinstance(subgroup_width, int) else None
-    options = dict(profile=profile, examples=examples, seed=seed, out_dir=out_dir, time_limit=time_limit,
-                   adapter=adapter, wgsl=wgsl, wgsl_origin=wgsl_origin, implementation=implementation)
+    options = _CheckOptions(profile=profile, examples=examples, seed=seed, out_dir=out_dir, time_limit=time_limit,
+                            adapter=adapter, wgsl=wgsl, wgsl_origin=wgsl_origin, implementation=implementation)
     jobs: list[Job] = []
     for name in kernels:
         planned = check_jobs(name, overrides, checks=list(checks) if checks is not None else None,
@@ -227,8 +242,8 @@ def plan_check(kernels: Sequence[str | type], overrides: dict | None = None, *, 
         if subgroup_width == "profile":  # a kernel on subgroups also at the widths real GPUs have
             jobs += width_jobs(name, overrides, planned, **options)
     jobs = numbered(jobs)
-    for name in sorted({job.implementation for job in jobs}, key=str) if require_adapters else ():
-        require_adapter(adapter, name)  # each implementation the jobs run on (a kernel may prefer its own)
+    for runs_on in sorted({job.implementation for job in jobs}, key=str) if require_adapters else ():
+        require_adapter(adapter, runs_on)  # each implementation the jobs run on (a kernel may prefer its own)
     identity = plan_identity(jobs, [], profile, seed).laid_out(jobs)  # the report names the kernels not run
     return Plan("check", profile, seed, jobs, [], identity, len(jobs), "", adapter, None)
 
@@ -445,8 +460,8 @@ class Run:
 
         out_dir = self.outputs.folder
         plan = self.plan
-        writer = ResultsWriter(out_dir / "results.json", command=plan.command, argv=self.argv, profile=plan.profile.name,
-                               shard=plan.shard, planned=plan.planned, plan=plan.identity)
+        writer = ResultsWriter(out_dir / "results.json", command=plan.command, argv=self.argv,
+                               profile=plan.profile.name, shard=plan.shard, planned=plan.planned, plan=plan.identity)
         # The report's modules (Jinja2 and its own: about 0.2 s) load while the workers start, not
         # after the last check; matplotlib loads only if a plot must be drawn (verify/report/plots.py).
         threading.Thread(target=importlib.import_module, args=("verify.report",), daemon=True).start()

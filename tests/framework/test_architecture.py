@@ -95,6 +95,54 @@ def test_there_is_no_import_cycle():
     assert not cycle, " -> ".join(cycle)
 
 
+def _folder(name: str) -> str:
+    """The folder a module is drawn in: its package (a subpackage is a folder of its own), or a
+    top-level module of verify itself."""
+    if name.startswith("verify.references"):
+        return "verify.references"
+    if MODULES[name].name == "__init__.py" or name.count(".") == 1:
+        return name
+    return name.rpartition(".")[0]
+
+
+def test_folders_import_each_other_one_way():
+    """No loop between folders, function-level imports included: the drawing of the code has no
+    arrow that runs back up (a loop the module-level test cannot see, e.g. gpu importing results
+    while results imports checks that import gpu)."""
+    arrows: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        for imported in _imports_anywhere(path):
+            target = imported
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and _folder(target) != _folder(name):
+                arrows.setdefault(_folder(name), set()).add(_folder(target))
+    loops = []
+    for start in sorted(arrows):
+        seen, frontier = set(), [(start, [start])]
+        while frontier:
+            folder, path = frontier.pop()
+            for target in sorted(arrows.get(folder, ())):
+                if target == start:
+                    loops.append(" -> ".join(path + [start]))
+                elif target not in seen:
+                    seen.add(target)
+                    frontier.append((target, path + [target]))
+    assert not loops, loops[:3]
+
+
+def test_a_vendors_families_are_subpackages():
+    """docs/architecture.md §2.6: a vendor's package holds what its families share at its top and
+    one subpackage a family; a module named after a family at the top (`attention_*.py`) is a
+    subpackage waiting to be made."""
+    sources = ROOT / "verify" / "sources"
+    vendors = [p for p in sources.iterdir() if (p / "__init__.py").exists()]
+    families = {p.name for vendor in vendors for p in vendor.iterdir() if (p / "__init__.py").exists()}
+    misplaced = [str(p.relative_to(ROOT)) for vendor in vendors for p in vendor.glob("*.py")
+                 if p.stem.split("_")[0] in families | {"attention", "dp4a", "quant", "prefill", "decode"}]
+    assert not misplaced, misplaced
+
+
 def test_references_import_nothing_of_verify():
     """references/ is plain math a reviewer checks against a paper: it is installed inside verify's
     namespace (so a user's own `references` module cannot shadow it) but uses nothing of verify."""

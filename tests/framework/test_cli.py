@@ -228,8 +228,8 @@ def test_a_cache_variable_naming_a_file_is_one_line(tmp_path):
 
 def test_a_cache_folder_that_cannot_hold_a_build_is_a_setup_error(tmp_path):
     """A TVM build kept under a path whose folder cannot be made: one line, exit 2 (not a traceback)."""
+    from verify._files import made_once
     from verify.errors import SetupError
-    from verify.results.atomic import made_once
 
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -135,7 +135,7 @@ def test_a_text_wanted_by_two_at_once_is_made_once(tmp_path):
     import threading
     import time
 
-    from verify.results.atomic import made_once
+    from verify._files import made_once
 
     path, made, second = tmp_path / "kept" / "capture.json", [], {}
 

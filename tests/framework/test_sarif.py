@@ -1,4 +1,4 @@
-"""SARIF output (verify.results.sarif): every failure and every sanitizer finding a result at the
+"""SARIF output (verify.report.sarif): every failure and every sanitizer finding a result at the
 line of the `.wgsl` file to edit, valid under the official SARIF 2.1.0 schema (OASIS, vendored in
 tests/fixtures/sarif with its notice)."""
 
@@ -15,8 +15,8 @@ import pytest
 from tests.fixtures.mutants.regenerate import fixture_path, specs
 from verify.findings import all_findings
 from verify.kernels.attention.merge_state import MergeState
+from verify.report.sarif import refs, sarif_log
 from verify.results.record import CheckResult, ExampleSummary, FailureKind, Source, Verdict
-from verify.results.sarif import refs, sarif_log
 from verify.wgsl import sha256
 from verify.wgsl.source_map import source_location
 

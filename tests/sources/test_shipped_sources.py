@@ -24,9 +24,9 @@ from verify.plan import gate_jobs
 from verify.profiles import get_profile
 from verify.sources import refresh as refresh_module
 from verify.sources.ort import cache as ort_cache
-from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import QUANTIZE, Dispatch, OrtRun, Program
+from verify.sources.ort.dp4a import captures as programs
 from verify.sources.shipped import MANIFEST, Shipped, file_sha256
 from verify.sources.tvm import build as tvm_build
 

@@ -107,7 +107,7 @@ _ORT_PROVENANCE = re.compile(r"^(// onnxruntime-web \S+ on )(.*?)(: [A-Z]\w*\(.*
 
 def _ort_adapter(found: re.Match) -> str:
     """The provenance line with the adapter's name and vendor only: ORT's program follows the
-    adapter's vendor and features (verify.sources.ort.programs), not the driver's version, which
+    adapter's vendor and features (verify.sources.ort.dp4a.captures), not the driver's version, which
     names the machine whose cache it came from and would make the same export differ elsewhere."""
     adapter = found[2]
     vendor = re.search(r" \(vendor [^)]*\)$", adapter)

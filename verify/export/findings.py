@@ -38,12 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
+from verify._files import write_atomic
 from verify.cases import Case
 from verify.errors import SetupError, UsageError
 from verify.export.capture import capture
 from verify.export.write import Story, render, write_folder
 from verify.kernels.contract import Upstream
-from verify.results.atomic import write_atomic
 
 #: The file beside the folders that lists them, which `verify report` reads to link known findings.
 INDEX = "index.json"
@@ -111,7 +111,8 @@ def merge_case(tokens: int, heads: int, head_dim: int, seed: int = 0) -> Case:
     s, s_other = _lse_pair(rng, "close", (tokens, heads))
     v, v_other = (rng.standard_normal((tokens, heads, head_dim)).astype(np.float32) for _ in range(2))
     return tvm_empty_states(Case({"v": v, "s": s, "v_other": v_other, "s_other": s_other},
-                                 {"tokens": tokens, "heads": heads, "lse_kind": "close", "values": "normal", "seed": seed}))
+                                 {"tokens": tokens, "heads": heads, "lse_kind": "close", "values": "normal",
+                                  "seed": seed}))
 
 
 def two_empty_states(kernel, config) -> Case:
@@ -146,7 +147,8 @@ def same_sign_case(kernel, config) -> Case:
     a[..., k // 2:] = t(-(1 - 2.0**-11))
     quantized = quantize_blocks(a, dtype)
     return Case({"a": a, "a_codes": pack_codes(quantized.codes), "a_scales": quantized.scales.astype(t),
-                 "b": pack_weights(np.zeros((n, k), np.uint8), 4, 32), "b_scales": np.full((n, k // 32), 3000 / 256, t)},
+                 "b": pack_weights(np.zeros((n, k), np.uint8), 4, 32),
+                 "b_scales": np.full((n, k // 32), 3000 / 256, t)},
                 {"batch": 1, "m": m, "n": n, "k": k, "seed": 0, "peak_partial_sum": 96000.0})
 
 
@@ -216,7 +218,8 @@ def with_extra_warp_guarded(wgsl: str) -> str:
 
 
 #: The line of ORT's small-M program after which its workgroup's sums are cleared.
-_SMALL_M_ANCHOR = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
+_SMALL_M_ANCHOR = ("  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) "
+                   "+ local_idx;\n")
 
 
 def with_cleared_sums(wgsl: str) -> str:
@@ -643,9 +646,9 @@ FINDINGS = (
          "the one that ran before it on the same thread), or Dawn's `disable_workgroup_init` toggle. Clearing both "
          "arrays first (a loop each and a barrier) makes it right there.",
          "The case: one new token on a single sequence of 65 cached tokens (2 key tiles, 32 workgroups), 16 query "
-         "heads on 1 KV head, f32, N(0, 1) values; the outputs are the program's own, each tile's normalised partial output "
-         "(`out_split_vx`) and softmax state (`metadata`), which `FlashAttentionDecodeVxReduce` merges into the "
-         "attention."),
+         "heads on 1 KV head, f32, N(0, 1) values; the outputs are the program's own, each tile's normalised "
+         "partial output (`out_split_vx`) and softmax state (`metadata`), which `FlashAttentionDecodeVxReduce` "
+         "merges into the attention."),
         shows={"chromium": ("PASS", "PASS in browsers: Dawn zero-initialises workgroup memory (unless its "
                             "disable_workgroup_init toggle is on), so the sums start at 0 as the program assumes"),
                "wgpu": ("FAIL", None),
@@ -667,8 +670,8 @@ FINDINGS = (
          "the first adds its scores onto the previous step's: each query past the first step weighs its keys by "
          "wrong probabilities. Declaring them `= vec4<qk_precision>(0)` makes it right.",
          "The case: one sequence of 32 new tokens, no past (2 key steps of 16 where subgroups have 16 lanes or "
-         "more), 4 query heads on 2 KV heads, head size 64, f32, N(0, 1) values rounded to multiples of 1/4; the output is the attention of "
-         "each new token over the keys up to its own."),
+         "more), 4 query heads on 2 KV heads, head size 64, f32, N(0, 1) values rounded to multiples of 1/4; "
+         "the output is the attention of each new token over the keys up to its own."),
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=flash_case(32),
         fix=with_zeroed_scores,
@@ -855,7 +858,8 @@ def _worst(outputs: dict, expected: list, count: int = 5) -> list[dict]:
         metrics = compare(outputs[item.name], item)
         ratio = metrics.ratio.ravel()
         got = np.asarray(outputs[item.name], np.float64).ravel()
-        lo, hi = np.broadcast_to(item.lo, metrics.ratio.shape).ravel(), np.broadcast_to(item.hi, metrics.ratio.shape).ravel()
+        lo, hi = (np.broadcast_to(item.lo, metrics.ratio.shape).ravel(),
+                  np.broadcast_to(item.hi, metrics.ratio.shape).ravel())
         budget = np.broadcast_to(item.budget, metrics.ratio.shape).ravel()
         for flat in np.argsort(-ratio, kind="stable")[:count]:
             if ratio[flat] <= 1:
@@ -1020,8 +1024,8 @@ def story(finding: Finding, kernel, config: dict, wgsl: str, case, sanitizer: li
         "verdict": verdict,
         "text": f"{verdict} in a browser with WebGPU" + (f" ({why})" if why and verdict != "FAIL" else "") + ".",
         "fail": fail,
-        "pass": "The finding did not show on this adapter: " + (finding.notes[0] if finding.notes else
-                                                                   "its schedule, subgroup width or arithmetic hides it."),
+        "pass": ("The finding did not show on this adapter: "
+                 + (finding.notes[0] if finding.notes else "its schedule, subgroup width or arithmetic hides it.")),
         "error": ("The WGSL does not compile or the dispatch is refused on this implementation."
                   + (" That is the finding." if any(v == "ERROR" for v, _ in finding.shows.values()) else "")),
         "skip": "This adapter cannot run the kernel" + (f": {why}" if verdict == "SKIP" and why else "."),
@@ -1191,7 +1195,8 @@ def export_findings(out: Path, *, only: str | None = None, run: bool = True, say
         names = [n.strip() for n in only.split(",") if n.strip()]
         unknown = sorted(set(names) - set(finding_names()))
         if unknown:
-            raise UsageError(f"--only: no finding named {', '.join(unknown)}; the findings: {', '.join(finding_names())}")
+            raise UsageError(f"--only: no finding named {', '.join(unknown)}; the findings: "
+                             f"{', '.join(finding_names())}")
         wanted = tuple(f for f in FINDINGS if f.name in names)
     out = Path(out)
     if out.exists() and not out.is_dir():

@@ -102,7 +102,8 @@ _SHAPES = {
                                          f"wg[k / 64u][k % 64u] = {MARKER:#x}u | group.x"),
     "struct of vec4 array": ("struct Tile { head: u32, body: array<vec4<u32>, 1023>, }\nvar<workgroup> wg: Tile;",
                              "select(wg.body[(max(k, 1u) - 1u) / 4u][(max(k, 1u) - 1u) % 4u], wg.head, k == 0u)",
-                             f"if (k == 0u) {{ wg.head = {MARKER:#x}u; }} else {{ wg.body[(k - 1u) / 4u][(k - 1u) % 4u] = "
+                             f"if (k == 0u) {{ wg.head = {MARKER:#x}u; }} else {{ "
+                             "wg.body[(k - 1u) / 4u][(k - 1u) % 4u] = "
                              f"{MARKER:#x}u | group.x; }}"),
 }
 
@@ -417,8 +418,8 @@ def measured_semantics(device) -> Semantics:
     per machine: workers and later runs read them back). A cache that cannot be read or written
     only costs the seconds of measuring again."""
     from verify._cache import cache_dir
+    from verify._files import made_once
     from verify.errors import SetupError
-    from verify.results.atomic import made_once
 
     path = cache_dir() / "semantics" / f"{semantics_key(device.info)}.json"
 

@@ -36,8 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from verify._cache import cache_dir
+from verify._files import write_atomic
 from verify.gpu.environment import quiet_environment
-from verify.results.atomic import write_atomic
 
 #: The C type strings wgpu-py 0.32 parses while verify lists adapters, opens a device, compiles
 #: a pipeline and runs it (read back by one map), exactly as wgpu-py spells them (the key is the

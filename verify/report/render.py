@@ -21,6 +21,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 from markupsafe import Markup
 
+from verify._files import write_atomic
 from verify._version import __version__
 from verify.report import plots
 from verify.report.kept import PlotRequest, kept_svgs
@@ -34,7 +35,6 @@ from verify.report.model import (
     scatter_feature,
     scatter_points,
 )
-from verify.results.atomic import write_atomic
 from verify.results.store import ResultsDocument
 from verify.results.thoroughness import LEVELS
 

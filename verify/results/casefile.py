@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from verify._files import write_atomic
 from verify.cases import Case
 from verify.errors import UsageError
-from verify.results.atomic import write_atomic
 from verify.results.record import to_json_value
 from verify.wgsl import sha256
 

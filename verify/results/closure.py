@@ -63,7 +63,9 @@ def code_inputs(*modules: str) -> CodeInputs:
     """The code `modules` run, following their imports transitively (the module docstring says
     how each kind of module counts). Kept per process: a gate plans hundreds of jobs over a few
     dozen (kernel, check) module sets, and the source does not change under it."""
-    sources, distributions, absent = {}, set(), set()
+    sources: dict[str, str] = {}
+    distributions: set[str] = set()
+    absent: set[str] = set()
     seen, todo = set(), list(modules)
     while todo:
         name = todo.pop()
@@ -300,7 +302,7 @@ class _KnownImports:
     def save(self) -> None:
         """Write what was added (a full cache folder, or one that cannot be written, only costs speed)."""
         from verify._cache import cache_dir
-        from verify.results.atomic import write_atomic
+        from verify._files import write_atomic
 
         if not self.added:
             return

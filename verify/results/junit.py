@@ -11,7 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from verify.results.atomic import write_atomic
+from verify._files import write_atomic
 from verify.results.record import CheckResult, Verdict
 
 

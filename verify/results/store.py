@@ -20,9 +20,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from verify._files import write_atomic
 from verify._version import __version__
 from verify.errors import UsageError
-from verify.results.atomic import write_atomic
 from verify.results.record import CheckResult, to_json_value
 
 SCHEMA = "verify.results/2"
@@ -157,9 +157,10 @@ class ResultsWriter:
         """Write the document; UsageError (one line) when the disk refuses.
 
         The gate writes the whole file after every batch of records that arrived together, before
-        it prints them, so a run killed at any moment leaves every record it printed. Serialising the whole document each time grew with the run (0.3 s per
-        record at 337 records, in the parent, while workers waited for their next job), so each
-        record is serialised once and the file is assembled from those texts: the same bytes as
+        it prints them, so a run killed at any moment leaves every record it printed. Serialising
+        the whole document each time grew with the run (0.3 s per record at 337 records, in the
+        parent, while workers waited for their next job), so each record is serialised once and the
+        file is assembled from those texts: the same bytes as
         json.dumps(document.to_dict(), indent=1)."""
         try:
             write_atomic(self.path, self.text())

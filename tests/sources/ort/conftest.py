@@ -13,11 +13,11 @@ from verify.errors import SetupError
 def ort_cache(tmp_path_factory, request):
     """One WGSL cache for each test module, away from the user's: a capture one module makes is
     not what another module's test of capturing finds."""
-    from verify.sources.ort import programs
+    from verify.sources.ort.cache import CACHE_ENV
 
     with pytest.MonkeyPatch.context() as patch:
         path = tmp_path_factory.mktemp(f"{request.module.__name__.rpartition('.')[2]}-wgsl")
-        patch.setenv(programs.CACHE_ENV, str(path))
+        patch.setenv(CACHE_ENV, str(path))
         yield path
 
 

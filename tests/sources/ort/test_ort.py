@@ -40,9 +40,9 @@ from verify.references.dp4a_quant import pack_codes, quantize_blocks, unpack_cod
 from verify.references.nbits import default_zero_point, pack_weights
 from verify.results.record import KnownFinding, Verdict
 from verify.sources.ort import cache as ort_cache_module
-from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
+from verify.sources.ort.dp4a import captures as programs
 from verify.sources.ort.dp4a.model import MatMulNBitsModel
 from verify.sources.ort.launch import bind, ort_grid, zero_blocks_per_col
 from verify.sources.shipped import Shipped

@@ -13,10 +13,10 @@ import pytest
 
 from verify.errors import SetupError
 from verify.sources import shipped
-from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention.programs import OrtDecodeQkv, _QkvCapture, gqa_config
 from verify.sources.ort.cache import Capture
+from verify.sources.ort.dp4a import captures as programs
 from verify.sources.ort.runtime import pinned_version
 
 

@@ -20,11 +20,11 @@ import pytest
 from verify.errors import SetupError
 from verify.kernels.registry import get_kernel
 from verify.sources import shipped
-from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention.programs import QKV, REDUCE, _QkvCapture, gqa_config
 from verify.sources.ort.cache import FORMAT, load
 from verify.sources.ort.capture import QUANTIZE, TILE, Dispatch, OrtRun, Program
+from verify.sources.ort.dp4a import captures as programs
 
 PINNED = ort_runtime.pinned_version()
 

@@ -30,9 +30,9 @@ from verify.plan import check_jobs, gate_jobs
 from verify.profiles import get_profile
 from verify.results.record import Verdict
 from verify.sources import shipped
-from verify.sources.ort import programs
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import QUANTIZE, TILE, Dispatch, OrtRun, Program
+from verify.sources.ort.dp4a import captures as programs
 from verify.sources.ort.runtime import OrtProcessDied
 
 PINNED = ort_runtime.pinned_version()

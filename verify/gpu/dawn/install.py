@@ -8,7 +8,8 @@ for both routes.
 Two steps, each idempotent (a second run checks and returns in milliseconds):
 
 1. the pinned Node packages (package.json and package-lock.json beside this file: npm `webgpu`,
-   which ships dawn.node, and `onnxruntime-web`, whose kernels the ort.* kernels verify),
+   which ships dawn.node, and `onnxruntime-web`, whose kernels the ort.* kernels verify, in each
+   version verify checks: 1.30.0 as itself, 1.31.1 under the alias `onnxruntime-web-1.31`),
    installed with `npm ci` into $XDG_CACHE_HOME/verify/node (a checkout: beside this file);
 2. a Vulkan driver Dawn accepts. Debian 12's Mesa 22.3 lavapipe lacks features Dawn requires
    (it returns no adapter), so Mesa 25's lavapipe is downloaded from bookworm-backports with a
@@ -56,11 +57,23 @@ class Missing(Exception):
 
 
 # -- where -------------------------------------------------------------------------------------
-def cache_dir() -> Path:
-    """$VERIFY_CACHE, else $XDG_CACHE_HOME/verify (~/.cache/verify)."""
-    if os.environ.get("VERIFY_CACHE"):
-        return Path(os.environ["VERIFY_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "verify"
+def _cache_rule():
+    """verify._cache.cache_dir: imported, or, where this file runs before verify is installed
+    (scripts/setup_dawn.sh), loaded from the checkout's verify/_cache.py, which uses only the
+    standard library."""
+    try:
+        from verify._cache import cache_dir as rule
+    except ImportError:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_verify_cache", HERE.parents[1] / "_cache.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        rule = module.cache_dir
+    return rule
+
+
+cache_dir = _cache_rule()
 
 
 def node_cache_prefix() -> Path:
@@ -84,8 +97,22 @@ def mesa_icd() -> Path:
 
 
 def pinned_packages() -> dict[str, str]:
-    """npm package -> the exact version package.json pins."""
-    return dict(json.loads(PACKAGE_JSON.read_text())["dependencies"])
+    """npm package (the folder in node_modules) -> the exact version package.json pins. A package
+    installed under an alias (`"onnxruntime-web-1.31": "npm:onnxruntime-web@1.31.1"`: a second
+    version beside the first) counts by its alias, with the aliased package's version."""
+    return {name: pinned_version(spec) for name, spec in json.loads(PACKAGE_JSON.read_text())["dependencies"].items()}
+
+
+def pinned_version(spec: str) -> str:
+    """The version of a package.json dependency: `1.30.0`, or an alias's `npm:onnxruntime-web@1.31.1`."""
+    return spec.rpartition("@")[2] if spec.startswith("npm:") else spec
+
+
+def aliases() -> dict[str, str]:
+    """npm package installed under an alias -> the package it is (`onnxruntime-web-1.31` ->
+    `onnxruntime-web`)."""
+    specs = json.loads(PACKAGE_JSON.read_text())["dependencies"]
+    return {name: spec[4:].rpartition("@")[0] for name, spec in specs.items() if spec.startswith("npm:")}
 
 
 def _describe_pins() -> str:

@@ -20,7 +20,7 @@ import hashlib
 from pathlib import Path
 
 from verify.errors import SetupError
-from verify.results.atomic import made_once
+from verify._files import made_once
 from verify.sources.llamacpp import source
 from verify.sources.llamacpp.preprocess import Preprocessor, expand_includes
 from verify.sources.llamacpp.selection import Instance

@@ -14,7 +14,7 @@ import argparse
 import sys
 from contextlib import contextmanager
 
-from verify.results.atomic import write_atomic
+from verify._files import write_atomic
 from verify.sources import shipped
 from verify.sources.llamacpp import programs, source
 from verify.sources.shipped import ShippedFile, file_sha256, manifest_text

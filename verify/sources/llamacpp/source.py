@@ -32,7 +32,7 @@ from pathlib import Path
 
 from verify._cache import cache_dir
 from verify.errors import SetupError
-from verify.results.atomic import write_atomic
+from verify._files import write_atomic
 
 #: The pinned release: PyPI's llama-cpp-python source distribution and the sha256 of its bytes.
 DISTRIBUTION = "llama-cpp-python"

@@ -6,7 +6,6 @@ What every family of ORT's programs shares lives here; each family is a subpacka
 
 - `runtime`: ORT's WebGPU execution provider in a Node process (runner.mjs), runs with capture.
 - `capture`: what a run dispatched: programs (labelled WGSL), workgroups, bound buffers.
-- `programs`: ORT's WGSL per program and config, captured once and cached on disk.
 - `cache`: the ORT WGSL cache: each capture with its provenance, checked on every read.
 - `launch`: how ORT's host code binds, fills uniforms and dispatches, for verify's launches.
 - `findings`: the findings in ORT's programs, as data (verify.findings).

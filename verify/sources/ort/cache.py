@@ -1,7 +1,7 @@
 """The ORT WGSL cache: captures of ORT's programs kept on disk with their provenance, checked on
 every read.
 
-A capture is one run of a small session (ORT's DP4A programs, verify.sources.ort.programs; its
+A capture is one run of a small session (ORT's DP4A programs, verify.sources.ort.dp4a.captures; its
 attention programs, verify.sources.ort.attention.sessions) and the WGSL of every program it
 dispatched. It is kept under `$VERIFY_ORT_CACHE` (else `$XDG_CACHE_HOME/verify/ort`, else
 `~/.cache/verify/ort`), one folder per onnxruntime-web version and adapter vendor, in a file
@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from verify._files import write_atomic
 from verify.errors import SetupError
-from verify.results.atomic import write_atomic
 from verify.sources.shipped import Shipped
 
 CACHE_ENV = "VERIFY_ORT_CACHE"

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from verify._files import made_once
 from verify.errors import SetupError, UsageError
-from verify.results.atomic import made_once
 from verify.sources.shipped import Shipped
 
 #: The TVM releases whose kernels and launch rules these contracts describe.

@@ -41,10 +41,10 @@ from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.results.record import KnownFinding
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
+from verify.sources.ort.dp4a.captures import CaptureConfig, captured_programs
 from verify.sources.ort.dp4a.model import MatMulNBitsModel
 from verify.sources.ort.dp4a.programs import BITS, F16_ACCUMULATION, product_precision
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
-from verify.sources.ort.programs import CaptureConfig, captured_programs
 from verify.sources.ort.runtime import require_pinned_ort
 
 ACCURACY_LEVEL = ConfigKey("accuracy_level", 4, (4, 0),
@@ -163,8 +163,9 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         ran = tuple(label for label in run.labels if label in DP4A_PROGRAMS)
         want = dp4a_programs(config, batch * m)
         if ran != want or not run.dispatches:
-            raise OrtDispatchRuleError(f"ORT dispatched {', '.join(run.labels) or 'nothing'} for batch·M = {batch * m}, "
-                                       f"where the rule verify judges by gives {', '.join(want) or 'its float programs'}")
+            raise OrtDispatchRuleError(f"ORT dispatched {', '.join(run.labels) or 'nothing'} "
+                                       f"for batch·M = {batch * m}, where the rule verify judges by gives "
+                                       f"{', '.join(want) or 'its float programs'}")
         return Launched({"y": run.outputs["Y"]}, {}, Timing(dispatch=elapsed))
 
     # -- what it must give ------------------------------------------------------------------------------
@@ -175,8 +176,8 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         bias = case["bias"] if config["has_bias"] else None
         zero_points = case["zero_points"] if config["has_zero_points"] else None
         if uses_dp4a(config, int(np.prod(a.shape[:-1]))):
-            centre, budget = dp4a_budget(a, centred_weights(case, config), case["b_scales"], bias, dtype=config["dtype"],
-                                         acc=config["acc"], mul=product_precision(config),
+            centre, budget = dp4a_budget(a, centred_weights(case, config), case["b_scales"], bias,
+                                         dtype=config["dtype"], acc=config["acc"], mul=product_precision(config),
                                          block_size=config["block_size"])
         else:
             centre, budget = float_budget(a, case["b"], case["b_scales"].astype(np.float64), zero_points, bias,
@@ -189,7 +190,7 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
     def budget_doc(self) -> str:
         import inspect
 
-        return "\n\n".join(inspect.getdoc(f) for f in (dp4a_budget, float_budget))
+        return "\n\n".join(inspect.getdoc(f) or "" for f in (dp4a_budget, float_budget))
 
 
 class OrtDispatchRuleError(RuntimeError):

@@ -51,6 +51,7 @@ from verify.kernels.dp4a.quantize_cases import quantize_cases
 from verify.references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
 from verify.results.record import KnownFinding
 from verify.sources.ort.capture import PROGRAM_FILES, QUANTIZE, SMALL_M, SOURCE_FOLDER, TILE
+from verify.sources.ort.dp4a.captures import CaptureConfig, captured_programs, provenance
 from verify.sources.ort.launch import (
     MIN_TILE_M,
     QUANTIZE_LANES,
@@ -64,7 +65,6 @@ from verify.sources.ort.launch import (
     ort_grid,
     zero_blocks_per_col,
 )
-from verify.sources.ort.programs import CaptureConfig, captured_programs, provenance
 
 #: ORT's WebGPU provider takes 2-, 4- and 8-bit weights, all three on its DP4A path (2-bit through a
 #: lookup table of int8 weights in workgroup memory; with zero points, one table per zero point).

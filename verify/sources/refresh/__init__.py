@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verify.errors import SetupError, UsageError
-from verify.results.atomic import write_atomic
+from verify._files import write_atomic
 from verify.sources import shipped
 from verify.sources.ort import cache as ort_cache
 from verify.sources.shipped import Shipped, ShippedFile, file_sha256, manifest_text

@@ -6,7 +6,8 @@ on the line of the `.wgsl` file to edit. What becomes a result, and at which lev
 | record | level | ruleId |
 |---|---|---|
 | FAIL, DIVERGENCE | `error` | the check (`reference`, `sanitize`, ...) |
-| ERROR (no verdict on the kernel: a time limit, a crash of what runs it, verify's own limit or defect) | `warning` | the check |
+| ERROR (no verdict on the kernel: a time limit, a crash of what runs it, verify's own limit or defect) \
+| `warning` | the check |
 | KNOWN (a documented finding reproduced) | `note` | the finding's id (`tvm-decode-...`) |
 
 PASS and SKIP records are not results (a skip fails the gate, and the gate's log says why). A
@@ -32,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from verify._files import write_atomic
 from verify._version import __version__
 from verify.errors import FailureKind
-from verify.results.atomic import write_atomic
 from verify.results.record import CheckResult, Verdict
 from verify.wgsl import sha256
 from verify.wgsl.source_map import MARKER
