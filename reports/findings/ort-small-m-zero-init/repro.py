@@ -17,12 +17,13 @@ import re
 import sys
 import zlib
 from pathlib import Path
+from typing import NoReturn
 
 #: What to run when a package is missing (the only two this script imports).
 INSTALL = "pip install wgpu numpy"
 
 
-def cannot_run(reason: str) -> "NoReturn":
+def cannot_run(reason: str) -> NoReturn:
     """Exit 2 ("cannot run here") with one line: never exit 1, which would say the bug reproduces."""
     print(f"SKIP  cannot run here: {reason}", file=sys.stderr)
     sys.exit(2)
@@ -236,7 +237,8 @@ def reproduce(repro: dict) -> dict:
         result["reason"] = f"the adapter lacks {', '.join(lacking)}, which the kernel needs"
         return result
     features = set(wanted) | ({"subgroup"} & set(adapter.features))
-    limits = {kebab(k): min(v, adapter.limits[kebab(k)]) for k, v in repro["limits"].items() if kebab(k) in adapter.limits}
+    limits = {kebab(k): min(v, adapter.limits[kebab(k)]) for k, v in repro["limits"].items()
+              if kebab(k) in adapter.limits}
     try:
         device = adapter.request_device_sync(required_features=sorted(features), required_limits=limits)
     except Exception as error:  # wgpu raises plain RuntimeErrors for device requests
@@ -245,7 +247,8 @@ def reproduce(repro: dict) -> dict:
     if "subgroup" in device.features:  # the subgroup size this adapter runs a 64-wide workgroup with
         probe = compile_pipeline(device, SUBGROUP_PROBE, "main", [(0, "storage")])
         size = device.create_buffer(size=16, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-        [data] = submit(device, [probe], [(size, True)], [{"pipeline": 0, "bindings": [[0, 0]], "workgroups": [1, 1, 1]}])
+        [data] = submit(device, [probe], [(size, True)],
+                        [{"pipeline": 0, "bindings": [[0, 0]], "workgroups": [1, 1, 1]}])
         result["subgroup_size"] = int(np.frombuffer(data, "<u4")[0])
 
     # The kernel: compile, create every buffer from its recorded bytes, dispatch as recorded.
@@ -271,12 +274,14 @@ def reproduce(repro: dict) -> dict:
             offset, length = b["guard"]
             named = [o["name"] for o in repro["outputs"] if o["buffer"] == index]
             result["guards"].append({"buffer": b["name"], "output": named[0] if named else b["name"],
-                                     "intact": read[index][offset:offset + length] == initial[index][offset:offset + length]})
+                                     "intact": (read[index][offset:offset + length]
+                                                == initial[index][offset:offset + length])})
     failed = [o for o in result["outputs"] if o["failing"] or o["nan"] or o["exact_mismatches"]]
     overrun = [g for g in result["guards"] if not g["intact"]]
     result["verdict"] = "FAIL" if failed or overrun else "PASS"
     reasons = [f"{g['output']}: wrote past the end of the buffer" for g in overrun]
-    reasons += [f"{o['name']}: {o['failing']}/{o['elements']} elements over budget" + (f"; {o['nan']} NaN" if o["nan"] else "")
+    reasons += [f"{o['name']}: {o['failing']}/{o['elements']} elements over budget"
+                + (f"; {o['nan']} NaN" if o["nan"] else "")
                 + (f"; {o['exact_mismatches']} not bit-exact where required" if o["exact_mismatches"] else "")
                 for o in failed]
     result["reason"] = "; ".join(reasons) or "every output within its budget"
