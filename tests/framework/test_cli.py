@@ -104,7 +104,12 @@ def test_a_kernel_that_never_finishes_runs_out_of_time_and_later_checks_still_ru
     records = json.loads((tmp_path / "out" / "results.json").read_text())["records"]
     assert [r["check"] for r in records] == ["determinism", "reference"]
     assert records[0]["verdict"] == "error" and records[0]["failure_kind"] == "time limit", records[0]
-    assert "dispatch had not returned" in records[0]["reason"] and "no verdict on the kernel" in records[0]["reason"]
+    # Which of the two explanations depends on the machine's speed (lavapipe ends the loop after
+    # its trip cap: on a quiet machine no dispatch returns in 12 s, on a loaded one two examples
+    # pass and the last just before the limit); either way the limit is verify's, never a FAIL.
+    reason = records[0]["reason"]
+    assert reason.startswith("did not finish within the 12 s time limit") and "no verdict on the kernel" in reason
+    assert "dispatch had not returned" in reason or "too slow for this machine, not hung" in reason, reason
     assert records[1]["verdict"] == "fail" and "over budget" in records[1]["reason"]
 
 
