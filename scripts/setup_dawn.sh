@@ -2,8 +2,9 @@
 # What the dawn implementation (Dawn through Node, npm `webgpu`) needs, without touching what wgpu uses:
 #
 #   1. the pinned Node packages (verify/gpu/dawn/package-lock.json: `webgpu`, which ships
-#      dawn.node, and `onnxruntime-web`, whose WebGPU kernels the ort.* kernels verify) installed
-#      with `npm ci` into verify/gpu/dawn/node_modules;
+#      dawn.node, and `onnxruntime-web`, whose WebGPU kernels the ort.* kernels verify, 1.30.0 and
+#      1.31.1 side by side, the second as `onnxruntime-web-1.31`) installed with `npm ci` into
+#      verify/gpu/dawn/node_modules;
 #   2. a Vulkan driver Dawn accepts: Mesa 25's lavapipe from bookworm-backports, downloaded with
 #      a private apt state and unpacked, not installed, into $VERIFY_CACHE/mesa-bpo.
 #

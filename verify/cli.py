@@ -33,6 +33,7 @@ examples:
   verify export reports/cases/decode.tiled-reference-...-shrunk.npz -o repro
                                                  the case as repro.html, repro.py, repro.mjs, ISSUE.md
   verify findings export                         every documented finding's reproduction (reports/findings)
+  verify findings status                         ORT's findings on each onnxruntime-web version (1.30.0, 1.31.1)
   verify report reports/lavapipe.json reports/h200.json -o reports/both.html
   verify setup --dawn                            install what Dawn needs (Node packages, Mesa 25 lavapipe)
 
@@ -293,6 +294,17 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_findings_status(args) -> int:
+    """Each ORT finding's reproduction on each onnxruntime-web version; 0 once all ran (the table is
+    the result, not a verdict), 2 for a version or finding verify does not know."""
+    from verify.sources.ort.status import finding_status, table, to_json
+
+    only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
+    statuses = finding_status(args.ort_version, only, say=lambda line: print(line, file=sys.stderr))
+    print(to_json(statuses) if args.json else "\n".join(table(statuses)))
+    return 0
+
+
 def cmd_findings_export(args) -> int:
     """Every documented upstream finding's reproduction, regenerated from its own case."""
     from verify.export.findings import export_findings
@@ -550,6 +562,14 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--only", metavar="NAMES", help="comma-separated subset of findings (folder names)")
     ort_version_option(q)
     q.set_defaults(func=cmd_findings_export)
+    q = findings.add_parser("status", help="every finding of ONNX Runtime Web's programs on every onnxruntime-web "
+                            "version verify installs: reproduces, fixed or changed (docs/findings.md §20)")
+    q.add_argument("--ort-version", action="append", metavar="VERSION",
+                   help="only this version (repeatable; default: every one verify installs, the first the one the "
+                   "others' programs are compared with)")
+    q.add_argument("--only", metavar="NAMES", help="comma-separated subset of findings")
+    q.add_argument("--json", action="store_true", help="machine-readable output (schema verify.findings-status/1)")
+    q.set_defaults(func=cmd_findings_status)
 
     p = sub.add_parser("sources", help="the WGSL of TVM's and ORT's kernels shipped with verify (docs/tvm.md §8)")
     sources = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
@@ -612,7 +632,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(given)
     try:
         _check_cache_settings()
-        _select_ort_version(getattr(args, "ort_version", None))
+        if not isinstance(getattr(args, "ort_version", None), list):  # findings status takes several
+            _select_ort_version(getattr(args, "ort_version", None))
         if getattr(args, "renamed_backend", None):
             if args.implementation and args.implementation != args.renamed_backend:
                 raise UsageError(f"--backend {args.renamed_backend} and --implementation {args.implementation} "

@@ -113,7 +113,8 @@ def runtime_versions() -> dict:
     apache-tvm (which builds the tvm.* kernels' WGSL; read from pip's metadata, never imported),
     and the Node packages installed in each folder Dawn and ORT search, in their order
     (verify.gpu.dawn.install: $VERIFY_NODE_MODULES, the checkout's, the user cache's), with the
-    package-lock.json digest `verify setup --dawn` stamped there."""
+    package-lock.json digest `verify setup --dawn` stamped there, and the onnxruntime-web version
+    selected (verify.sources.ort.runtime.selected_version)."""
     from verify.gpu.dawn.install import STAMP, installed_versions, node_modules_candidates
 
     npm = []
@@ -129,7 +130,15 @@ def runtime_versions() -> dict:
     # only where installed, so a machine without it keeps the digests it had.
     in_process = {"wgpudawn": _version("wgpudawn")} if _version("wgpudawn") else {}
     return {"python": f"{platform.python_implementation()} {platform.python_version()}", "files": files_digest(),
-            "apache-tvm": _version("apache-tvm"), "npm": npm, **in_process}
+            "apache-tvm": _version("apache-tvm"), "npm": npm, "onnxruntime-web": _selected_ort(), **in_process}
+
+
+def _selected_ort() -> str:
+    """The onnxruntime-web version the ort.* kernels check in this run (--ort-version,
+    $VERIFY_ORT_VERSION): a session's verdict depends on it, and no WGSL digest says it."""
+    from verify.sources.ort.runtime import selected_version
+
+    return selected_version()
 
 
 @cache

@@ -165,6 +165,7 @@ def test_a_dead_shared_runtime_is_replaced_by_a_fresh_one(monkeypatch):
 
     class Stub:
         driver = SimpleNamespace(name="lavapipe")
+        version = ort_runtime.selected_version()
 
         def __init__(self, alive=True):
             self.alive = alive
@@ -174,7 +175,7 @@ def test_a_dead_shared_runtime_is_replaced_by_a_fresh_one(monkeypatch):
 
     dead = Stub(alive=False)
     monkeypatch.setattr(ort_runtime, "_SHARED", {(None, None): dead})
-    monkeypatch.setattr(ort_runtime, "OrtRuntime", lambda driver, adapter: Stub())
+    monkeypatch.setattr(ort_runtime, "OrtRuntime", lambda driver, adapter, version: Stub())
     fresh = ort_runtime.shared_runtime()
     assert fresh is not dead and fresh.alive and closed == [dead]
     assert ort_runtime.shared_runtime() is fresh

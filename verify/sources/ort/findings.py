@@ -8,6 +8,8 @@ and FlashAttention accumulates into a loop body's `var` without initializer (§1
 re-zeroes each iteration. They are recorded against the implementation, with a robustness note for
 ORT's authors."""
 
+from dataclasses import dataclass, field
+
 from verify.findings import Finding, Layer
 
 ORT = "ONNX Runtime (microsoft/onnxruntime), WebGPU execution provider"
@@ -64,3 +66,40 @@ FINDINGS = (
             "the cache buffer ends within the last key step", "§18.7", Layer.KERNEL, ORT,
             f"{BERT}/flash_attention.wgsl.template"),
 )
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """The check that shows a finding in verify's gate, as docs/findings.md's "Reproduce" line gives
+    it: `verify findings status` runs it on each onnxruntime-web version verify installs (its
+    explicit cases: the kernel's finding examples and corners, which run first on every seed) and
+    reads the record as the gate does. `implementation` is where the finding can show (wgpu: Mesa
+    22.3's lavapipe does not zero workgroup memory, Naga refuses the tile program); `subgroup_width`
+    the emulated width a width-bound finding shows at."""
+
+    kernel: str
+    check: str
+    config: dict = field(default_factory=dict)
+    implementation: str | None = None
+    subgroup_width: int | None = None
+
+
+F32_4_2 = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2)
+#: Each finding of ORT's programs by the check that shows it (docs/findings.md §13, §18).
+REPRODUCTIONS = {
+    "ort-f16-accumulation": Reproduction("ort.dp4a.matmul", "accumulator_range", dict(dtype="f16")),
+    "ort-quantize-zero-block": Reproduction("ort.dp4a.quantize", "zero_blocks", dict(dtype="f32")),
+    "ort-small-m-scales-past-row": Reproduction("ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32")),
+    "ort-small-m-zero-init": Reproduction("ort.dp4a.matmul_small_m", "sanitize", dict(dtype="f32")),
+    "ort-tile-reads-unloaded-rows": Reproduction("ort.dp4a.matmul", "sanitize", dict(dtype="f32")),
+    "ort-tile-naga-refuses": Reproduction("ort.dp4a.matmul", "reference", dict(dtype="f32"), "wgpu"),
+    "ort-gqa-softcap-ignored": Reproduction("ort.attention.decode_qkv", "reference", dict(F32_4_2, softcap=2.0)),
+    "ort-flash-carried-scores": Reproduction("ort.attention.flash", "reference", F32_4_2),
+    "ort-flash-subgroups-of-4": Reproduction("ort.attention.flash", "reference", F32_4_2, subgroup_width=4),
+    "ort-paged-prefill-f16-scores": Reproduction("ort.attention.paged_prefill", "large_scores",
+                                                 dict(num_heads=4, kv_num_heads=1)),
+    "ort-copy-kv-cache-reads-past-end": Reproduction("ort.attention.copy_kv_cache", "sanitize"),
+    "ort-decode-partials-zero-init": Reproduction("ort.attention.decode_qkv", "sanitize",
+                                                  dict(dtype="f32", head_size=64, num_heads=16, kv_num_heads=1)),
+    "ort-flash-reads-past-cache": Reproduction("ort.attention.flash", "sanitize", F32_4_2, "wgpu"),
+}

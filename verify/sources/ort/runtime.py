@@ -1,5 +1,12 @@
 """ONNX Runtime Web (npm onnxruntime-web, pinned in verify/gpu/dawn/package.json) run in Node on Dawn.
 
+Several versions are installed side by side (package.json pins each: `onnxruntime-web` itself and
+the others under an alias, `"onnxruntime-web-1.31": "npm:onnxruntime-web@1.31.1"`); one of them is
+the version a run checks: `--ort-version` (the commands that run kernels), else
+`$VERIFY_ORT_VERSION`, else `DEFAULT_VERSION` (selected_version; docs/ort-dp4a.md §10.3 says why
+that one). Its captures live in the version's own folder of the ORT WGSL cache and of the shipped
+copies (verify.sources.ort.cache), and a session runs on that version's package.
+
 `OrtRuntime` owns one Node process running runner.mjs beside this file: ORT's own WebGPU
 execution provider (its C++ provider compiled to wasm) on a Dawn instance, with the Vulkan
 driver and adapter verify's dawn implementation uses, so ORT's kernels run on the same implementation
@@ -17,20 +24,28 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import signal
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from verify.errors import KernelError, SetupError
+from verify.errors import KernelError, SetupError, UsageError
 from verify.gpu.dawn import environment
 from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
 from verify.sources.ort.capture import OrtRun, parse_run
 
 RUNNER = Path(__file__).resolve().parent / "runner.mjs"
 PACKAGE = "onnxruntime-web"
+#: The environment variable that selects the onnxruntime-web version a run checks (an exact
+#: version pinned in package.json, or its release line, e.g. 1.31); `--ort-version` sets it.
+VERSION_ENV = "VERIFY_ORT_VERSION"
+#: The version checked when none is selected (docs/ort-dp4a.md §10.3: why this one).
+DEFAULT_VERSION = "1.30.0"
 #: Sessions kept open per runtime (one per model: dtype, bits, block size, K, N, options).
 MAX_SESSIONS = 16
 SETUP_HINT = ("run `verify setup --dawn` (it installs the pinned Node packages, onnxruntime-web among them, "
@@ -39,18 +54,73 @@ SETUP_HINT = ("run `verify setup --dawn` (it installs the pinned Node packages, 
 REINSTALL = "run `verify setup --dawn` (in a checkout: scripts/setup_dawn.sh) to install {}"
 
 
+def pinned_versions() -> dict[str, str]:
+    """Every onnxruntime-web version verify/gpu/dawn/package.json pins -> the folder of
+    node_modules it is installed in (`onnxruntime-web`, or its alias, `onnxruntime-web-1.31`), in
+    the order of the versions."""
+    from verify.gpu.dawn.install import aliases, pinned_packages
+
+    renamed = aliases()
+    found = {version: name for name, version in pinned_packages().items() if renamed.get(name, name) == PACKAGE}
+    return dict(sorted(found.items(), key=lambda item: _version_key(item[0])))
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def resolve_version(given: str, *, source: str = "--ort-version") -> str:
+    """The pinned version `given` names: exactly, or by its release line (`1.31` -> 1.31.1);
+    UsageError (one line, exit 2) naming the pinned ones where it names none of them."""
+    pinned = pinned_versions()
+    given = given.strip()
+    if given in pinned:
+        return given
+    matches = [version for version in pinned if version.startswith(given + ".")]
+    if given and len(matches) == 1:
+        return matches[0]
+    raise UsageError(f"{source} {given!r}: onnxruntime-web {given or '(empty)'} is not among the versions verify "
+                     f"installs ({', '.join(pinned)}; verify/gpu/dawn/package.json)")
+
+
+def selected_version() -> str:
+    """The onnxruntime-web version this run checks: $VERIFY_ORT_VERSION (which `--ort-version`
+    sets), else DEFAULT_VERSION."""
+    given = os.environ.get(VERSION_ENV)
+    return resolve_version(given, source=VERSION_ENV) if given else DEFAULT_VERSION
+
+
 def pinned_version() -> str:
-    """The onnxruntime-web version verify/gpu/dawn/package.json pins (exactly)."""
-    return json.loads((environment.HERE / "package.json").read_text())["dependencies"][PACKAGE]
+    """The onnxruntime-web version this run checks (selected_version): one of those
+    verify/gpu/dawn/package.json pins, exactly."""
+    return selected_version()
 
 
-def find_ort_dist() -> Path:
-    """The `dist` folder of the pinned onnxruntime-web, from the folders the dawn implementation
-    searches; SetupError (one line) where none holds it, naming the versions found instead."""
-    want = pinned_version()
+@contextmanager
+def using_version(version: str) -> Iterator[str]:
+    """Select onnxruntime-web `version` (resolved as --ort-version is) while the block runs, for
+    this process and the workers it starts (`verify findings status` runs each version in turn)."""
+    version = resolve_version(version)
+    before = os.environ.get(VERSION_ENV)
+    os.environ[VERSION_ENV] = version
+    try:
+        yield version
+    finally:
+        if before is None:
+            os.environ.pop(VERSION_ENV, None)
+        else:
+            os.environ[VERSION_ENV] = before
+
+
+def find_ort_dist(version: str | None = None) -> Path:
+    """The `dist` folder of onnxruntime-web `version` (default: the selected one), from the
+    folders the dawn implementation searches; SetupError (one line) where none holds it, naming the
+    versions found instead."""
+    want = selected_version() if version is None else version
+    name = pinned_versions().get(want, PACKAGE)
     seen = []
     for folder in environment.node_modules_candidates():
-        manifest = folder / PACKAGE / "package.json"
+        manifest = folder / name / "package.json"
         if not manifest.is_file():
             continue
         try:
@@ -58,18 +128,18 @@ def find_ort_dist() -> Path:
         except (OSError, ValueError, AttributeError):
             version = "an unreadable version"
         if version == want:
-            return folder / PACKAGE / "dist"
-        seen.append(f"{version} in {folder}")
+            return folder / name / "dist"
+        seen.append(f"{version} in {folder / name}")
     if seen:
         raise SetupError(f"npm {PACKAGE} {'; '.join(seen)} is installed where verify pins {want}: "
                          f"{REINSTALL.format(want)}")
     searched = ", ".join(str(f) for f in environment.node_modules_candidates())
-    raise SetupError(f"ORT kernels need npm {PACKAGE} {want}, not found in {searched}; {SETUP_HINT}")
+    raise SetupError(f"ORT kernels need npm {PACKAGE} {want} ({name}), not found in {searched}; {SETUP_HINT}")
 
 
 def require_pinned_ort() -> Path:
     """find_ort_dist, for what needs ORT itself rather than its cached WGSL (a session run):
-    the check of the installed version against the pinned one, without starting Node."""
+    the check of the installed version against the selected one, without starting Node."""
     return find_ort_dist()
 
 
@@ -77,7 +147,8 @@ class OrtModel(Protocol):
     """What a run needs of a model: its serialized ONNX and a description that names it (the
     session cache's key). verify.sources.ort.dp4a.model and .attention_models build them."""
 
-    onnx_bytes: bytes
+    @property
+    def onnx_bytes(self) -> bytes: ...
 
     def describe(self) -> str: ...
 
@@ -89,8 +160,10 @@ class OrtRuntime:
     to run on; by default the first driver on which Dawn offers an adapter, as DawnDevice does.
     """
 
-    def __init__(self, driver: environment.VulkanDriver | None = None, adapter: str | None = None):
-        dist = find_ort_dist()
+    def __init__(self, driver: environment.VulkanDriver | None = None, adapter: str | None = None,
+                 version: str | None = None):
+        want = selected_version() if version is None else version
+        dist = find_ort_dist(want)
         env_base = {"VERIFY_WEBGPU_MODULE": str(environment.find_webgpu_module()), "VERIFY_ORT_DIST": str(dist)}
         node = environment.find_node()
         refusals = []
@@ -112,10 +185,10 @@ class OrtRuntime:
         self._process = process
         self.driver = candidate
         self.version: str = reply["ort_version"]
-        if self.version != pinned_version():  # the package.json found and the ORT loaded disagree
+        if self.version != want:  # the package.json found and the ORT loaded disagree
             process.close()
             raise SetupError(f"npm {PACKAGE} {self.version} was loaded from {dist} where verify pins "
-                             f"{pinned_version()}: {REINSTALL.format(pinned_version())}")
+                             f"{want}: {REINSTALL.format(want)}")
         self.adapter: dict = reply["adapter"]
         #: ORT's WebGPU device as its first session created it: features and the limits ORT
         #: requested (device_features, device_limits); empty until a session exists.
@@ -217,17 +290,19 @@ _SHARED: dict[tuple, OrtRuntime] = {}
 
 
 def shared_runtime(driver: environment.VulkanDriver | None = None, adapter: str | None = None) -> OrtRuntime:
-    """One OrtRuntime per (driver, adapter) for the life of this process (closed at exit). With
-    no driver, any one already running (else one on the first driver Dawn accepts); with a driver
-    and no adapter, any one already running on that driver."""
+    """One OrtRuntime per (driver, adapter, selected onnxruntime-web version) for the life of this
+    process (closed at exit). With no driver, any one of the selected version already running (else
+    one on the first driver Dawn accepts); with a driver and no adapter, any one already running on
+    that driver."""
+    version = selected_version()
     for dead in [r for r in _SHARED.values() if not r.alive]:  # killed between two checks: start another
         _forget(dead)
     for running in _SHARED.values():
-        if adapter is None and (driver is None or running.driver.name == driver.name):
+        if running.version == version and adapter is None and (driver is None or running.driver.name == driver.name):
             return running
-    key = (driver.name if driver else None, adapter)
+    key = (driver.name if driver else None, adapter, version)
     if key not in _SHARED:
-        _SHARED[key] = OrtRuntime(driver, adapter)
+        _SHARED[key] = OrtRuntime(driver, adapter, version)
     return _SHARED[key]
 
 
