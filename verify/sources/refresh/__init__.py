@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from verify.errors import SetupError, UsageError
 from verify._files import write_atomic
+from verify.errors import SetupError, UsageError
 from verify.sources import shipped
 from verify.sources.ort import cache as ort_cache
 from verify.sources.shipped import Shipped, ShippedFile, file_sha256, manifest_text
