@@ -519,7 +519,7 @@ def hide_onnxruntime_web(monkeypatch, tmp_path):
     monkeypatch.setenv(programs.CACHE_ENV, str(tmp_path / "empty-cache"))
     monkeypatch.setattr(ort_cache_module, "SHIPPED", Shipped(tmp_path / "nothing-shipped", "ORT's captures"))
 
-    def missing():
+    def missing(version=None):
         raise SetupError(f"ORT kernels need npm onnxruntime-web {ort_runtime.pinned_version()}, not found in "
                          f"{tmp_path}; {ort_runtime.SETUP_HINT}")
 

@@ -148,3 +148,62 @@ def test_each_version_runs_its_own_package_and_its_captures_name_it(version, mon
     assert made.provenance.ort_version == version
     assert made.wgsl(QUANTIZE).startswith(f"// onnxruntime-web {version} on ")
     assert [folder.name for folder in tmp_path.iterdir()] == [version]
+
+
+# -- the f32-accumulation option (1.31.1) -----------------------------------------------------------------------
+def test_the_fp32_accumulation_option_is_refused_in_one_line_where_the_version_lacks_it(monkeypatch):
+    from verify.kernels.registry import get_kernel
+
+    without = [v for v in VERSIONS if not ort_runtime.has_fp32_accumulation_option(v)]
+    with_it = [v for v in VERSIONS if ort_runtime.has_fp32_accumulation_option(v)]
+    assert without and with_it  # the pins span the option's introduction
+    for name in ("ort.matmul_nbits", "ort.dp4a.matmul"):
+        kernel = get_kernel(name)
+        with ort_runtime.using_version(without[0]), pytest.raises(UsageError) as refused:
+            kernel.config(dict(dtype="f16", fp32_accumulation=1))
+        assert len(str(refused.value).splitlines()) == 1 and ort_runtime.FP32_ACCUMULATION_SINCE in str(refused.value)
+        with ort_runtime.using_version(with_it[0]):
+            config = kernel.config(dict(dtype="f16", fp32_accumulation=1))
+            assert config["acc"] == "f32"
+            # §13.1 is the f16 accumulator's: with the option it is no known finding, a failure is news
+            assert "ort-f16-accumulation" not in finding_ids(kernel.known_finding("accumulator_range", config))
+            assert "ort-f16-accumulation" in finding_ids(
+                kernel.known_finding("accumulator_range", kernel.config(dict(dtype="f16"))))
+
+
+def finding_ids(known) -> set[str]:
+    from verify.results.record import KnownFinding
+
+    return {f.finding_id for f in KnownFinding.all_of(known)}
+
+
+def test_the_option_names_its_session_and_capture_and_only_then(monkeypatch):
+    plain, option = CaptureConfig("f16"), CaptureConfig("f16", fp32_accumulation=True)
+    assert plain.model.ep_options == {} and option.model.ep_options == {"enableMatmulFp32Accumulation": True}
+    assert "fp32_accumulation" not in plain.describe() and "fp32_accumulation=1" in option.describe()
+    assert plain.filename != option.filename
+
+
+def test_the_gate_draws_the_option_only_on_a_version_that_has_it():
+    from verify.kernels.registry import get_kernel
+
+    kernel = get_kernel("ort.matmul_nbits")
+    for version in VERSIONS:
+        with ort_runtime.using_version(version):
+            drawn = any(c["fp32_accumulation"] for c in kernel.gate_configs("ci"))
+        assert drawn == ort_runtime.has_fp32_accumulation_option(version)
+
+
+def test_with_the_option_orts_tile_program_accumulates_in_f32(monkeypatch, tmp_path):
+    """ORT's own program, captured with and without the session option: the accumulator's alias
+    is what the option says (the program is otherwise ORT's, and verify judges it by `acc`)."""
+    version = next(v for v in VERSIONS if ort_runtime.has_fp32_accumulation_option(v))
+    monkeypatch.setenv(captures.CACHE_ENV, str(tmp_path))
+    with ort_runtime.using_version(version), shipped.ignored():
+        try:
+            ort_runtime.shared_runtime()
+        except SetupError as exc:
+            pytest.skip(str(exc))
+        plain = captured_programs(CaptureConfig("f16")).program(TILE)
+        option = captured_programs(CaptureConfig("f16", fp32_accumulation=True)).program(TILE)
+    assert "alias acc_element_t = f32;" in option and "alias acc_element_t = f32;" not in plain

@@ -4,8 +4,11 @@
 //
 //   {op: "open", adapter}          -> {adapter: {vendor, architecture, description, features} | null, ort_version}
 //                                     (ORT is loaded only where Dawn offers an adapter)
-//   {op: "session", id} + [model]  -> {inputs, outputs, adapter: {vendor, architecture, description, features,
+//   {op: "session", id, options?} + [model]
+//                                  -> {inputs, outputs, adapter: {vendor, architecture, description, features,
 //                                      device_features, device_limits}}
+//       `options`: the WebGPU execution provider's options (e.g. enableMatmulFp32Accumulation: true,
+//       onnxruntime-web 1.31.1 and later), given as `{name: 'webgpu', ...options}`; without it, 'webgpu'.
 //   {op: "run", session, feeds: [{name, type, dims, alias?}], snapshots} + one blob per feed
 //       -> {outputs: [{name, type, dims}], programs: [{label, entry_point, wgsl}],
 //           dispatches: [{program, workgroups, bindings: [{group, binding, buffer, offset, size, usage, blob}]}]}
@@ -190,8 +193,9 @@ async function open(request) {
 
 async function session(request, blobs) {
   // No fallback to ORT's CPU provider: a node the WebGPU provider refuses fails the session.
+  const provider = request.options ? { name: 'webgpu', ...request.options } : 'webgpu';
   const created = await ort.InferenceSession.create(blobs[0], {
-    executionProviders: ['webgpu'], extra: { session: { disable_cpu_ep_fallback: '1' } },
+    executionProviders: [provider], extra: { session: { disable_cpu_ep_fallback: '1' } },
   });
   sessions.set(request.id, created);
   return { reply: { inputs: created.inputNames, outputs: created.outputNames, adapter: adapterInfo } };

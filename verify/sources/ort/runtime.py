@@ -69,6 +69,16 @@ def _version_key(version: str) -> tuple:
     return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
+#: The first onnxruntime-web with the session option enableMatmulFp32Accumulation (ORT PR #29599).
+FP32_ACCUMULATION_SINCE = "1.31.1"
+
+
+def has_fp32_accumulation_option(version: str | None = None) -> bool:
+    """Whether onnxruntime-web `version` (default: the selected one) takes the session option
+    ep.webgpuexecutionprovider.enableMatmulFp32Accumulation (1.30.0 ignores it silently)."""
+    return _version_key(selected_version() if version is None else version) >= _version_key(FP32_ACCUMULATION_SINCE)
+
+
 def resolve_version(given: str, *, source: str = "--ort-version") -> str:
     """The pinned version `given` names: exactly, or by its release line (`1.31` -> 1.31.1);
     UsageError (one line, exit 2) naming the pinned ones where it names none of them."""
@@ -145,7 +155,9 @@ def require_pinned_ort() -> Path:
 
 class OrtModel(Protocol):
     """What a run needs of a model: its serialized ONNX and a description that names it (the
-    session cache's key). verify.sources.ort.dp4a.model and .attention_models build them."""
+    session cache's key). verify.sources.ort.dp4a.model and .attention_models build them. A model
+    may also have `ep_options`, the WebGPU execution provider's options its session is created
+    with (e.g. enableMatmulFp32Accumulation), which its description must then name."""
 
     @property
     def onnx_bytes(self) -> bytes: ...
@@ -230,7 +242,9 @@ class OrtRuntime:
             self._request({"op": "release", "session": oldest})
         handle = self._next_session
         self._next_session += 1
-        reply, _ = self._request({"op": "session", "id": handle}, [model.onnx_bytes])
+        options = getattr(model, "ep_options", None) or {}
+        reply, _ = self._request({"op": "session", "id": handle, **({"options": options} if options else {})},
+                                 [model.onnx_bytes])
         self.device = reply.get("adapter") or self.device
         self._sessions[key] = handle
         return handle

@@ -56,13 +56,14 @@ class CaptureConfig:
     has_bias: bool = False
     accuracy_level: int = 4
     m: int = 4
+    fp32_accumulation: bool = False
 
     @property
     def model(self) -> MatMulNBitsModel:
         """The model of the run: K a multiple of 128 and of the block size, N = CAPTURE_N."""
         return MatMulNBitsModel(self.dtype, self.bits, self.block_size, k=max(256, self.block_size), n=CAPTURE_N,
                                 accuracy_level=self.accuracy_level, has_zero_points=self.has_zero_points,
-                                has_bias=self.has_bias)
+                                has_bias=self.has_bias, fp32_accumulation=self.fp32_accumulation)
 
     def describe(self) -> str:
         return f"{self.model.describe()} at M={self.m}"

@@ -43,7 +43,14 @@ from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
 from verify.sources.ort.dp4a.captures import CaptureConfig, captured_programs
 from verify.sources.ort.dp4a.model import MatMulNBitsModel
-from verify.sources.ort.dp4a.programs import BITS, F16_ACCUMULATION, product_precision
+from verify.sources.ort.dp4a.programs import (
+    BITS,
+    F16_ACCUMULATION,
+    FP32_ACCUMULATION,
+    accumulator,
+    check_fp32_accumulation,
+    product_precision,
+)
 from verify.sources.ort.launch import MIN_TILE_M, DerivedConfig, case_profile, header
 from verify.sources.ort.runtime import require_pinned_ort
 
@@ -77,7 +84,7 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
     summary = ("ONNX Runtime Web 1.30 (WebGPU provider on Dawn) running one com.microsoft.MatMulNBits node: "
                "Y from float A, ORT quantizing A itself")
     reference = "verify.references.nbits.dp4a_product (DP4A path), verify.references.nbits.matmul_nbits (float path)"
-    config_keys = (DTYPE, BITS, BLOCK_SIZE, ACCURACY_LEVEL, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
+    config_keys = (DTYPE, BITS, BLOCK_SIZE, ACCURACY_LEVEL, HAS_ZERO_POINTS, HAS_BIAS, M, N, K, FP32_ACCUMULATION)
     checks = ("reference", "determinism", "accumulator_range", "quantization_error")
     derived_keys = ("acc",)
     output_axes = {"y": ("m", "n"), "dp4a_exact": ("m", "n")}
@@ -88,21 +95,30 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
                    dict(dtype="f32", bits=2, block_size=128, has_zero_points=1, has_bias=1),
                    dict(dtype="f16", bits=4, block_size=64, has_bias=1, accuracy_level=0))
 
+    #: With an onnxruntime-web that has the f32-accumulation option, the gate also runs the f16
+    #: config of §13.1 with it (the accumulator_range cases that overflow f16 must then pass).
+    fp32_gate_shape = dict(dtype="f16", bits=4, block_size=32, has_zero_points=1, fp32_accumulation=1)
+
     def derive(self, config):
-        """ORT 1.30 accumulates in the output type on every path (no f32-accumulation option)."""
-        return {"acc": config["dtype"]}
+        """ORT accumulates in the output type on every path, unless the session asks for f32
+        (fp32_accumulation, onnxruntime-web 1.31.1 and later)."""
+        return {"acc": accumulator(config)}
 
     def validate(self, config):
         check_pinned_shape(config)
+        check_fp32_accumulation(config)
 
     def requirements(self, config):
         return frozenset({"shader-f16"}) if config["dtype"] == "f16" else frozenset()
 
     def gate_configs(self, profile):
-        return [self.config(c) for c in self.gate_shapes]
+        shapes = list(self.gate_shapes)
+        if ort_runtime.has_fp32_accumulation_option():
+            shapes.append(self.fp32_gate_shape)
+        return [self.config(c) for c in shapes]
 
     def known_finding(self, check, config):
-        if check == "accumulator_range" and config["dtype"] == "f16":
+        if check == "accumulator_range" and config["acc"] == "f16":
             return KnownFinding(F16_ACCUMULATION, outputs=("y",), finding_id="ort-f16-accumulation")
         return None
 
@@ -112,7 +128,8 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         one) and M = 1 (the small-M program, or the float one)."""
         keys = dict(dtype=config["dtype"], bits=config["bits"], block_size=config["block_size"],
                     has_zero_points=bool(config["has_zero_points"]), has_bias=bool(config["has_bias"]),
-                    accuracy_level=config["accuracy_level"])
+                    accuracy_level=config["accuracy_level"],
+                    fp32_accumulation=bool(config.get("fp32_accumulation")))
         return [CaptureConfig(**keys, m=m) for m in (MIN_TILE_M, 1)]
 
     def wgsl(self, config):
@@ -139,7 +156,8 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
 
     def model(self, config, k: int, n: int) -> MatMulNBitsModel:
         return MatMulNBitsModel(config["dtype"], config["bits"], config["block_size"], k, n,
-                                config["accuracy_level"], bool(config["has_zero_points"]), bool(config["has_bias"]))
+                                config["accuracy_level"], bool(config["has_zero_points"]), bool(config["has_bias"]),
+                                bool(config.get("fp32_accumulation")))
 
     def launch(self, device, wgsl, config, case):
         """One run of ORT's session on the case; Timing.dispatch is the run's wall time.

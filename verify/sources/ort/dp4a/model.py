@@ -40,6 +40,9 @@ class MatMulNBitsModel:
     accuracy_level: int = 4
     has_zero_points: bool = False
     has_bias: bool = False
+    #: The session option ep.webgpuexecutionprovider.enableMatmulFp32Accumulation (onnxruntime-web
+    #: 1.31.1 and later): its matmul programs accumulate in f32 (`alias acc_element_t = f32;`).
+    fp32_accumulation: bool = False
 
     @property
     def k_blocks(self) -> int:
@@ -52,7 +55,12 @@ class MatMulNBitsModel:
     def describe(self) -> str:
         return (f"MatMulNBits(dtype={self.dtype}, bits={self.bits}, block_size={self.block_size}, K={self.k}, "
                 f"N={self.n}, accuracy_level={self.accuracy_level}, zero_points={int(self.has_zero_points)}, "
-                f"bias={int(self.has_bias)})")
+                f"bias={int(self.has_bias)}" + (", fp32_accumulation=1" if self.fp32_accumulation else "") + ")")
+
+    @property
+    def ep_options(self) -> dict:
+        """The WebGPU execution provider's options the session is created with (none by default)."""
+        return {"enableMatmulFp32Accumulation": True} if self.fp32_accumulation else {}
 
     @cached_property
     def onnx_bytes(self) -> bytes:

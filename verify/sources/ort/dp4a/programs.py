@@ -71,6 +71,32 @@ from verify.sources.ort.launch import (
 BITS = ConfigKey("bits", 4, (2, 4, 8), "weight bits")
 
 
+#: onnxruntime-web's session option for f32 accumulation in its matmul programs (ORT PR #29599,
+#: docs/ort-dp4a.md §9.5): from 1.31.1; ORT's default is still the output type.
+FP32_ACCUMULATION = ConfigKey("fp32_accumulation", 0, (0, 1),
+                              "1: the session option ep.webgpuexecutionprovider.enableMatmulFp32Accumulation "
+                              "(onnxruntime-web 1.31.1 and later), ORT's matmuls accumulate in f32 (acc=f32); 0: "
+                              "ORT's default, the output type")
+
+
+def accumulator(config: dict) -> str:
+    """The type ORT's matmul programs accumulate in (`acc_element_t`): f32 with the session option
+    enableMatmulFp32Accumulation, else the output type."""
+    return "f32" if config.get("fp32_accumulation") else config["dtype"]
+
+
+def check_fp32_accumulation(config: dict) -> None:
+    """A config asking for the f32-accumulation option of an onnxruntime-web without it is a usage
+    error (1.30.0 would ignore the option silently and accumulate in f16)."""
+    from verify.sources.ort import runtime as ort_runtime
+
+    if config.get("fp32_accumulation") and not ort_runtime.has_fp32_accumulation_option():
+        raise UsageError(f"fp32_accumulation=1: onnxruntime-web {ort_runtime.selected_version()} has no "
+                         "enableMatmulFp32Accumulation option (it has from "
+                         f"{ort_runtime.FP32_ACCUMULATION_SINCE}: --ort-version "
+                         f"{ort_runtime.FP32_ACCUMULATION_SINCE})")
+
+
 def product_precision(config: dict) -> str:
     """The type ORT's DP4A programs multiply I_c by the scale in (`mul_precision`): the output type
     for 2- and 4-bit weights, f32 for 8-bit (dp4a_matmul_nbits.cc)."""
@@ -237,7 +263,7 @@ class OrtMatmul(DerivedConfig, Matmul):
     name = "ort.dp4a.matmul"
     source = "ort"
     summary = ("ONNX Runtime Web 1.30's DP4AMatMulNBits (64x64 tile, M >= 4): Y from int8 A codes and N-bit weights")
-    config_keys = (DTYPE, BITS, BLOCK_SIZE, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
+    config_keys = (DTYPE, BITS, BLOCK_SIZE, HAS_ZERO_POINTS, HAS_BIAS, M, N, K, FP32_ACCUMULATION)
     derived_keys = ("program", "tile", "acc", "mul")
     program = TILE
     tile = "64x64"
@@ -245,10 +271,12 @@ class OrtMatmul(DerivedConfig, Matmul):
     capture_m = MIN_TILE_M
 
     def derive(self, config):
-        return {"program": self.program, "tile": self.tile, "acc": config["dtype"], "mul": product_precision(config)}
+        return {"program": self.program, "tile": self.tile, "acc": accumulator(config),
+                "mul": product_precision(config)}
 
     def validate(self, config):
         check_pinned_shape(config)
+        check_fp32_accumulation(config)
         if config["m"] and self.tile == "small_m" and not self.runs_at(config["m"]):
             raise UsageError(f"m={config['m']}: ORT runs {self.program} only for {self.domain}")
         largest = max((config["m"] or 1) * (config["k"] or 1), (config["n"] or 1) * (config["k"] or 1),
@@ -301,7 +329,7 @@ class OrtMatmul(DerivedConfig, Matmul):
             # Only where the adapter's workgroup-zero-init probe deviates (verify.findings): on an
             # implementation that zeroes workgroup memory as WGSL says, a wrong y is news.
             findings.append(KnownFinding(outputs=("y",), finding_id=self.zero_init_finding))
-        if check == "accumulator_range" and config["dtype"] == "f16":
+        if check == "accumulator_range" and config["acc"] == "f16":
             findings.append(KnownFinding(F16_ACCUMULATION, outputs=("y",), finding_id="ort-f16-accumulation"))
         if self.naga_refuses:
             findings.append(KnownFinding(NAGA_REFUSES_TILE, kinds=(FailureKind.COMPILE_DIVERGENCE,),
@@ -311,7 +339,8 @@ class OrtMatmul(DerivedConfig, Matmul):
 
     def wgsl(self, config):
         capture = CaptureConfig(config["dtype"], config["bits"], config["block_size"], bool(config["has_zero_points"]),
-                                bool(config["has_bias"]), m=self.capture_m)
+                                bool(config["has_bias"]), m=self.capture_m,
+                                fp32_accumulation=bool(config.get("fp32_accumulation")))
         return header(self.name, config) + captured_programs(capture).wgsl(self.program)
 
     def cases(self, config, profile):
