@@ -113,11 +113,24 @@ class CopyLaunch:
                 **shape_and_stride("copy_kv_shape", (self.batch, self.kv_num_heads, self.total_sequence_length, h4)),
                 "copy_size": self.copy_size, "total_sequence_length": self.total_sequence_length,
                 "kv_sequence_length": self.new_sequence_length, "tile_size": KEY_TILE, "num_heads": self.num_heads,
-                "batch_size": self.batch, "num_q_tiles": split.token_blocks}
+                "batch_size": self.batch, "num_q_tiles": split.token_blocks,
+                # onnxruntime-web 1.31.1 (PR #32623) clamps each sequence's total to the present's capacity
+                "present_sequence_length": self.present_sequence_length}
 
     def grid(self) -> tuple[int, int, int]:
         return ort_grid(-(-self.copy_size // COPY_WORKGROUP))
 
+
+#: The first onnxruntime-web whose CopyKVCache copies each sequence's rows below its own total only.
+GUARDED_SINCE = (1, 31, 1)
+
+
+def copies_below_each_total() -> bool:
+    """Whether the selected onnxruntime-web's CopyKVCache returns past each sequence's own total
+    (`if (sequence_id >= total_seq_length) { return; }`, ORT PR #32623: docs/findings.md §18.5)."""
+    from verify.sources.ort.runtime import selected_version
+
+    return tuple(int(p) for p in selected_version().split(".")[:3] if p.isdigit()) >= GUARDED_SINCE
 
 class _CopyCapture(OrtGqa):
     """ort.gqa's capture of one small decode case with past and present apart."""
@@ -235,7 +248,10 @@ class OrtCopyKvCache(OrtDecodeProgram):
     def expected(self, config, case):
         """Per sequence, its past rows then its new tokens, bit for bit; rows from its total up to
         the batch's largest T any value but NaN (lo -inf, hi +inf, budget 0: written, never
-        attended); rows at or past T poison, bit for bit."""
+        attended) by onnxruntime-web 1.30.0, left as they were (poison, bit for bit) by 1.31.1,
+        whose program returns past each sequence's own total (ORT PR #32623); rows at or past T
+        poison, bit for bit."""
+        guarded = copies_below_each_total()
         copy = self.copy(config, case)
         nkv, h, new = config["kv_num_heads"], config["head_size"], case.params["new"]
         total = copy.total_sequence_length
@@ -246,7 +262,7 @@ class OrtCopyKvCache(OrtDecodeProgram):
             for b, past in enumerate(case.params["past"]):
                 present[b, :, :past] = case[f"past_{name}"][b, :, :past]
                 present[b, :, past:past + new] = case[name][b].reshape(new, nkv, h).transpose(1, 0, 2)
-                exact[b, :, past + new:total] = False
+                exact[b, :, past + new:total] = guarded
             lo = np.where(exact, present, -np.inf)
             hi = np.where(exact, present, np.inf)
             out.append(Expected(f"present_{name}", lo, hi, np.zeros(copy.present_shape), config["dtype"], exact=exact))

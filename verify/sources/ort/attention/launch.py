@@ -140,7 +140,10 @@ class DecodeSplit(AttentionShape):
                 "n_reps": self.num_heads // self.kv_num_heads,
                 "num_present_sequence_length_tile": self.num_present_tiles,
                 "num_heads": self.num_heads, "batch_size": self.batch, "attn_bias_dim0": 1, "attn_bias_dim1": 1,
-                "attn_bias_dim3": 0, "new_sequence_length": self.new_sequence_length}
+                "attn_bias_dim3": 0, "new_sequence_length": self.new_sequence_length,
+                # onnxruntime-web 1.31.1's local window (0: none; its program masks keys before
+                # query_end - local_window_size only where the value is > 0); 1.30.0's has no such field.
+                "local_window_size": 0}
 
     def qkv_grid(self) -> tuple[int, int, int]:
         return ort_grid(self.batch * self.num_heads * self.token_blocks * self.num_total_tiles)
@@ -155,7 +158,9 @@ class DecodeSplit(AttentionShape):
                 "num_present_sequence_length_tile": self.num_present_tiles,
                 "num_head_size_tile": self.num_channel_tiles,
                 "batch_heads": self.batch * self.num_heads, "new_sequence_length": self.new_sequence_length,
-                "num_heads": self.num_heads}
+                "num_heads": self.num_heads,
+                # onnxruntime-web 1.31.1 clamps each sequence's total (seqlens_k + 1) to the cache's capacity
+                "present_sequence_length": self.present_sequence_length}
 
     def reduce_grid(self) -> tuple[int, int, int]:
         return ort_grid(self.batch * self.num_heads * self.token_blocks * self.num_channel_tiles)
