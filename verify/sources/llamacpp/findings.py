@@ -41,6 +41,32 @@ READS_PAST_WEIGHTS = (
     "llamacpp.quant.mul_mat_vec_q ('out-of-bounds read of storage buffer src0 ... (src0[word_idx + 1u])'); "
     "docs/findings.md §19.3.")
 
+SPLIT_READS_PAST_TILE = (
+    "ggml-webgpu's flash_attn_vec_split reads its workgroup arrays inter_shmem and mask_shmem past KV_TILE wherever "
+    "the subgroup size does not divide the KV tile.\n"
+    "The online softmax walks a tile in steps of the subgroup size, kv_idx = kv_offset + subgroup_invocation_id, and "
+    "calc_softmax_term reads `select(FLOAT_MIN, inter_shmem[kv_idx] * params.scale, kv_idx < KV_TILE)` and "
+    "`select(0.0, mask_shmem[kv_idx], kv_idx < KV_TILE)`: WGSL evaluates both operands of select, so every lane "
+    "past the tile's end reads the arrays past their length. That happens wherever KV_TILE is not a multiple of "
+    "the subgroup size: the 29-row tile of head dim 128 with a mask in 16 KiB and the 13-row tile of head dim 256 "
+    "at any width, and 32-row tiles on 64- and 128-lane subgroups. The value is discarded, so the output is right; "
+    "WGSL bounds a workgroup array's out-of-bounds read to a value of the array (or zero). Evidence: the `sanitize` "
+    "check of llamacpp.attention.flash_attn_vec_split ('out-of-bounds read of workgroup array inter_shmem: index 29 "
+    "is not below the length 29 (inter_shmem[kv_idx])' at head dim 128, 8 lanes), passing at head dim 64 (KV_TILE "
+    "32); docs/findings.md §19.4.")
+
+REDUCE_READS_PAST_STATS = (
+    "ggml-webgpu's flash_attn_vec_reduce reads every lane's split statistics, active or not: past the row's and, for "
+    "the last row, past the scratch binding.\n"
+    "Lane t of each subgroup reads `select(0.0, tmp[stats_base + 2u * thread + 0u], active_thread)` and the max "
+    "likewise, active_thread = t < nwg; select evaluates both operands, so the lanes from nwg to the subgroup size "
+    "read the next rows' statistics and, for the last row, up to 2 (subgroup size - nwg) floats past the scratch "
+    "buffer ggml-webgpu binds (rows · nwg · (D + 2) floats, rounded to 4 bytes: ggml-webgpu.cpp L2120-2130). The "
+    "values are discarded, so the output is right; robust buffer access keeps the read inside the buffer, a "
+    "runtime without it reads past the binding. Evidence: the `sanitize` check of "
+    "llamacpp.attention.flash_attn_vec_reduce ('out-of-bounds read of storage buffer tmp: ... "
+    "(tmp[stats_base + 2u * thread + 0u])'); docs/findings.md §19.5.")
+
 FINDINGS = (
     Finding("llamacpp-quantize-q8-subgroups-of-4", "quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's "
             "scale and sum come from half the block", "§19.1", Layer.KERNEL, PROJECT,
@@ -50,4 +76,10 @@ FINDINGS = (
             f"{BACKEND}/wgsl-shaders/quantize_q8.wgsl L118, L171; mul_mat_vec_q_acc.tmpl L132, L136, L287"),
     Finding("llamacpp-mmvq-reads-past-weights", "MMVQ reads one word past the weight binding in load_u32_at_src0",
             "§19.3", Layer.KERNEL, PROJECT, f"{BACKEND}/wgsl-shaders/common_decls.tmpl L65-72 (load_u32_at_src0)"),
+    Finding("llamacpp-vec-split-reads-past-tile", "flash_attn_vec_split reads inter_shmem and mask_shmem past KV_TILE "
+            "where the subgroup size does not divide the tile", "§19.4", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/flash_attn_vec_split.wgsl L47-61 (calc_softmax_term), L278-299"),
+    Finding("llamacpp-vec-reduce-reads-past-stats", "flash_attn_vec_reduce reads the split statistics of inactive "
+            "lanes, past the scratch binding for the last row", "§19.5", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/flash_attn_vec_reduce.wgsl L57-60"),
 )

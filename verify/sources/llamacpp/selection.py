@@ -80,7 +80,9 @@ def type_name(ggml_type: str) -> str:
 class AttentionShape:
     """A GGML_OP_FLASH_ATTN_EXT node as the rules read it: Q [head_dim, q_len, heads, batch] f32,
     K and V [head_dim, kv_len, kv_heads, batch] of `k_type`/`v_type`, an optional f16 mask,
-    optional f32 sinks, a logit softcap (0: none), and whether K and V share one binding."""
+    optional f32 sinks, a logit softcap (0: none), and whether K and V share one binding.
+    `mask_batched`: the mask has a batch stride (mask->nb[3] > 0, one mask per batch, as
+    llama.cpp's KQ mask has one per stream), so flash_attn_vec_blk classifies every batch's."""
 
     head_dim_qk: int
     head_dim_v: int
@@ -95,6 +97,7 @@ class AttentionShape:
     softcap: float = 0.0
     kv_overlap: bool = False
     batch: int = 1
+    mask_batched: bool = False
 
 
 def flash_attn_use_vec_path(adapter: Adapter, shape: AttentionShape) -> bool:
@@ -257,7 +260,7 @@ def vec_attention_plan(adapter: Adapter, shape: AttentionShape) -> VecAttentionP
       one workgroup per query row and split, ne1·ne2·ne3·nwg (C L2247-2260).
     - blk (S L2951-2976; C L2142-2166, only with a mask): KV_TILE as the split's, WG_SIZE the
       largest power of two within maxComputeInvocationsPerWorkgroup; a grid of
-      ceil(kv_len / kv_tile) x q_len (x batch where the mask has a batch stride; verify's masks do not).
+      ceil(kv_len / kv_tile) x q_len·(batch where the mask has a batch stride, else 1).
     - reduce (S L2978-3013; C L2219-2244, only with nwg > 1): WG_SIZE = max(max subgroup,
       min(nwg · max subgroup, maxComputeInvocationsPerWorkgroup)); one workgroup per row.
     """
@@ -286,17 +289,29 @@ def vec_attention_plan(adapter: Adapter, shape: AttentionShape) -> VecAttentionP
             blk_wg <<= 1
         blk = Instance("flash_attn_vec_blk", (f"KV_TILE={kv_tile}", f"WG_SIZE={blk_wg}"),
                        f"flash_attn_vec_blk_kvt{kv_tile}_wg{blk_wg}")
-        blk_grid = (ceil_div(shape.kv_len, kv_tile), shape.q_len)
+        blk_grid = (ceil_div(shape.kv_len, kv_tile), shape.q_len * (shape.batch if shape.mask_batched else 1))
     reduce = reduce_grid = None
     reduce_wg = 0
     if nwg > 1:
-        reduce_wg = max(adapter.max_subgroup, min(nwg * adapter.max_subgroup, adapter.max_invocations))
-        reduce = Instance("flash_attn_vec_reduce",
-                          ("DST_F32", f"HEAD_DIM_V={shape.head_dim_v}", f"WG_SIZE={reduce_wg}"),
-                          f"flash_attn_vec_reduce_dstf32_hsv{shape.head_dim_v}_wg{reduce_wg}")
+        reduce = flash_attn_vec_reduce_instance(adapter, shape.head_dim_v, nwg)
+        reduce_wg = flash_attn_vec_reduce_wg_size(adapter, nwg)
         reduce_grid = (rows, 1)
     return VecAttentionPlan(split, blk, reduce, kv_tile, nwg, wg_size, reduce_wg, blk_grid, (rows * nwg, 1),
                             reduce_grid)
+
+
+def flash_attn_vec_reduce_wg_size(adapter: Adapter, nwg: int) -> int:
+    """C L2219-2224: the reduce's WG_SIZE = max(max subgroup, min(nwg · max subgroup,
+    maxComputeInvocationsPerWorkgroup))."""
+    return max(adapter.max_subgroup, min(nwg * adapter.max_subgroup, adapter.max_invocations))
+
+
+def flash_attn_vec_reduce_instance(adapter: Adapter, head_dim_v: int, nwg: int) -> Instance:
+    """S L2978-3013 get_flash_attn_vec_reduce_pipeline for an f32 dst: DST_F32, HEAD_DIM_V and
+    the WG_SIZE of flash_attn_vec_reduce_wg_size (which depends on the split count nwg)."""
+    wg = flash_attn_vec_reduce_wg_size(adapter, nwg)
+    return Instance("flash_attn_vec_reduce", ("DST_F32", f"HEAD_DIM_V={head_dim_v}", f"WG_SIZE={wg}"),
+                    f"flash_attn_vec_reduce_dstf32_hsv{head_dim_v}_wg{wg}")
 
 
 def alibi(max_bias: float, heads: int) -> tuple[float, float, float]:
