@@ -114,7 +114,7 @@ def runtime_versions() -> dict:
     and the Node packages installed in each folder Dawn and ORT search, in their order
     (verify.gpu.dawn.install: $VERIFY_NODE_MODULES, the checkout's, the user cache's), with the
     package-lock.json digest `verify setup --dawn` stamped there, and the onnxruntime-web version
-    selected (verify.sources.ort.runtime.selected_version)."""
+    selected ($VERIFY_ORT_VERSION)."""
     from verify.gpu.dawn.install import STAMP, installed_versions, node_modules_candidates
 
     npm = []
@@ -134,11 +134,13 @@ def runtime_versions() -> dict:
 
 
 def _selected_ort() -> str:
-    """The onnxruntime-web version the ort.* kernels check in this run (--ort-version,
-    $VERIFY_ORT_VERSION): a session's verdict depends on it, and no WGSL digest says it."""
-    from verify.sources.ort.runtime import selected_version
-
-    return selected_version()
+    """The onnxruntime-web version the ort.* kernels check in this run, as selected: the
+    environment variable `--ort-version` sets (VERIFY_ORT_VERSION), else the default. A session's
+    verdict depends on it and no WGSL digest says it. Read as given, not resolved against the
+    installed packages (that is the ORT source's business, above this layer): `1.31` and `1.31.1`
+    digest apart, which costs a reuse, never a stale one; the default itself is in the ORT
+    modules' code, which every ORT job digests."""
+    return os.environ.get("VERIFY_ORT_VERSION", "").strip() or "default"
 
 
 @cache
