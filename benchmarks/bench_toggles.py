@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="ci")
     parser.add_argument("--kernels", default="", help="comma-separated; default: every kernel declaring `toggles`")
     parser.add_argument("--cold", action="store_true", help="Mesa's shader cache off (a fresh machine)")
+    parser.add_argument("--implementation", default=None,
+                        help="the job's implementation (default: each kernel's own); the check opens Dawn itself")
     parser.add_argument("--out", default="")
     args = parser.parse_args(argv)
     if args.cold:
@@ -48,11 +50,14 @@ def main(argv: list[str] | None = None) -> int:
         examples = max(1, math.ceil(kernel.gate_examples(profile) / max(len(configs), 1)))
         for config in configs:
             begun = time.perf_counter()
-            result = verify.check(name, config, checks="toggles", profile=profile, examples=examples, isolate=False)[0]
+            result = verify.check(name, config, checks="toggles", profile=profile, examples=examples, isolate=False,
+                                  implementation=args.implementation)[0]
             rows.append({"kernel": name, "config": result.config_text, "verdict": result.verdict.value,
                          "examples": result.examples, "wall_s": round(time.perf_counter() - begun, 3),
+                         "reason": result.reason.splitlines()[0] if result.reason else "",
                          "sensitive": [n.split("(")[0].strip() for n in result.notes
-                                       if n.startswith("implementation-sensitive")]})
+                                       if n.startswith("implementation-sensitive")],
+                         "notes": list(result.notes)})
             print(f"{rows[-1]['wall_s']:8.2f} s  {result.verdict.value:5} {name} [{result.config_text}]"
                   f"{'  SENSITIVE' if rows[-1]['sensitive'] else ''}", file=sys.stderr)
     document = {

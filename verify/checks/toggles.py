@@ -45,21 +45,41 @@ MAX_EXAMPLES = 8
 @dataclass(frozen=True)
 class Toggle:
     """A Dawn toggle, the guarantee it drops, the probe that shows whether it drops it here, and
-    what a kernel's authors can do."""
+    what a kernel's authors can do. `dirty_first`: fill workgroup memory with markers on the
+    toggled device before each launch (see FILL)."""
 
     name: str
     drops: str
     clause: str
     probe: str
     advice: str
+    dirty_first: bool = False
 
 
 TOGGLES = (
     Toggle("disable_workgroup_init", "workgroup memory is not zeroed", "WGSL §7.3 zero-initialises it",
-           "workgroup-zero-init", "clear the workgroup memory before reading it"),
+           "workgroup-zero-init", "clear the workgroup memory before reading it", dirty_first=True),
     Toggle("disable_robustness", "out-of-bounds accesses are not kept inside their buffer",
            "WGSL §14.5.2 keeps them inside", "out-of-bounds-read", "keep every access in bounds"),
 )
+
+#: Fills every word of the device's workgroup storage with markers, in many workgroups: what other
+#: kernels leave behind in a deployment. Without it, what an unzeroed kernel reads depends on the
+#: driver: NVIDIA's clears a workgroup's memory when another device's work ran in between (the
+#: check's three devices take turns), so a kernel read zeros there by luck (seen on an H100, where
+#: the workgroup-zero-init probe, which fills the memory first on the same device, deviates).
+FILL = """
+var<workgroup> dirt: array<u32, WORDS>;
+@group(0) @binding(0) var<storage, read_write> sink: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+  for (var k = lane; k < WORDSu; k += 64u) { dirt[k] = 0x7fc0dead ^ (k << 8u) ^ group.x; }
+  workgroupBarrier();
+  if (lane == 0u) { sink[group.x] = dirt[(group.x * 7u) % WORDSu]; }
+}
+"""
+#: Workgroups of FILL per launch: many more than a GPU runs at once.
+FILL_WORKGROUPS = 1024
 
 
 @dataclass
@@ -80,7 +100,8 @@ class Tally:
             names = ", ".join(f"{name} on {n}" for name, n in sorted(self.outputs.items()))
             budget = (f", over its budget on {self.over_budget} (err/budget up to {self.worst:.3g})"
                       if self.over_budget else ", within its budget on all of them")
-            return (f"implementation-sensitive: with Dawn's {toggle.name} ({toggle.drops}; {toggle.clause}) the "
+            after = ", after a kernel filled it with markers" if toggle.dirty_first else ""
+            return (f"implementation-sensitive: with Dawn's {toggle.name} ({toggle.drops}{after}; {toggle.clause}) the "
                     f"outputs differ from Dawn's own run on {self.changed} of {self.examples} examples ({names})"
                     f"{budget}. The WGSL is valid, so this is no failure of the kernel; robustness note: "
                     f"{toggle.advice} to be right where a deployment sets the toggle ({dawn})")
@@ -105,6 +126,16 @@ class ToggledDevices:
         self.dawn = f"Dawn {route_name()}: {info.implementation_version} on {info.name}"
         self.tallies = [Tally(toggle) for toggle, _ in self.toggled]
         self._notes_at: int | None = None
+
+    def dirty(self, device) -> None:
+        """Fill `device`'s workgroup memory (all the storage it grants a workgroup) with markers."""
+        import numpy as np
+
+        from verify.gpu.buffers import Output
+
+        words = int(device.limits.get("max-compute-workgroup-storage-size", 16384)) // 4
+        fill = device.pipeline(FILL.replace("WORDS", str(words)))
+        device.run(fill, {"sink": Output(np.uint32, (FILL_WORKGROUPS,))}, FILL_WORKGROUPS)
 
     def measure_adapter(self) -> None:
         """Whether each toggle changes what its semantics probe sees here (verify.gpu.semantics)."""
@@ -167,7 +198,9 @@ class TogglesCheck(Check):
         devices = ctx.cached("toggled devices", lambda: ToggledDevices(ctx))
         base = ctx.launch(case, device=devices.baseline).outputs
         expected = []
-        for tally, (_, device) in zip(devices.tallies, devices.toggled):
+        for tally, (toggle, device) in zip(devices.tallies, devices.toggled):
+            if toggle.dirty_first:
+                devices.dirty(device)
             outputs = ctx.launch(case, device=device).outputs
             tally.examples += 1
             differ = bitwise_differences(base, outputs)
