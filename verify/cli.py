@@ -36,6 +36,7 @@ examples:
   verify findings status                         ORT's findings on each onnxruntime-web version (1.30.0, 1.31.1)
   verify report reports/lavapipe.json reports/h200.json -o reports/both.html
   verify setup --dawn                            install what Dawn needs (Node packages, Mesa 25 lavapipe)
+  verify setup --llamacpp                        obtain llama.cpp's pinned ggml-webgpu sources into the cache
 
 kernels: a built-in name, a name another package registers (entry point group
          "verify.kernels"), or an import path "pkg.module:Class".
@@ -341,7 +342,8 @@ def cmd_setup(args) -> int:
     stops = (signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, interrupt) for s in stops}
     try:
-        outcome = run_setup(dawn=args.dawn, check_only=args.check, say=lambda line: print(line, flush=True))
+        outcome = run_setup(dawn=args.dawn, check_only=args.check, say=lambda line: print(line, flush=True),
+                            llamacpp=args.llamacpp)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -589,6 +591,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default ~/.cache/verify), then ask Dawn for its adapter. Idempotent. Exit 0 when all is in "
                        "place, 2 with one line naming what is missing.")
     p.add_argument("--dawn", action="store_true", help="also set up Dawn, the second implementation")
+    p.add_argument("--llamacpp", action="store_true",
+                   help="also obtain llama.cpp's ggml-webgpu sources (the pinned llama-cpp-python 0.3.36 sdist, "
+                   "downloaded by pip, sha256-checked, extracted into the cache): needed for llamacpp.* configs "
+                   "beyond the gate's, whose programs ship with verify, and for `verify sources refresh`")
     p.add_argument("--check", action="store_true", help="only report what is in place; install nothing")
     p.set_defaults(func=cmd_setup)
     return parser

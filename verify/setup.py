@@ -6,6 +6,10 @@ an adapter with shader-f16 and subgroups needs a Vulkan (Metal, D3D12) driver, o
 without a GPU Mesa's lavapipe, a system package. That needs root, so it is checked and the
 `apt-get` command is said, never run.
 
+llama.cpp's ggml-webgpu sources (`--llamacpp`) are a pinned sdist pip downloads, checked by its
+sha256 and extracted into the cache (verify.sources.llamacpp.source); the gate configs' programs
+ship with verify, so only other configs and `verify sources refresh` need them.
+
 Dawn (`--dawn`) needs what pip cannot install: the pinned Node packages and, on Debian 12, Mesa
 25's lavapipe. verify.gpu.dawn.install puts both in the user cache, the same code
 scripts/setup_dawn.sh runs in a checkout; then Dawn is asked for its adapters, since only that
@@ -37,9 +41,10 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
 
 
-def run_setup(*, dawn: bool, check_only: bool, say: Callable[[str], None] = print) -> Outcome:
-    """The steps for wgpu (and Dawn with `dawn`), saying each as it ends; with `check_only`
-    nothing is installed."""
+def run_setup(*, dawn: bool, check_only: bool, say: Callable[[str], None] = print,
+              llamacpp: bool = False) -> Outcome:
+    """The steps for wgpu (and Dawn with `dawn`, llama.cpp's sources with `llamacpp`), saying each
+    as it ends; with `check_only` nothing is installed."""
     outcome = Outcome()
 
     def step(action: Callable[[], str]) -> bool:
@@ -54,6 +59,8 @@ def run_setup(*, dawn: bool, check_only: bool, say: Callable[[str], None] = prin
         return True
 
     step(wgpu_adapter)
+    if llamacpp:
+        step(lambda: llamacpp_sources(install=not check_only))
     if not dawn:
         step(dawn_state)
         return outcome
@@ -65,6 +72,20 @@ def run_setup(*, dawn: bool, check_only: bool, say: Callable[[str], None] = prin
     if mesa_ok:
         step(dawn_inprocess)
     return outcome
+
+
+def llamacpp_sources(install: bool) -> str:
+    """llama.cpp's ggml-webgpu sources of the pinned release in the cache (verify.sources.llamacpp
+    .source.obtain: pip downloads the sdist, its sha256 is checked, the backend extracted). Not
+    needed to run the llamacpp.* kernels' gate configs, whose programs ship with verify; needed to
+    instantiate other configs and to refresh the shipped programs."""
+    from verify.errors import SetupError
+    from verify.sources.llamacpp import source
+
+    try:
+        return source.obtain(install=install)
+    except SetupError as exc:
+        raise Missing(str(exc)) from None
 
 
 def _has_wanted(info) -> bool:

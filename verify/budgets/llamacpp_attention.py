@@ -60,14 +60,18 @@ def score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, slopes=
     - q·k: Dk products and their sum in any order: gamma_Dk(r) Σ_d |q_d k_d|.
     - times the f32 scale the host passes: one rounding (r |y|, y = scale q·k); with a softcap t
       the host's f32(scale / t) is one more (r |y|).
-    - the softcap t·tanh(y / t): tanh is 1-Lipschitz, so the argument's error passes through at
-      most as it is; tanh adds t·tanh_abs(y / t), the product by t r·t|tanh(y / t)|.
+    - the softcap t·tanh(x / t), x = scale q·k: the argument's error e passes through scaled by
+      tanh's slope between the two arguments, at most sech²(max(|x|/t - e/t, 0)) (small where
+      the cap saturates), and never more than 2t (both values lie in [-t, t]); tanh adds
+      t·tanh_abs(x / t), at most 2t (tanh_abs, inherited from exp, grows without bound with |x|,
+      while a tanh is in [-1, 1]), the product by t r·t|tanh(x / t)|.
     - the mask: with ALiBi (`alibi` = (m0, m1, n_head_log2) as passed, `slopes` their exact
       slopes) slope·mask errs by (pow_rel + r)|slope·mask| (pow's error, the product); adding it
       rounds: r |ŝ + slope·mask| <= r (|s| + |slope·mask|) to first order.
     - flushes: Dk products and Dk sums, the scaling, tanh's two exps, the cap's product, the
       mask's product and sum may each flush a subnormal: (2 Dk + 6) FTZ.
     """
+    q_signed, k_signed = q, k
     q, k = np.abs(np.asarray(q, np.float64)), np.abs(np.asarray(k, np.float64))
     batch, rows, heads, dk = q.shape
     group = heads // k.shape[1]
@@ -78,8 +82,12 @@ def score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, slopes=
     delta = _second_order(rel) * y
     s = y
     if softcap:
-        arg = y / softcap
-        delta = delta + softcap * (tanh_abs(arg) + R * np.tanh(arg))
+        qs = np.asarray(q_signed, np.float64)
+        exact = scale * np.einsum("bsnd,bnld->bsnl", qs, np.repeat(np.asarray(k_signed, np.float64), group, axis=1))
+        arg = np.abs(exact) / softcap
+        e = np.exp(-2.0 * np.maximum(arg - delta / softcap, 0.0))
+        slope = 4.0 * e / (1.0 + e) ** 2  # sech², without cosh's overflow
+        delta = np.minimum(delta * slope, 2 * softcap) + softcap * (np.minimum(tanh_abs(arg), 2.0) + R * np.tanh(arg))
         s = softcap * np.tanh(arg)
     if mask is not None:
         m = np.asarray(mask, np.float64)
@@ -113,7 +121,11 @@ def output_budget(v, logits2, delta, *, evaluated: str = "kernel") -> np.ndarray
     output included. With A_d = Σ_j p_j |v_jd|: o_d errs by Σ_j p_j |v_jd| pi_j, and by the
     normalisation, which `evaluated` says: "kernel" (1/Σ, then the product: division_rel + r,
     the split with one split and the reduce alike), or "float64" (verify divides a split's
-    stored o_i by its s_i: one float64 rounding); plus (2n + 4) flushed subnormals."""
+    stored o_i by its s_i: one float64 rounding); plus (2n + 4) flushed subnormals of the sums
+    and products, and the weights that flush: a weight relative to the running max (its exp, or
+    a product of its rescale chain, such as a sink far above every score makes) that falls below
+    f32's smallest normal may become 0, losing at most 2 FTZ |v_jd| of its key (divided by the
+    final sum, which is at least 1: the largest logit's term is exp(0)): 2 FTZ Σ_j |v_jd|."""
     v = np.abs(np.asarray(v, np.float64))
     logits2 = np.asarray(logits2, np.float64)
     valid = np.isfinite(logits2)
@@ -122,7 +134,8 @@ def output_budget(v, logits2, delta, *, evaluated: str = "kernel") -> np.ndarray
     spread = np.matmul((w.p * w.pi)[..., None, :], v)[..., 0, :]
     a_d = np.matmul(w.p[..., None, :], v)[..., 0, :]
     final = division_rel("f32") + R if evaluated == "kernel" else U64
-    budget = spread + final * a_d + (2 * n[..., None] + 4) * FTZ_ABS
+    flushed = 2 * FTZ_ABS * np.matmul(valid[..., None, :].astype(np.float64), v)[..., 0, :]
+    budget = spread + final * a_d + (2 * n[..., None] + 4) * FTZ_ABS + flushed
     return np.where(w.nonempty[..., None], budget, 0.0)
 
 
@@ -136,8 +149,10 @@ def lse_budget(logits2, delta) -> np.ndarray:
     the rescale chain (eps_chain of weight_errors) and the sum (gamma_n(r)). m_i cancels: m_i +
     ln s_i = ln Σ_j exp(ŝ_j)(1 + e_j), which lies within a factor 1 ± E of Σ_j exp(s_j), E =
     Σ_j p_j (expm1(delta_j)(1 + e_j) + e_j) (p_j the exact weights), so the lse errs by at most
-    -ln(1 - E); the sum's 2n flushed subnormals are at most 2n FTZ relative (s_i >= 1: its largest
-    term is exp(0)); float64's m_i + ln s_i adds 3 u64 (|lse| + 1)."""
+    -ln(1 - E). Log-sum-exp is also 1-Lipschitz in the largest change of its arguments, so it errs
+    by at most max_j delta_j - ln(1 - max_j e_j) too (the bound that holds where the scores' errors
+    are large, E >= 1); the smaller of the two. The sum's 2n flushed subnormals are at most 2n FTZ
+    relative (s_i >= 1: its largest term is exp(0)); float64's m_i + ln s_i adds 3 u64 (|lse| + 1)."""
     logits2 = np.asarray(logits2, np.float64)
     valid = np.isfinite(logits2)
     n = valid.sum(-1).astype(np.float64)
@@ -147,9 +162,15 @@ def lse_budget(logits2, delta) -> np.ndarray:
     x = np.where(valid, logits2 - np.where(w.nonempty, top, 0.0)[..., None], 0.0)
     kappa = np.where(valid, exp2_rel(x) + LN2 * R * np.abs(x), 0.0)
     e = _second_order(kappa + (w.eps_chain + w.gamma_n)[..., None])
-    total = (w.p * (np.expm1(delta) * (1.0 + e) + e)).sum(-1) + 2 * n * FTZ_ABS
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = np.where(w.p > 0, w.p * (np.expm1(delta) * (1.0 + e) + e), 0.0)
+    total = terms.sum(-1) + 2 * n * FTZ_ABS
     lse = np.where(w.nonempty, top * LN2 + np.log(np.where(w.nonempty, w.d, 1.0)), 0.0)
-    budget = -np.log1p(-np.minimum(total, 0.5)) + 3 * U64 * (np.abs(lse) + 1.0)
+    e_max = np.where(valid, e, 0.0).max(-1, initial=0.0) + 2 * n * FTZ_ABS
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.where(total < 1.0, -np.log1p(-np.minimum(total, 1.0)), np.inf)
+        lipschitz = delta.max(-1, initial=0.0) + np.where(e_max < 1.0, -np.log1p(-np.minimum(e_max, 1.0)), np.inf)
+    budget = np.minimum(shift, lipschitz) + 3 * U64 * (np.abs(lse) + 1.0)
     return np.where(w.nonempty, budget, 0.0)
 
 

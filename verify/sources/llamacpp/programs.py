@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from verify.errors import SetupError
 from verify._files import made_once
+from verify.errors import SetupError
 from verify.sources.llamacpp import source
 from verify.sources.llamacpp.preprocess import Preprocessor, expand_includes
 from verify.sources.llamacpp.selection import Instance

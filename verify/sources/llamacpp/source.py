@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify._cache import cache_dir
-from verify.errors import SetupError
 from verify._files import write_atomic
+from verify.errors import SetupError
 
 #: The pinned release: PyPI's llama-cpp-python source distribution and the sha256 of its bytes.
 DISTRIBUTION = "llama-cpp-python"
@@ -45,8 +45,7 @@ BACKEND = "ggml/src/ggml-webgpu"
 EXTRACTED = (BACKEND, "LICENSE", "ggml/src/ggml-quants.c", "ggml/src/ggml-common.h", "tests/test-backend-ops.cpp")
 PROJECT = "llama.cpp (ggml-org/llama.cpp), ggml-webgpu backend"
 CACHE_ENV = "VERIFY_LLAMACPP_CACHE"
-INSTALL = ('python -c "from verify.sources.llamacpp import source; print(source.obtain())"  (downloads the '
-           'pinned llama-cpp-python sdist with pip)')
+INSTALL = "verify setup --llamacpp  (downloads the pinned llama-cpp-python sdist with pip)"
 MANIFEST = "SOURCE.json"
 
 

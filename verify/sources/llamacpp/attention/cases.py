@@ -12,8 +12,8 @@ Masks (f16, [batch, rows, L], as llama.cpp builds its KQ mask: one per stream, s
 head): `causal` (0, or -inf for the future and the padding), `distance` (-|i - j| as llama.cpp
 writes it for ALiBi models), `values` (test-backend-ops' uniform [-1, 1], causal -inf kept) and
 `blocks` (whole KV tiles -inf, zero or mixed, so flash_attn_vec_blk's three tile states all
-occur, and rows that see no key at all). Values: verify's value kinds for K and V in their
-storage type, queries of a flat-to-sharp spread, sinks N(0, 2²).
+occur, and rows that see no key at all). Values: verify's value kinds for K and V (of f16's
+range in either storage type), queries of a flat-to-sharp spread, sinks N(0, 2²).
 """
 
 from __future__ import annotations
@@ -103,9 +103,11 @@ def make_case(config: dict, batch: int, rows: int, length: int, used: int, kind:
     rng = np.random.default_rng(seed)
     heads, kv_heads, dk, dv = config["heads"], config["kv_heads"], config["head_dim"], config["head_dim"]
     kv = numpy_dtype(config["kv_type"])
+    # K and V of f16's range in either storage type (an f32 cache holds what f16/bf16 projections
+    # make; keys of 2^40 would leave every a-priori bound on an f32 dot product meaningless)
     arrays = {"q": (rng.standard_normal((batch, rows, heads, dk), dtype=np.float32) * np.float32(spread)),
-              "k": make_values(rng, kind, (batch, kv_heads, length, dk), kv).astype(kv),
-              "v": make_values(rng, kind, (batch, kv_heads, length, dv), kv).astype(kv)}
+              "k": make_values(rng, kind, (batch, kv_heads, length, dk), "f16").astype(kv),
+              "v": make_values(rng, kind, (batch, kv_heads, length, dv), "f16").astype(kv)}
     if config["mask"]:
         arrays["mask"] = make_mask(rng, mask_kind, batch, rows, length, used, kv_tile)
     if config["sinks"]:
