@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -101,9 +102,9 @@ def decode_attention(q, pages, page_indptr, page_values, length_info, *, sm_scal
     if rotary_mode == 1:
         q_pos = _positions("q_rope_position", q_rope_position, batch)
         k_pos = _positions("k_rope_pos_offset", k_rope_pos_offset, batch)
-        rope = dict(rope_theta=rope_theta, rope_scale=rope_scale, llama3=llama3)
-        q = round_qk(rotate_neox(q, q_pos[:, None], **rope))
-        k = round_qk(rotate_neox(k, k_pos[:, None, None] + np.arange(max_len), **rope))
+        rotate = partial(rotate_neox, rope_theta=rope_theta, rope_scale=rope_scale, llama3=llama3)
+        q = round_qk(rotate(q, q_pos[:, None]))
+        k = round_qk(rotate(k, k_pos[:, None, None] + np.arange(max_len)))
 
     group = qo_heads // kv_heads
     scores = q.reshape(batch, kv_heads, group, head_dim) @ k.transpose(0, 1, 3, 2)  # [B, Hkv, G, L]

@@ -83,8 +83,8 @@ def tree_order(parents) -> np.ndarray:
     """
     parents = validate_parents(parents)
     size = parents.size
-    children = [[] for _ in range(size)]
-    roots = []
+    children: list[list[int]] = [[] for _ in range(size)]
+    roots: list[int] = []
     for n, parent in enumerate(parents):
         (roots if parent < 0 else children[parent]).append(n)
     order = np.zeros((size, 2), np.int64)

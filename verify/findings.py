@@ -111,7 +111,8 @@ def _registered() -> dict[str, Finding]:
         try:
             declared = ep.load()
         except Exception as exc:  # a broken third-party package must not take the toolkit down
-            raise UsageError(f"findings {ep.name!r} ({ep.value}) cannot be loaded: {type(exc).__name__}: {exc}") from None
+            raise UsageError(f"findings {ep.name!r} ({ep.value}) cannot be loaded: "
+                             f"{type(exc).__name__}: {exc}") from None
         for finding in declared:
             if not isinstance(finding, Finding):
                 raise UsageError(f"findings {ep.name!r} ({ep.value}) holds {type(finding).__name__}, not a Finding")

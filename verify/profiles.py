@@ -15,7 +15,7 @@ folder, e.g. verify.kernels.attention.sizes); a Profile may replace a family's s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from verify.errors import UsageError
 
@@ -138,7 +138,7 @@ def job_profile(name: str, data: str | None) -> Profile:
         for family, entry in fields_.pop("sizes", {}).items():
             if "type" in entry:
                 module, _, qualname = entry["type"].partition(":")
-                kind = import_module(module)
+                kind: Any = import_module(module)  # then the class named by qualname within it
                 for part in qualname.split("."):
                     kind = getattr(kind, part)
                 sizes[family] = kind(**entry["fields"])

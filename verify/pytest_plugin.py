@@ -34,7 +34,8 @@ def pytest_addoption(parser):
     group.addoption("--verify-adapter", default=None, metavar="TEXT",
                     help="run on the WebGPU adapter whose name/backend contains TEXT (default: $VERIFY_ADAPTER, "
                     "else the best one)")
-    group.addoption("--verify-seed", type=int, default=0, metavar="N", help="Hypothesis seed of verify's checks (default 0)")
+    group.addoption("--verify-seed", type=int, default=0, metavar="N",
+                    help="Hypothesis seed of verify's checks (default 0)")
     group.addoption("--verify-implementation", default=None, metavar="NAME",
                     help="WebGPU implementation, e.g. wgpu (Naga) or dawn (Tint) (default: $VERIFY_IMPLEMENTATION, "
                     "else the first registered; the gate runs on every one installed unless one is named)")
@@ -100,7 +101,7 @@ class _AdapterProbe:
     def __init__(self, name: str | None, implementation: str | None):
         self.name = name
         self.implementation = implementation
-        self._found = None
+        self._found: tuple[frozenset | None, str] | None = None
 
     def features(self) -> tuple[frozenset | None, str]:
         """(features, "") of the chosen adapter, or (None, why there is none)."""
@@ -196,7 +197,8 @@ def verify_check(request):
         if any(r.verdict.fails_run for r in results):
             pytest.fail(str(_failure(results)), pytrace=False)
         if any(r.verdict is verify.Verdict.SKIP for r in results):
-            pytest.skip("; ".join(sorted({f"{r.check}: {r.reason}" for r in results if r.verdict is verify.Verdict.SKIP})))
+            pytest.skip("; ".join(sorted({f"{r.check}: {r.reason}" for r in results
+                                          if r.verdict is verify.Verdict.SKIP})))
         return results
 
     return run

@@ -90,10 +90,12 @@ class _Worker:
             stderr=self.log, text=True, env=env,
         )
         self.selector = selectors.DefaultSelector()
+        assert self.proc.stdout is not None  # stdout=PIPE
         self.selector.register(self.proc.stdout, selectors.EVENT_READ)
         self.pending = b""
 
     def send(self, job: Job | ReplayJob) -> None:
+        assert self.proc.stdin is not None  # the worker is started with stdin and stdout piped
         self.proc.stdin.write(encode_job(job) + "\n")
         self.proc.stdin.flush()
 
@@ -103,6 +105,7 @@ class _Worker:
         Reads the pipe's bytes itself: readline() would read ahead into a buffer select()
         cannot see, and a record already received would then wait there until the deadline.
         """
+        assert self.proc.stdout is not None  # piped (see __init__)
         while b"\n" not in self.pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -120,6 +123,7 @@ class _Worker:
             if kill:
                 self.proc.kill()
             else:
+                assert self.proc.stdin is not None  # piped (see __init__)
                 self.proc.stdin.close()
             try:
                 self.proc.wait(timeout=10)
@@ -127,7 +131,7 @@ class _Worker:
                 self.proc.kill()
                 self.proc.wait()
         self.selector.close()
-        if self.log is not subprocess.DEVNULL:
+        if not isinstance(self.log, int):  # a file, not subprocess.DEVNULL
             self.log.close()
 
 
@@ -181,10 +185,10 @@ class Session:
             worker.send(job)
         return worker
 
-    def _died(self) -> int:
+    def _died(self, worker: _Worker) -> int:
         """The dead worker's exit code (negative: the signal); the worker is gone and the next job
         starts another."""
-        code = self._worker.proc.wait()
+        code = worker.proc.wait()
         self.close()
         return code
 
@@ -210,10 +214,11 @@ class Session:
             try:
                 event = worker.next_event(clock.due)
             except EOFError:
-                return _Death(self._died(), current, done, clock.started is not None)
+                return _Death(self._died(worker), current, done, clock.started is not None)
             if event is None:
                 self.close(kill=True)
-                return job.unfinished(FailureKind.TIME_LIMIT, _time_limit_reason(job, clock, done, last_progress, stage),
+                return job.unfinished(FailureKind.TIME_LIMIT,
+                                      _time_limit_reason(job, clock, done, last_progress, stage),
                                       time.monotonic() - sent, done, verdict=Verdict.ERROR)
             now = time.monotonic()
             if isinstance(event, Started):
@@ -241,7 +246,7 @@ class Session:
             try:
                 event = worker.next_event(clock.due)
             except EOFError:
-                death = _Death(self._died(), None, 0, clock.started is not None)
+                death = _Death(self._died(worker), None, 0, clock.started is not None)
                 return Replayed(None, (f"ERROR {death.describe()}, so the case was not replayed" +
                                        _log_hint(self.log_path),))
             if event is None:
@@ -340,7 +345,8 @@ def _death_record(job: Job, first: _Death, second: _Death, hint: str) -> CheckRe
                               f"{second.describe()}, twice at the same point of the same cases: the kernel crashes "
                               "the driver or loses the device" + hint, 0.0, second.done)
     return job.unfinished(FailureKind.CRASH,
-                          f"{first.describe()}; run again, {second.describe().replace('the process running the check ', '', 1)}"
+                          f"{first.describe()}; run again, "
+                          f"{second.describe().replace('the process running the check ', '', 1)}"
                           ": what runs the kernel broke, not shown to be the kernel, so no verdict on it" + hint,
                           0.0, second.done, verdict=Verdict.ERROR)
 

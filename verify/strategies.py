@@ -47,7 +47,7 @@ BLOCK_KINDS = _quantize.BLOCK_KINDS
 _DTYPES = ("f16", "f32", "float16", "float32")
 
 
-def _check_dtype(dtype) -> np.dtype:
+def _check_dtype(dtype) -> np.dtype | type:
     try:
         chosen = numpy_dtype(dtype) if isinstance(dtype, str) else np.dtype(dtype)
     except (KeyError, TypeError, ValueError):

@@ -28,7 +28,8 @@ def assert_within_budget(actual, expected: Expected, err_msg: str = "") -> Outpu
                         "(build one with verify.Expected.around(name, reference, budget, dtype))")
     actual = np.asarray(actual)
     if actual.shape != expected.lo.shape:
-        raise AssertionError(_message(f"{expected.name}: shape {actual.shape} != expected {expected.lo.shape}", err_msg))
+        raise AssertionError(_message(f"{expected.name}: shape {actual.shape} != expected {expected.lo.shape}",
+                                      err_msg))
     metrics = compare(actual, expected)
     if not metrics.passed:
         raise AssertionError(_message(metrics.message(), err_msg))

@@ -57,8 +57,10 @@ def merge_budget(v_a, lse_a, v_b, lse_b, v_ref, lse_ref, v_dtype: str):
         x_a = np.where(np.isfinite(lse_a), lse_a - m_safe, -np.inf)
         x_b = np.where(np.isfinite(lse_b), lse_b - m_safe, -np.inf)
     w_a, w_b = np.exp2(x_a), np.exp2(x_b)
-    eps_a = np.where(w_a > 0, exp2_rel(np.where(w_a > 0, x_a, 0.0)) + LN2 * r * np.abs(np.where(w_a > 0, x_a, 0.0)), 0.0)
-    eps_b = np.where(w_b > 0, exp2_rel(np.where(w_b > 0, x_b, 0.0)) + LN2 * r * np.abs(np.where(w_b > 0, x_b, 0.0)), 0.0)
+    eps_a = np.where(w_a > 0,
+                     exp2_rel(np.where(w_a > 0, x_a, 0.0)) + LN2 * r * np.abs(np.where(w_a > 0, x_a, 0.0)), 0.0)
+    eps_b = np.where(w_b > 0,
+                     exp2_rel(np.where(w_b > 0, x_b, 0.0)) + LN2 * r * np.abs(np.where(w_b > 0, x_b, 0.0)), 0.0)
     d = np.where(finite, w_a + w_b, 1.0)
     rel_d = _second_order(r + np.maximum(eps_a, eps_b))
     lse_budget = -np.log2(1.0 - rel_d) + log2_abs(d) + r * np.abs(np.where(finite, lse_ref, 0.0))
@@ -218,5 +220,6 @@ def merged_parts_budget(o_a, lse_a, budget_o_a, budget_lse_a, o_b, lse_b, budget
     o_budget = (np.minimum(1.0, p_a * growth)[..., None] * budget_o_a
                 + np.minimum(1.0, p_b * growth)[..., None] * budget_o_b
                 + dp[..., None] * np.abs(np.asarray(o_a, np.float64) - np.asarray(o_b, np.float64)))
-    lse_budget = np.maximum(np.where(np.isfinite(lse_a), budget_lse_a, 0.0), np.where(np.isfinite(lse_b), budget_lse_b, 0.0))
+    lse_budget = np.maximum(np.where(np.isfinite(lse_a), budget_lse_a, 0.0),
+                            np.where(np.isfinite(lse_b), budget_lse_b, 0.0))
     return np.where(finite[..., None], o_budget, 0.0), np.where(finite, lse_budget, 0.0)

@@ -41,7 +41,8 @@ def decode_expected(q, k, v, lengths=None, *, dtype="f16", sm_scale: float | Non
     """
     q64, k64, v64 = (np.asarray(x, np.float64) for x in (q, k, v))
     if q64.ndim != 3 or k64.ndim != 4 or v64.shape != k64.shape:
-        raise ValueError(f"expected q [B, Hq, D] and k, v [B, Hkv, L, D]; got q {q64.shape}, k {k64.shape}, v {v64.shape}")
+        raise ValueError(f"expected q [B, Hq, D] and k, v [B, Hkv, L, D]; got q {q64.shape}, k {k64.shape}, "
+                         f"v {v64.shape}")
     batch, qo_heads, head_dim = q64.shape
     kb, kv_heads, rows, kd = k64.shape
     if kb != batch or kd != head_dim or qo_heads % kv_heads:

@@ -118,7 +118,8 @@ def score_errors(q, k, *, scale: float, dtype: str, path: str, e_q=None, e_k=Non
         delta = delta + scale * (dot(e_q, k) + dot(q, e_k) + dot(e_q, e_k))
     k_max = k.max(axis=(1, 2), initial=0.0)  # per KV head
     k_max = np.repeat(k_max, group)[None, :, None]
-    delta = delta + (2 * head_size + 2) * smallest_normal("f32") + (head_size + 1) * smallest_normal(dtype) * scale * k_max
+    delta = (delta + (2 * head_size + 2) * smallest_normal("f32")
+             + (head_size + 1) * smallest_normal(dtype) * scale * k_max)
     if path == "probs":
         delta = delta + smallest_normal(dtype)
     if path == "paged_prefill":
@@ -309,7 +310,8 @@ def _scores(q, k, scale: float) -> np.ndarray:
     q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
     new, heads, head_size = q.shape
     kv_heads = k.shape[0]
-    return scale * (q.reshape(new, kv_heads, heads // kv_heads, head_size) @ k.transpose(0, 2, 1)).reshape(new, heads, -1)
+    return scale * (q.reshape(new, kv_heads, heads // kv_heads, head_size)
+                    @ k.transpose(0, 2, 1)).reshape(new, heads, -1)
 
 
 def reduce_budget(o, m, lsum, dtype: str) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 _PRECISION = {"f16": 11, "f32": 24, "f64": 53}
 #: Smallest positive normal number of each format; below it FTZ may return 0.
 _SMALLEST_NORMAL = {"f16": 2.0**-14, "f32": 2.0**-126, "f64": 2.0**-1022}
-_NUMPY = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_NUMPY: dict[str, type[np.floating]] = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 
 
 def dtype_name(dtype) -> str:
@@ -27,7 +27,7 @@ def dtype_name(dtype) -> str:
     return short
 
 
-def numpy_dtype(dtype) -> type:
+def numpy_dtype(dtype) -> type[np.floating]:
     return _NUMPY[dtype_name(dtype)]
 
 

@@ -40,7 +40,7 @@ def wrapped_grid(groups: int, limit: int) -> tuple[int, int]:
 value_kinds = st.sampled_from(VALUE_KINDS)
 
 
-def make_values(rng: np.random.Generator, kind: str, shape, dtype) -> np.ndarray:
+def make_values(rng: np.random.Generator, kind: str, shape: int | tuple[int, ...], dtype) -> np.ndarray:
     """An array of `dtype` (exactly representable stored values) of the given kind.
 
     A nightly decode case holds tens of millions of values, and drawing them was most of what a
@@ -77,7 +77,8 @@ def make_values(rng: np.random.Generator, kind: str, shape, dtype) -> np.ndarray
 
 #: The powers of two of "large" and "tiny" ([low, high) exponents), for f16 and for f32 storage:
 #: large up to the dtype's comfortable range, tiny at the bottom of its normal range.
-_EXPONENTS = {"large": ((4, 12), (4, 40)), "tiny": ((-13, -7), (-120, -114))}
+_EXPONENTS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {"large": ((4, 12), (4, 40)),
+                                                                  "tiny": ((-13, -7), (-120, -114))}
 #: The share of a spiky array's values that are outliers (30 sigma instead of 0.05).
 SPIKE_SHARE = 0.01
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,18 +13,22 @@ from verify.checks.outcome import Outcome, StageTimer
 from verify.errors import ContractError, FailureKind
 from verify.profiles import Profile, get_profile
 
+if TYPE_CHECKING:
+    from verify.gpu.device import Device
+    from verify.kernels.contract import Kernel
+
 
 @dataclass
 class CheckContext:
-    kernel: object  # verify.kernels.contract.Kernel
+    kernel: Kernel
     config: dict
-    device: object  # verify.gpu.Device
+    device: Device
     wgsl: str
     profile: Profile = field(default_factory=lambda: get_profile("ci"))
     timer: StageTimer = field(default_factory=StageTimer)
     #: Opens a device of the other WebGPU implementation on the same adapter and limits (set by
     #: the worker; the `implementations` check runs the kernel on both).
-    open_other: object = None
+    open_other: Callable[[], Device] | None = None
     #: The WGSL is a user's file run under the kernel's contract (`verify check --wgsl`,
     #: verify.check(wgsl=...)), not the kernel's own: the worker sets it from the job. A check may
     #: then look harder (the reference check adds the sanitizer's bounds pass), as nothing vouches

@@ -56,7 +56,8 @@ class ImplementationsCheck(Check):
             for module in ctx.kernel.modules(ctx.wgsl):
                 other.pipeline(module)
         except ShaderCompileError as exc:
-            return Preflight(Verdict.DIVERGENCE, divergence(refused_by=other.info, refusal=exc, compiled_by=ctx.device.info),
+            return Preflight(Verdict.DIVERGENCE,
+                             divergence(refused_by=other.info, refusal=exc, compiled_by=ctx.device.info),
                              FailureKind.COMPILE_DIVERGENCE)
         return None
 

@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings, target
@@ -67,6 +67,22 @@ def _score(x: float) -> float:
 
 
 @dataclass
+class _State:
+    """What one run_check's examples have seen so far (the Hypothesis test body writes it)."""
+
+    generated: int = 0
+    calls: int = 0
+    worst: Outcome | None = None
+    first_failure: Outcome | None = None
+    samples: list[dict] = field(default_factory=list)
+    in_body: float = 0.0
+    paths: Counter[str] = field(default_factory=Counter)
+    infrastructure: InfrastructureError | None = None
+    setup: SetupError | None = None
+    limit: VerifyLimit | None = None
+
+
+@dataclass
 class CheckRun:
     """A check's result, and the shrunk and worst cases themselves (for verify/results to save)."""
 
@@ -82,53 +98,52 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
     if base is None:
         base = CheckResult(kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=Verdict.PASS)
     started = time.perf_counter()
-    state = {"generated": 0, "calls": 0, "worst": None, "first_failure": None, "samples": [], "in_body": 0.0,
-             "paths": Counter(), "infrastructure": None, "setup": None, "limit": None}
+    state = _State()
 
     def body(case):
         entered = time.perf_counter()
         try:
             _body(case)
         finally:
-            state["in_body"] += time.perf_counter() - entered
+            state.in_body += time.perf_counter() - entered
             ctx.timer.entering("drawing cases")
 
     def _body(case):
-        if state["infrastructure"] is not None:  # what runs the kernel is gone: no further example means anything
-            raise state["infrastructure"]
-        if state["setup"] is not None:  # the machine lacks what the kernel needs: nothing more can run
-            raise state["setup"]
-        if state["limit"] is not None:  # verify cannot carry the check out here: no example means anything
-            raise state["limit"]
-        state["calls"] += 1
-        shrinking = state["first_failure"] is not None
+        if state.infrastructure is not None:  # what runs the kernel is gone: no further example means anything
+            raise state.infrastructure
+        if state.setup is not None:  # the machine lacks what the kernel needs: nothing more can run
+            raise state.setup
+        if state.limit is not None:  # verify cannot carry the check out here: no example means anything
+            raise state.limit
+        state.calls += 1
+        shrinking = state.first_failure is not None
         try:
             outcome = check.run_example(ctx, case)
         except InfrastructureError as exc:
-            state["infrastructure"] = exc
+            state.infrastructure = exc
             raise
         except SetupError as exc:
-            state["setup"] = exc
+            state.setup = exc
             raise
         except VerifyLimit as exc:
-            state["limit"] = exc
+            state.limit = exc
             raise
         except KernelError as exc:
             outcome = Outcome(False, float("inf"), [], [str(exc)], ctx.kernel.features(case), case, exc.kind)
         ctx.timer.cases += 1
         if not shrinking:
-            state["generated"] += 1
-            state["paths"].update(ctx.kernel.launch_paths(ctx.config, case))
-            if len(state["samples"]) < MAX_SAMPLES:
-                state["samples"].append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
+            state.generated += 1
+            state.paths.update(ctx.kernel.launch_paths(ctx.config, case))
+            if len(state.samples) < MAX_SAMPLES:
+                state.samples.append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
-                progress(state["generated"], examples)
-        worst = state["worst"]
+                progress(state.generated, examples)
+        worst = state.worst
         if worst is None or _rank(outcome) > _rank(worst):
-            state["worst"] = outcome
+            state.worst = outcome
         target(min(outcome.score, 1e300) if outcome.score == outcome.score else 1e300, label="err/budget")
         if not outcome.passed:
-            state["first_failure"] = state["first_failure"] or outcome
+            state.first_failure = state.first_failure or outcome
             raise _Violation(outcome)
 
     phases = ([Phase.explicit] if options.explicit else []) + \
@@ -158,7 +173,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         reason, kind = shrunk.message(), shrunk.failure_kind
     except Flaky:
         verdict, kind = Verdict.FAIL, FailureKind.NONDETERMINISTIC
-        shrunk = state["first_failure"]
+        shrunk = state.first_failure
         reason = ("nondeterministic: a case failed, then passed when replayed (a race or "
                   "uninitialised memory?); first failure: " + (shrunk.message() if shrunk else "?"))
     except KernelError as exc:
@@ -171,29 +186,29 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         verdict, trace = Verdict.ERROR, traceback.format_exc()
         reason, kind = raised_by(exc, ctx.kernel)
 
-    if state["setup"] is not None:  # the machine, not the kernel nor verify: not verified here, saying why
-        verdict, reason, kind = Verdict.SKIP, str(state["setup"]), None
+    if state.setup is not None:  # the machine, not the kernel nor verify: not verified here, saying why
+        verdict, reason, kind = Verdict.SKIP, str(state.setup), None
         shrunk, trace = None, None
-    if state["limit"] is not None:  # verify's own limit: no verdict on the kernel, and no defect of verify's
-        verdict, reason, kind = Verdict.ERROR, limit_reason(state["limit"]), FailureKind.VERIFY_LIMIT
+    if state.limit is not None:  # verify's own limit: no verdict on the kernel, and no defect of verify's
+        verdict, reason, kind = Verdict.ERROR, limit_reason(state.limit), FailureKind.VERIFY_LIMIT
         shrunk, trace = None, None
-    if state["infrastructure"] is not None:  # whatever Hypothesis made of it (a flaky failure, a shrink)
-        verdict, reason, kind = Verdict.ERROR, infrastructure_reason(state["infrastructure"]), FailureKind.CRASH
+    if state.infrastructure is not None:  # whatever Hypothesis made of it (a flaky failure, a shrink)
+        verdict, reason, kind = Verdict.ERROR, infrastructure_reason(state.infrastructure), FailureKind.CRASH
         shrunk, trace = None, None
     axes = ctx.kernel.output_axes
     # Everything outside the examples themselves: Hypothesis drawing (and building) cases,
     # targeting and shrinking.
-    ctx.timer.seconds["generation"] = max(0.0, time.perf_counter() - started - state["in_body"])
+    ctx.timer.seconds["generation"] = max(0.0, time.perf_counter() - started - state.in_body)
     timing = ctx.timer.as_record()
     result = replace(
         base, verdict=verdict, reason=reason, failure_kind=kind,
-        examples=state["generated"], runs=state["calls"], seed=options.seed,
+        examples=state.generated, runs=state.calls, seed=options.seed,
         duration_s=round(time.perf_counter() - started, 3),
-        worst=_summarise(state["worst"], axes), shrunk=_summarise(shrunk, axes), samples=state["samples"],
-        timing=StageTiming(**timing), traceback=trace, launch_paths=dict(sorted(state["paths"].items())),
+        worst=_summarise(state.worst, axes), shrunk=_summarise(shrunk, axes), samples=state.samples,
+        timing=StageTiming(**timing), traceback=trace, launch_paths=dict(sorted(state.paths.items())),
         notes=list(base.notes) + [n for n in ctx.notes if n not in base.notes])
     return CheckRun(result, shrunk if verdict is Verdict.FAIL else None,
-                    state["worst"] if verdict is Verdict.FAIL else None)
+                    state.worst if verdict is Verdict.FAIL else None)
 
 
 def _rank(outcome: Outcome) -> tuple:

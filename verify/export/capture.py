@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from verify.gpu.binding import buffer_binding_type
 from verify.gpu.device import WANTED_LIMITS
 from verify.gpu.dialect import for_tint
 
+if TYPE_CHECKING:
+    from verify.instrument import EmulatingDevice
+
 #: verify's feature names (wgpu's) -> WebGPU's, where they differ.
 WEBGPU_FEATURES = {"subgroup": "subgroups"}
 #: Element types a reproduction decodes (numpy name -> the name the scripts use). No 64-bit type:
@@ -29,7 +33,7 @@ WEBGPU_FEATURES = {"subgroup": "subgroups"}
 DTYPES = {"float16": "f16", "float32": "f32", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
           "int32": "i32", "uint32": "u32"}
 #: WGSL's scalar types -> the numpy types whose bytes they are.
-WGSL_NUMPY = {"f16": np.float16, "f32": np.float32, "i32": np.int32, "u32": np.uint32}
+WGSL_NUMPY: dict[str, type[np.number]] = {"f16": np.float16, "f32": np.float32, "i32": np.int32, "u32": np.uint32}
 #: The header line specialised modules start with, and the markers of their body files: a
 #: reproduction names the kernel and its files alone.
 _KERNEL_LINE = re.compile(r"^// verify kernel: ", re.M)
@@ -130,7 +134,9 @@ def capture(kernel, config: dict, wgsl: str, case, *, limits: dict | None = None
     expected = kernel.expected(config, case)
     check_contract(kernel, expected, launched)
 
-    buffers, dispatches, where = [], [], {}
+    buffers: list[Buffer] = []
+    dispatches: list[Dispatch] = []
+    where: dict[tuple[int, str], int] = {}
     for number, run in enumerate(recorder.runs):
         _refuse_host_round_trip(kernel, number, run, recorder.runs[:number])
         bindings = []
@@ -155,7 +161,7 @@ def _record(kernel, config: dict, wgsl: str, case, limits: dict | None, width: i
     if width:
         features.discard("subgroup")  # emulated in workgroup memory: the adapter's subgroups are not used
     recorder = RecordingDevice(features, dict(WANTED_LIMITS, **(limits or {})), subgroup_size=width)
-    device = recorder
+    device: RecordingDevice | EmulatingDevice = recorder
     if width:
         from verify.instrument import EmulatingDevice
 
@@ -228,14 +234,14 @@ def conform(kernel, config: dict, wgsl: str, case, *, limits: dict | None = None
                              "to convert it to; give the case the kernel's own dtypes")
         [scalar] = found
         target = np.dtype(WGSL_NUMPY[scalar])
-        if array.dtype.kind == "f":
+        if array.dtype.kind == "f" or target.kind == "f":  # floats, and integers bound as a float type
             with np.errstate(over="ignore"):
                 value = array.astype(target)
             if (np.isfinite(array) & ~np.isfinite(value)).any():
                 raise UsageError(f"{kernel.name}: the case's {name} is {array.dtype} and holds values past {scalar}'s "
                                  f"range, the type the kernel binds it as (WebGPU has no {array.dtype})")
         else:
-            limits_of = np.iinfo(target)
+            limits_of = np.iinfo(cast("np.dtype[np.integer]", target))  # an integer to i32 or u32
             if array.min() < limits_of.min or array.max() > limits_of.max:
                 raise UsageError(f"{kernel.name}: the case's {name} is {array.dtype} and holds values outside "
                                  f"{scalar}, the type the kernel binds it as (WebGPU has no {array.dtype})")

@@ -47,7 +47,8 @@ def load_for_export(path) -> tuple:
         kernel.expected(config, case)
     except (KeyError, ValueError, IndexError, TypeError) as exc:
         raise UsageError(f"{path}: the case does not fit {kernel.name} with config "
-                         f"{' '.join(f'{k}={v}' for k, v in sorted(config.items()))} ({type(exc).__name__}: {exc})") from None
+                         f"{' '.join(f'{k}={v}' for k, v in sorted(config.items()))} "
+                         f"({type(exc).__name__}: {exc})") from None
     return kernel, config, check, case, meta
 
 
@@ -93,7 +94,7 @@ def finding_of(kernel, check: str, config: dict, meta: dict) -> KnownFinding | N
     findings = KnownFinding.all_of(kernel.known_finding(check, config))
     kind = meta.get("failure_kind")
     matching = [f for f in findings if not f.kinds or kind in {k.value for k in f.kinds}]
-    return (matching or [None])[0]
+    return matching[0] if matching else None
 
 
 def adapter_label(adapter: dict | None) -> str:

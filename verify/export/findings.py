@@ -409,7 +409,7 @@ MERGE_RACE_DETAIL = (
     "match the reference.",
 )
 
-FINDINGS = (
+FINDINGS: tuple[Finding, ...] = (
     Finding(
         "tvm-merge-race", "tvm.merge_state", "reference", dict(heads=8, head_dim=128, dtype="f32"),
         MERGE_RACE_DETAIL,
@@ -579,7 +579,7 @@ FINDINGS = (
          "zeros that is `pack4x8snorm(NaN)`, which WGSL leaves to the implementation; lavapipe gives -127 for every "
          "code. The stored scale is 0, so ORT's own matmul multiplies those codes by 0 and Y is unaffected, but a "
          "consumer that reads the codes, or a weight scale that is Inf or NaN, sees them. The codes of zeros are 0 "
-         "whatever the scale; dividing by 1 where the max is 0 gives them."),
+         "whatever the scale; dividing by 1 where the max is 0 gives them.",),
         shows={"chromium": ("FAIL", None), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
         make_case=zero_block_case,
         notes=("An implementation whose pack4x8snorm maps NaN to 0 stores the expected codes and passes.",)),
@@ -856,6 +856,7 @@ def _worst(outputs: dict, expected: list, count: int = 5) -> list[dict]:
     rows = []
     for item in expected:
         metrics = compare(outputs[item.name], item)
+        assert metrics.ratio is not None  # compare() sets it (only metrics read back from a record lack it)
         ratio = metrics.ratio.ravel()
         got = np.asarray(outputs[item.name], np.float64).ravel()
         lo, hi = (np.broadcast_to(item.lo, metrics.ratio.shape).ravel(),
@@ -1068,6 +1069,7 @@ def reproduction_limits(finding: Finding, kernel, config: dict) -> dict:
 def fixed(finding: Finding, kernel, config: dict, wgsl: str, case, devices: Devices | None) -> dict:
     """The files of `fixed/`: the finding's case on the kernel with its fix, which passes (and, run
     on `devices`, what came back)."""
+    assert finding.fix is not None  # build makes fixed/ only for a finding with a fix
     repaired = finding.fix(wgsl)
     captured = capture(kernel, config, repaired, case, limits=reproduction_limits(finding, kernel, config))
     told = story(finding, kernel, config, repaired, case, [])
@@ -1125,7 +1127,10 @@ def build(finding: Finding, *, run: bool = True, devices: Devices | None = None)
             raise UsageError(f"finding {finding.name}: {kernel.name} gives no example case under {finding.check}")
         case = examples[0]
     captured = capture(kernel, config, wgsl, case, limits=reproduction_limits(finding, kernel, config))
-    observed = observe(finding, kernel, config, wgsl, case, devices) if run else None
+    observed = None
+    if run:
+        assert devices is not None  # opened above where the caller gave none
+        observed = observe(finding, kernel, config, wgsl, case, devices)
     sanitizer = sorted(set(stable_message(f) for f in observed.sanitizer), key=_by_line) if observed else []
     told = story(finding, kernel, config, wgsl, case, sanitizer)
     if finding.fix is not None:

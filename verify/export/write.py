@@ -88,7 +88,8 @@ def document(capture: Capture, story: Story) -> dict:
             "lo": pack(np.ascontiguousarray(o.lo, "<f8").tobytes()),
             "hi": None if same else pack(np.ascontiguousarray(o.hi, "<f8").tobytes()),
             "budget": pack(np.ascontiguousarray(o.budget, "<f8").tobytes()),
-            "exact": None if o.exact is None or not o.exact.any() else pack(np.ascontiguousarray(o.exact, np.uint8).tobytes()),
+            "exact": (None if o.exact is None or not o.exact.any()
+                      else pack(np.ascontiguousarray(o.exact, np.uint8).tobytes())),
         })
     return {
         "format": "webgpu-kernel-repro/1",

@@ -44,7 +44,7 @@ class CaseMemo:
         value = make()
         _freeze(value)
         try:
-            refs = tuple(weakref.ref(a, lambda _, key=key: self._entries.pop(key, None)) for a in arrays)
+            refs = tuple(weakref.ref(a, lambda _: self._entries.pop(key, None)) for a in arrays)
         except TypeError:  # an input that cannot be weakly referenced is never remembered
             return value
         self._entries[key] = (refs, value)

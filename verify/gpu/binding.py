@@ -9,6 +9,7 @@ ours.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -44,7 +45,8 @@ def buffer_binding_type(binding: Binding) -> str:
         raise UsageError("only @group(0) bindings are supported")
     kind = _BUFFER_TYPES.get((binding.address_space, binding.access))
     if kind is None:
-        raise UsageError(f"binding {binding.name!r}: unsupported resource var<{binding.address_space}, {binding.access}>")
+        raise UsageError(f"binding {binding.name!r}: unsupported resource "
+                         f"var<{binding.address_space}, {binding.access}>")
     return kind
 
 
@@ -115,4 +117,4 @@ def unpack_readbacks(bound: list[BoundBuffer], raw: dict[str, bytes]) -> tuple[d
 def grid(workgroups) -> tuple[int, int, int]:
     """(x, y, z) workgroup counts from an int or a 1-3 element sequence."""
     counts = tuple(int(x) for x in (workgroups if isinstance(workgroups, (tuple, list)) else (workgroups,)))
-    return (counts + (1, 1))[:3]
+    return cast("tuple[int, int, int]", (counts + (1, 1))[:3])  # 1-3 counts padded to three

@@ -8,8 +8,12 @@ up as NaN, an out-of-bounds write as a changed guard.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 #: Bytes of canary appended to every writable buffer to catch writes past the end.
 GUARD_BYTES = 256
@@ -25,7 +29,7 @@ _NAN_BITS = {np.dtype(np.float16): 0x7E00, np.dtype(np.float32): 0x7FC00000}
 class Output:
     """A buffer the kernel writes: read back as `dtype` with `shape`, pre-filled with poison."""
 
-    dtype: np.dtype
+    dtype: DTypeLike
     shape: tuple
 
     @property

@@ -10,9 +10,12 @@ so a kernel runs unchanged on each. The types a run produces live here too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from verify.errors import FailureKind, KernelError
+
+if TYPE_CHECKING:
+    from verify.wgsl import Interface
 
 #: Features requested whenever the adapter has them; kernels declare which they need.
 OPTIONAL_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
@@ -109,10 +112,17 @@ class AdapterInfo:
 class Pipeline(Protocol):
     """A compiled compute pipeline: the WGSL under test, its hash, entry point and interface."""
 
-    wgsl: str
-    sha256: str
-    entry_point: str
-    interface: object  # verify.wgsl.Interface
+    @property
+    def wgsl(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def entry_point(self) -> str: ...
+
+    @property
+    def interface(self) -> Interface: ...
 
 
 @runtime_checkable

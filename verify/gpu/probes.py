@@ -7,9 +7,14 @@ answer the same question with the same WGSL.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from verify.gpu import buffers
+
+if TYPE_CHECKING:
+    from verify.gpu.device import Launched, Pipeline
 
 SUBGROUP_PROBE = """
 @group(0) @binding(0) var<storage, read_write> size_out: array<u32>;
@@ -28,6 +33,13 @@ class AdapterProbes:
 
     _subgroup_size: int | None = None
     _semantics = None
+
+    # What the device class this is mixed into has (verify.gpu.device.Device), for the type checker.
+    features: frozenset
+    if TYPE_CHECKING:
+        def pipeline(self, wgsl: str, entry_point: str | None = None) -> Pipeline: ...
+
+        def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched: ...
 
     @property
     def semantics(self):

@@ -28,6 +28,7 @@ from verify.wgsl.parser import Module, WgslSyntaxError, parse
 from verify.wgsl.types import UnsupportedWgsl
 
 __all__ = [
-    "Access", "EmulatingDevice", "Finding", "LOOP_BOUND", "LogTruncated", "Module", "OutOfBounds", "Race", "RedundantWrites", "SanitizerReport",
-    "SanitizerLogLimit", "Sanitized", "SanitizingDevice", "UnboundedLoop", "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "emulate_subgroups", "parse", "sanitize",
+    "Access", "EmulatingDevice", "Finding", "LOOP_BOUND", "LogTruncated", "Module", "OutOfBounds", "Race",
+    "RedundantWrites", "SanitizerReport", "SanitizerLogLimit", "Sanitized", "SanitizingDevice", "UnboundedLoop",
+    "UninitializedRead", "UnsupportedWgsl", "WgslSyntaxError", "emulate_subgroups", "parse", "sanitize",
 ]

@@ -88,6 +88,7 @@ class Helper:
         for step in ref.steps:
             if isinstance(step, Index):
                 if step.length is None:
+                    assert isinstance(type_, Array)  # only a runtime-sized array's index has no length
                     stride = array_stride(type_.element)
                     self.lengths.append(instrumenter.runtime_length(prefix, ref.variable.name, offset, stride))
                 else:

@@ -48,7 +48,7 @@ def bearing(rows: dict, tables) -> np.ndarray | None:
         return None
     cell = composite_key([rows["variable"][workgroup], rows["address"][workgroup], group])
     in_space_epoch = None if cell is None else composite_key([cell, space_epoch])
-    if in_space_epoch is None:
+    if cell is None or in_space_epoch is None:
         return None
     quiet = (~writes & (_first_write_epoch(cell[writes], epoch[writes], cell) < epoch)
              & ~_member(in_space_epoch, in_space_epoch[writes]))

@@ -123,6 +123,7 @@ class SanitizingDevice(_Wrapper):
         if not isinstance(pipeline, InstrumentedPipeline):
             return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)
         sanitized = pipeline.sanitized
+        assert sanitized is not None  # this device's own pipelines (self.pipeline) are all sanitized
         added = {}
         if sanitized.runtime_arrays:
             added[sanitized.lengths_name] = sanitized.lengths({name: _nbytes(v) for name, v in resources.items()})
@@ -188,7 +189,8 @@ def _total(timings: list[Timing]) -> Timing:
     """The time of several runs of one dispatch, stage by stage."""
     stamps = [t.gpu_ns for t in timings]
     return Timing(sum(t.upload for t in timings), sum(t.dispatch for t in timings),
-                  sum(t.readback for t in timings), None if None in stamps else sum(stamps))
+                  sum(t.readback for t in timings),
+                  None if None in stamps else sum(s for s in stamps if s is not None))
 
 
 def _nbytes(resource) -> int:

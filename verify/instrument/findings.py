@@ -41,7 +41,8 @@ class Finding:
 
 
 def _memory(space: str, variable: str) -> str:
-    return f"{'workgroup' if space == 'workgroup' else 'storage'} {'array' if space == 'workgroup' else 'buffer'} {variable}"
+    return (f"{'workgroup' if space == 'workgroup' else 'storage'} "
+            f"{'array' if space == 'workgroup' else 'buffer'} {variable}")
 
 
 def _more(count: int, plural: str) -> str:
@@ -193,7 +194,7 @@ def describe_address(type_, scalar: int, scalars: int = 1) -> str:
     text = ""
     while _size(type_) > scalars:
         if isinstance(type_, Array):
-            size = _size(type_.element)
+            size = type_.element.scalars  # fixed: only the outermost array may be runtime-sized
             text += f"[{scalar // size}]"
             scalar, type_ = scalar % size, type_.element
         elif isinstance(type_, Struct):

@@ -17,6 +17,7 @@ from verify.wgsl.declarations import (
     literal_type,
     template_args,
 )
+from verify.wgsl.parser import token_text
 from verify.wgsl.types import (
     ABSTRACT_FLOAT,
     ABSTRACT_INT,
@@ -77,7 +78,7 @@ class Scope:
 
     def local(self, name: str):
         """The type of a function-scope name, or None where it is not one (a module-scope name)."""
-        scope = self
+        scope: Scope | None = self
         while scope is not None:
             if name in scope.names:
                 return scope.names[name]
@@ -143,7 +144,7 @@ def component_type(current, postfix: Tree, module):
         if isinstance(current, Matrix):
             return current.column
     else:
-        member = postfix.children[0].value
+        member = token_text(postfix.children[0])
         if isinstance(current, Struct):
             return current.member(member)
         if isinstance(current, Vector) and is_swizzle(member):
@@ -188,7 +189,7 @@ def _unify(types: list):
 
 def _binary_type(node: Tree, scope: Scope):
     left, op, right = node.children
-    operator = op.children[0].value
+    operator = token_text(op.children[0])
     a, b = type_of(left, scope), type_of(right, scope)
     if operator in _COMPARISONS:
         size = a.size if isinstance(a, Vector) else b.size if isinstance(b, Vector) else None

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from lark import Token, Tree
 
 from verify.instrument.infer import is_swizzle, swizzle_components
+from verify.wgsl.parser import token_text
 from verify.wgsl.types import (
     Array,
     Matrix,
     ModuleVar,
+    StoreType,
     Struct,
     UnsupportedWgsl,
     Vector,
@@ -32,7 +34,7 @@ class Index:
     """`[i]` into an array, vector or matrix: `argument` is the index expression (a node, or WGSL
     text for an index captured earlier), `length` the bound (an int, or None: arrayLength)."""
 
-    argument: object
+    argument: Tree | str
     length: int | None
     stride: int  # scalars per element
 
@@ -57,7 +59,7 @@ class Swizzle:
 class Reference:
     variable: ModuleVar
     steps: tuple
-    type: object  # the store type the reference names
+    type: StoreType  # the store type the reference names
 
     @property
     def indices(self) -> list[Index]:
@@ -85,7 +87,7 @@ class Reference:
             if isinstance(current, Matrix):
                 return self._step(Index(argument, current.columns, current.rows), current.column)
         else:
-            name = postfix.children[0].value
+            name = token_text(postfix.children[0])
             if isinstance(current, Struct):
                 return self._step(Member(name, current.offset(name)), current.member(name))
             if isinstance(current, Vector) and is_swizzle(name):
@@ -144,6 +146,6 @@ def alias_target(node, scope, variables: dict, aliases: dict) -> Reference | Non
     if isinstance(node, Tree) and node.data == "address_of":
         return reference_root(node.children[0], scope, variables, aliases)
     if isinstance(node, Tree) and node.data == "name" and len(node.children) == 1 \
-            and node.children[0].value in aliases:
-        return aliases[node.children[0].value]
+            and token_text(node.children[0]) in aliases:
+        return aliases[token_text(node.children[0])]
     return None

@@ -31,7 +31,11 @@ class Rewriter:
 
     def replace(self, node, make: Callable[[Rewriter], str] | str) -> None:
         """Emit `make(self)` (or the string `make`) in place of `node`."""
-        self._replacements[id(node)] = make if callable(make) else (lambda _rewriter, text=make: text)
+        if callable(make):
+            self._replacements[id(node)] = make
+        else:
+            text = make
+            self._replacements[id(node)] = lambda _rewriter: text
 
     def insert(self, position: int, text: str) -> None:
         """Emit `text` just before source offset `position` (after earlier insertions there)."""

@@ -14,10 +14,11 @@ out of bounds. Atomic built-ins are logged as atomic accesses (never races). Bar
 
 Every loop (`loop`, `for`, `while`) counts its trips in a variable of its own, set to zero where
 the loop starts: a loop that starts its trip LOOP_BOUND + 1 is left, and logged just after it
-(the loop's number, the invocation). A kernel that never terminates then ends, and says which loop did not: on a plain run
-a driver ends such a loop silently (lavapipe after 65535 trips of an invocation) or, where the
-loop has no side effect, the compiler may remove it. The log call on the way out is a side effect
-that depends on the counter, so neither the counter nor the loop can be optimised away.
+(the loop's number, the invocation). A kernel that never terminates then ends, and says which loop
+did not: on a plain run a driver ends such a loop silently (lavapipe after 65535 trips of an
+invocation) or, where the loop has no side effect, the compiler may remove it. The log call on the
+way out is a side effect that depends on the counter, so neither the counter nor the loop can be
+optimised away.
 
 Everything else of the kernel is kept as written, on the same lines; the helpers and the log's
 declarations are appended after it.
@@ -65,7 +66,7 @@ from verify.instrument.walk import (
 )
 from verify.wgsl.declarations import Declarations, arguments, callee
 from verify.wgsl.interface import interface_of
-from verify.wgsl.parser import Module, blank_comments, parse
+from verify.wgsl.parser import Module, blank_comments, parse, token_text
 from verify.wgsl.source_map import source_location
 from verify.wgsl.types import Atomic, UnsupportedWgsl
 
@@ -453,10 +454,12 @@ class _Instrumenter:
 
     def _alias(self, node: Tree, scope) -> None:
         """`let p = &r[i]`: p is followed as r with its indices captured here, in new lets."""
-        name = node.children[0].value
+        name = token_text(node.children[0])
         ref = alias_target(node.children[-1], scope, self.variables, self.aliases)
+        assert ref is not None  # _statement calls this only for a let whose alias_target is a reference
         self._indices(ref, scope)
-        captured, steps = [], []
+        captured: list[tuple[str, Tree]] = []
+        steps = []
         for step in ref.steps:
             if isinstance(step, Index) and isinstance(step.argument, Tree):
                 holder = f"{PREFIX}{name}_{len(captured)}"

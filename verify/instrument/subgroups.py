@@ -37,7 +37,7 @@ from verify.instrument.walk import (
     statement_scopes,
 )
 from verify.wgsl.declarations import Declarations, arguments, callee
-from verify.wgsl.parser import Module, parse
+from verify.wgsl.parser import Module, parse, token_text
 from verify.wgsl.types import Scalar, UnsupportedWgsl, Vector
 
 #: The widths subgroups can be emulated at: every width WebGPU allows.
@@ -61,6 +61,20 @@ BUILTINS = frozenset(_REDUCE) | frozenset(_SCAN) | frozenset(_SHUFFLE) | frozens
 _INPUTS = {"subgroup_size": "{w}u", "subgroup_invocation_id": "(_sg_lane % {w}u)",
            "subgroup_id": "(_sg_lane / {w}u)", "num_subgroups": "(({n}u + {w}u - 1u) / {w}u)"}
 _ENABLES = ("subgroups", "subgroups_f16")
+
+
+def reads_subgroups(wgsl: str) -> bool:
+    """Whether `wgsl` can depend on its subgroups' width: it calls a subgroup built-in, or names a
+    subgroup built-in input (`subgroup_size`, `subgroup_invocation_id`, `subgroup_id`,
+    `num_subgroups`) anywhere but where it declares it. A program that enables subgroups and
+    declares those inputs but never reads them (ORT's split decode programs) computes the same at
+    every width, so emulating other widths only compiles it again. Conservative: a name used again
+    for something else (a local of the same name) counts as a read."""
+    text = re.sub(r"/\*.*?\*/", " ", re.sub(r"//[^\n]*", " ", wgsl), flags=re.S)
+    if re.search(r"\b(?:" + "|".join(sorted(BUILTINS)) + r")\s*\(", text):
+        return True
+    inputs = re.finditer(r"@builtin\(\s*(?:" + "|".join(_INPUTS) + r")\s*\)\s*([A-Za-z_]\w*)", text)
+    return any(len(re.findall(rf"\b{re.escape(m[1])}\b", text)) > 1 for m in inputs)
 
 
 def emulate_subgroups(wgsl: str, width: int) -> str:
@@ -108,7 +122,7 @@ class _Emulation:
     # -- declarations -----------------------------------------------------------------------
     def _invocations(self, entry: Tree) -> int:
         for attribute in entry.children[0].children:
-            if attribute.data == "attribute" and attribute.children[0].value == "workgroup_size":
+            if attribute.data == "attribute" and token_text(attribute.children[0]) == "workgroup_size":
                 sizes = [int(self.declarations.evaluate(a)) for a in attribute.children[1].children]
                 total = 1
                 for size in sizes:
@@ -119,7 +133,7 @@ class _Emulation:
     def _enables(self) -> None:
         for node in self.module.tree.children:
             if isinstance(node, Tree) and node.data == "enable_directive":
-                names = [t.value for t in node.children]
+                names = [token_text(t) for t in node.children]
                 kept = [n for n in names if n not in _ENABLES]
                 if kept != names:
                     self.rewriter.replace(node, f"enable {', '.join(kept)};" if kept else "")
@@ -133,13 +147,14 @@ class _Emulation:
             for k, member in enumerate(members):
                 builtin = builtin_of(member.children[0])
                 if builtin in _INPUTS:
-                    self.removed_members[(node.children[0].value, member.children[1].value)] = builtin
+                    self.removed_members[(token_text(node.children[0]), token_text(member.children[1]))] = builtin
                     self._remove_listed(member, members, k)
 
     def _remove_listed(self, item: Tree, items: list, k: int) -> None:
         """Remove item k of a comma-separated list (struct members, parameters) with one comma."""
         self.rewriter.replace(item, "")
         source = self.module.source
+        comma: int | None
         if k + 1 < len(items):
             comma = source.index(",", item.meta.end_pos)
         else:
@@ -158,7 +173,7 @@ class _Emulation:
             builtin = builtin_of(param.children[0])
             if builtin in _INPUTS:
                 self._remove_listed(param, params, k)
-                lets.append(f"let {param.children[1].value} = {self._input(builtin)};")
+                lets.append(f"let {token_text(param.children[1])} = {self._input(builtin)};")
         for node in function.iter_subtrees_topdown():
             if id(node) in scopes:
                 self._statement(node, scopes[id(node)])
@@ -190,7 +205,7 @@ class _Emulation:
             base = type_of(node.children[0], scope)
         except UnsupportedWgsl:
             return
-        key = (getattr(base, "name", None), node.children[1].children[0].value)
+        key = (getattr(base, "name", None), token_text(node.children[1].children[0]))
         if key in self.removed_members:
             if len(node.children) > 2:
                 raise UnsupportedWgsl(f"line {node.meta.line}: {self.module.text(node)!r} selects into a subgroup "

@@ -30,6 +30,7 @@ from verify.instrument.walk import (
     parameters,
 )
 from verify.wgsl.declarations import Declarations, arguments, callee
+from verify.wgsl.parser import token_text
 
 #: Built-in inputs that differ between the invocations of a workgroup.
 NON_UNIFORM_BUILTINS = frozenset(("local_invocation_id", "local_invocation_index", "global_invocation_id",
@@ -93,7 +94,7 @@ class _Analysis:
         builtin = builtin_of(attributes)
         if builtin is not None:
             return builtin in NON_UNIFORM_BUILTINS
-        struct = self.structs.get(type_node.children[0].value)
+        struct = self.structs.get(token_text(type_node.children[0]))
         if struct is None:
             return True
         return {m.children[1].value: builtin_of(m.children[0]) in NON_UNIFORM_BUILTINS for m in struct.children[1:]}
@@ -157,7 +158,7 @@ class _FunctionAnalysis:
     def _statement(self, node: Tree, cf: bool) -> bool:
         kind = node.data
         if kind in ("let_statement", "const_statement"):
-            self._assign(node.children[0].value, self._expr(node.children[-1], cf) or cf)
+            self._assign(token_text(node.children[0]), self._expr(node.children[-1], cf) or cf)
         elif kind == "var_statement":
             name = next(c for c in node.children[0].children if isinstance(c, Token)).value
             value = self._expr(node.children[1], cf) if len(node.children) > 1 else False
@@ -252,8 +253,8 @@ class _FunctionAnalysis:
                     if postfix.data == "index":
                         value = _any(value) or _any(self._expr(postfix.children[0], cf))
             root = root.children[0]
-        if isinstance(root, Tree) and root.data == "name" and root.children[0].value in self.values:
-            self._assign(root.children[0].value, _any(value) or cf)
+        if isinstance(root, Tree) and root.data == "name" and token_text(root.children[0]) in self.values:
+            self._assign(token_text(root.children[0]), _any(value) or cf)
 
     # -- expressions: bool, or {member: bool} for a struct of built-ins ------------------------
     def _expr(self, node, cf: bool):

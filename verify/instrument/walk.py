@@ -14,6 +14,7 @@ from lark import Token, Tree
 
 from verify.instrument.infer import Scope, abstract_default, type_of
 from verify.wgsl.declarations import Declarations
+from verify.wgsl.parser import token_text
 
 #: Nodes that are statements (the rest are expressions, clauses or declarations' parts).
 STATEMENTS = frozenset((
@@ -55,7 +56,7 @@ def loop_body_start(loop: Tree, code: str) -> int:
 
 def is_entry_point(function: Tree) -> bool:
     attributes = function.children[0]
-    return any(isinstance(a, Tree) and a.data == "attribute" and a.children[0].value == "compute"
+    return any(isinstance(a, Tree) and a.data == "attribute" and token_text(a.children[0]) == "compute"
                for a in attributes.children)
 
 
@@ -65,7 +66,7 @@ def statement_scopes(function: Tree, declarations: Declarations) -> dict[int, Sc
     for param in parameters(function):
         name, type_node = param.children[1], param.children[2]
         scope = scope.child()
-        scope.declare(name.value, declarations.resolve(type_node))
+        scope.declare(token_text(name), declarations.resolve(type_node))
     scopes: dict[int, Scope] = {}
     _block(body(function), scope, scopes)
     return scopes
@@ -79,7 +80,7 @@ def declared(statement: Tree, scope: Scope) -> tuple[str, object]:
         type_node = next((c for c in decl.children if isinstance(c, Tree) and c.data == "type_spec"), None)
         initializer = statement.children[1] if len(statement.children) > 1 else None
     else:
-        name = statement.children[0].value
+        name = token_text(statement.children[0])
         type_node = next((c for c in statement.children[1:-1] if isinstance(c, Tree) and c.data == "type_spec"), None)
         initializer = statement.children[-1]
     if type_node is not None:
@@ -146,27 +147,27 @@ _IDENTITY_BUILTINS = {"local_invocation_index": "u32", "workgroup_id": "vec3<u32
 def builtin_of(attributes: Tree) -> str | None:
     """The name in a `@builtin(name)` attribute among `attributes`, if any."""
     for attribute in attributes.children:
-        if attribute.data == "attribute" and attribute.children[0].value == "builtin":
-            return attribute.children[1].children[0].children[0].value
+        if attribute.data == "attribute" and token_text(attribute.children[0]) == "builtin":
+            return token_text(attribute.children[1].children[0].children[0])
     return None
 
 
 def entry_inputs(function: Tree, module) -> dict[str, str]:
     """builtin name -> the WGSL expression reading it in an entry point (`lanes.local` when a
     struct parameter carries it)."""
-    structs = {n.children[0].value: n for n in module.tree.children
+    structs = {token_text(n.children[0]): n for n in module.tree.children
                if isinstance(n, Tree) and n.data == "struct_decl"}
     found = {}
     for param in parameters(function):
         attributes, name, type_node = param.children
         builtin = builtin_of(attributes)
         if builtin is not None:
-            found[builtin] = name.value
-        elif type_node.children[0].value in structs:
-            for member in structs[type_node.children[0].value].children[1:]:
+            found[builtin] = token_text(name)
+        elif token_text(type_node.children[0]) in structs:
+            for member in structs[token_text(type_node.children[0])].children[1:]:
                 builtin = builtin_of(member.children[0])
                 if builtin is not None:
-                    found[builtin] = f"{name.value}.{member.children[1].value}"
+                    found[builtin] = f"{token_text(name)}.{token_text(member.children[1])}"
     return found
 
 

@@ -20,6 +20,7 @@ import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import import_module, metadata
+from typing import Any
 
 from verify._version import DISTRIBUTION, __version__
 from verify.errors import SetupError, UsageError
@@ -50,7 +51,8 @@ class KernelSpec:
 def _registered() -> dict[str, KernelSpec]:
     """Every registered kernel by name: verify's own first (in the order it registers them), then
     other packages' by name; a name verify registers cannot be taken over by another package."""
-    own, others = {}, {}
+    own: dict[str, KernelSpec] = {}
+    others: dict[str, KernelSpec] = {}
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(ep, "dist", None)
         name, version = (dist.name, dist.version) if dist is not None else ("", "")
@@ -180,13 +182,14 @@ def load_kernel(ref: str):
         module = import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
-            raise UsageError(f"{ref!r}: no module named {module_name!r} (is its package installed, or on PYTHONPATH?)") from None
+            raise UsageError(f"{ref!r}: no module named {module_name!r} "
+                             "(is its package installed, or on PYTHONPATH?)") from None
         raise KernelLoadError(f"kernel {ref!r} cannot be loaded: {_package_of(ref)} needs the missing module "
                               f"{exc.name!r}") from None
     except Exception as exc:
         raise KernelLoadError(f"kernel {ref!r} cannot be loaded: importing {_package_of(ref)} raised "
                               f"{type(exc).__name__}: {exc}") from None
-    target = module
+    target: Any = module  # then the attribute qualname names within it
     for part in qualname.split("."):
         target = getattr(target, part, None)
         if target is None:

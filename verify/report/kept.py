@@ -86,7 +86,7 @@ def kept_svgs(requests: Sequence[PlotRequest], processes: int = 1) -> list[str |
     found: dict[str, str | Exception] = {}
     missing: dict[str, PlotRequest] = {}
     for name, request in zip(names, requests):
-        svg = _memory.get(name) or _read(name)
+        svg: str | Exception | None = _memory.get(name) or _read(name)
         if svg is None:
             missing.setdefault(name, request)
         else:
@@ -101,7 +101,7 @@ def kept_svgs(requests: Sequence[PlotRequest], processes: int = 1) -> list[str |
             _memory.move_to_end(name)
     while len(_memory) > KEPT_IN_MEMORY:
         _memory.popitem(last=False)
-    return [found[name] if isinstance(found[name], Exception) else _salted(found[name], request.salt)
+    return [drawn if isinstance(drawn := found[name], Exception) else _salted(drawn, request.salt)
             for name, request in zip(names, requests)]
 
 

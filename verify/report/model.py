@@ -422,6 +422,7 @@ class _PlanGroup:
 def _plan_groups(documents: list[ResultsDocument]) -> list[_PlanGroup]:
     groups: dict[tuple, _PlanGroup] = {}
     for run, document in enumerate(documents):
+        key: tuple
         if document.shard:
             count = shard_of(document.shard, document.path or "results")[1]
             key = ("split", count, document.plan.fingerprint if document.plan else None)
@@ -446,7 +447,8 @@ def _stopped(run: int, document: ResultsDocument, alone: bool) -> str | None:
 def _progress(documents: list[ResultsDocument], views: list, columns: dict) -> tuple[Progress, Counter]:
     """How much of the documents' plans ran, and the checks that did not run by (kernel, column
     key), placed on the column their implementation's records ran on."""
-    progress, unrun = Progress(planned=0), Counter()
+    progress = Progress(planned=0)
+    unrun: Counter[tuple[str, tuple]] = Counter()
     for group in _plan_groups(documents):
         progress.reasons += [why for run, document in group.runs
                              if (why := _stopped(run, document, len(documents) == 1))]
@@ -470,6 +472,7 @@ def _progress(documents: list[ResultsDocument], views: list, columns: dict) -> t
                 progress.planned += planned if planned is not None else ran
             progress.ran += min(ran, planned) if planned is not None else ran
             continue
+        assert planned is not None  # a group with its plan has its size (plan.jobs + plan.skipped)
         ran_ids = {r.job_id for r in records if r.job_id is not None and 0 <= r.job_id < plan.jobs}
         unnumbered = min(sum(1 for r in records if r.job_id is None), plan.skipped)
         if progress.planned is not None:
@@ -528,14 +531,14 @@ def build_report(documents: list[ResultsDocument]) -> Report:
         view.anchor = f"r{i + 1}"
     adapters = list(columns.values())
     kernels = sorted({v.record.kernel for v in views} | {kernel for kernel, _ in unrun})
-    cells = {(k, a.key): None for k in kernels for a in adapters}
+    cells: dict[tuple[str, tuple], Cell | None] = {(k, a.key): None for k in kernels for a in adapters}
     for view in views:
         key = (view.record.kernel, view.adapter.key)
-        cells[key] = cells[key] or Cell()
-        cells[key].add(view)
+        cell = cells[key] = cells[key] or Cell()
+        cell.add(view)
     for key, count in unrun.items():
-        cells[key] = cells[key] or Cell()
-        cells[key].unrun += count
+        cell = cells[key] = cells[key] or Cell()
+        cell.unrun += count
         columns[key[1]].unrun += count
     for view in views:
         view.adapter.counts[view.verdict] += 1

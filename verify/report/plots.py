@@ -33,6 +33,7 @@ import numpy as np
 from verify.results.detail import axis_names
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 #: Where err/budget values of 0 and of inf/NaN are drawn on a log axis (and the heatmap's
@@ -85,7 +86,7 @@ def _svg(figure: Figure, salt: str) -> str:
     return _INDENT.sub(" ", _BETWEEN_TAGS.sub("><", text)).strip()
 
 
-def _figure(width: float, height: float, right: float = 0.12) -> tuple[Figure, object]:
+def _figure(width: float, height: float, right: float = 0.12) -> tuple[Figure, Axes]:
     """A figure with one axes placed by fixed margins in inches: constrained layout would
     measure every label first and doubles the drawing time of these small plots."""
     with _matplotlib().rc_context(_STYLE):

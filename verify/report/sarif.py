@@ -134,6 +134,7 @@ class WgslTexts:
                     continue
                 if isinstance(text, str) and sha256(text) == digest:
                     return text
+        assert record.source is not None  # text() looks only for a record's source's sha256
         if record.source.kind == "file":
             text = _read(Path(record.source.origin))
             if text is not None and sha256(text) == digest:

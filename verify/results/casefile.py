@@ -37,7 +37,8 @@ def save_case(directory: Path, stem: str, case: Case, meta: dict, wgsl: str) -> 
     directory.mkdir(parents=True, exist_ok=True)
     npz = directory / f"{stem}.npz"
     tmp = npz.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, **case.arrays)
+    # mypy matches **arrays against savez_compressed's allow_pickle: bool too (an array named so is no case's)
+    np.savez_compressed(tmp, **case.arrays)  # type: ignore[arg-type]
     os.replace(tmp, npz)
     params = json.loads(json.dumps(case.params, default=_plain))
     sidecar = dict(meta, schema=SCHEMA, params=params, wgsl=wgsl, wgsl_sha256=sha256(wgsl),

@@ -9,9 +9,10 @@ field but the job's position in its run, where a reuse came from, and the tag it
 copies the tag with the record, so a reused record stays reusable.
 
 Who can make a record reusable: whoever can read the key, i.e. this user (and root) on this
-machine; verify tags only the records its own runs make. A record edited in any field the tag covers, or tagged with another
-machine's key, does not verify and runs again; so does every record when the key is missing or
-replaced (a key that is not this user's own private regular file is replaced).
+machine; verify tags only the records its own runs make. A record edited in any field the tag
+covers, or tagged with another machine's key, does not verify and runs again; so does every record
+when the key is missing or replaced (a key that is not this user's own private regular file is
+replaced).
 
 The tag lives in results.json as an optional record field, so a results file moved or copied on
 the same machine keeps its records reusable; readers that do not know the field skip it.

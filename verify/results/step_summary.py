@@ -82,7 +82,8 @@ def markdown(suites: list[Suite], title: str = "verify gate") -> str:
         head = f"⚠️ {skipped} of {total} checks were skipped (a skip verified nothing)"
     else:
         head = f"✅ all {total - known} checks held" + (f"; {known} known findings reproduced" if known else "")
-    lines = [f"## {title}", "", head, "", "| kernel | pass | fail | error | known | skip |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [f"## {title}", "", head, "", "| kernel | pass | fail | error | known | skip |",
+             "|---|---:|---:|---:|---:|---:|"]
     for s in suites:
         lines.append(f"| {_cell(s.name)} | {s.passed} | {len(s.failed)} | {len(s.errors)} | {s.known} | {s.skipped} |")
     bad = [(s.name, kind, name, message) for s in suites for kind, listed in (("FAIL", s.failed), ("ERROR", s.errors))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
-from verify.wgsl.parser import Module, line_of
+from verify.wgsl.parser import Module, line_of, token_text
 from verify.wgsl.types import (
     ABSTRACT_FLOAT,
     ABSTRACT_INT,
@@ -60,7 +60,7 @@ def literal_value(text: str):
 def literal_type(node: Tree) -> Scalar:
     if node.data in ("true_literal", "false_literal"):
         return Scalar("bool")
-    text = node.children[0].value
+    text = token_text(node.children[0])
     if node.data == "int_literal":
         return Scalar({"i": "i32", "u": "u32"}.get(text[-1], ABSTRACT_INT))
     if node.data == "float_literal":
@@ -86,9 +86,9 @@ class Declarations:
             if not isinstance(node, Tree):
                 continue
             if node.data == "type_alias_decl":
-                self.aliases[node.children[0].value] = node.children[1]
+                self.aliases[token_text(node.children[0])] = node.children[1]
             elif node.data == "struct_decl":
-                self._struct_nodes[node.children[0].value] = node
+                self._struct_nodes[token_text(node.children[0])] = node
             elif node.data in ("const_decl", "override_decl"):
                 self._value_nodes[_declared_name(node).value] = node
             elif node.data == "function_decl":
@@ -222,8 +222,9 @@ class Declarations:
             node = self._struct_nodes[name]
             members, aligns, sizes = [], [], []
             for member in node.children[1:]:
-                members.append((member.children[1].value, self.resolve(member.children[2])))
-                attributes = {a.children[0].value: a for a in member.children[0].children if a.data == "attribute"}
+                members.append((token_text(member.children[1]), self.resolve(member.children[2])))
+                attributes = {token_text(a.children[0]): a for a in member.children[0].children
+                              if a.data == "attribute"}
                 aligns.append(self._attribute_value(attributes.get("align")))
                 sizes.append(self._attribute_value(attributes.get("size")))
             self.structs[name] = Struct(name, tuple(members), tuple(aligns), tuple(sizes))
@@ -266,7 +267,7 @@ def arguments(call: Tree) -> list:
 
 
 def callee(call: Tree) -> str:
-    return call.children[0].value
+    return token_text(call.children[0])
 
 
 def template_args(call: Tree) -> list:

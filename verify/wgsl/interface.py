@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 from lark import Token, Tree
 
@@ -112,7 +113,8 @@ def interface_of(module: Module, declarations: Declarations) -> Interface:
             structs[name] = declarations.resolve_struct(name)
         except UnsupportedWgsl:
             continue  # a struct verify cannot lay out (e.g. of a type it does not model) is not bindable data
-    entries = [_entry_point(node, module, declarations) for node in declarations.functions.values() if _is_compute(node)]
+    entries = [_entry_point(node, module, declarations) for node in declarations.functions.values()
+               if _is_compute(node)]
     return Interface(tuple(sorted(bindings, key=lambda b: (b.group, b.binding))), structs, tuple(entries))
 
 
@@ -157,4 +159,4 @@ def _entry_point(function: Tree, module: Module, declarations: Declarations) -> 
         dims = [int(declarations.evaluate(a)) for a in arguments]
     except UnsupportedWgsl as exc:
         return EntryPoint(name, text, None, str(exc))
-    return EntryPoint(name, text, tuple((dims + [1, 1])[:3]))
+    return EntryPoint(name, text, cast("tuple[int, int, int]", tuple((dims + [1, 1])[:3])))  # 1-3 sizes, padded

@@ -85,12 +85,24 @@ class Module:
 def span(node) -> tuple[int, int]:
     """(start, end) character offsets of a Tree or Token."""
     if isinstance(node, Token):
+        # lark types a Token's position Optional; every token of a parse (positions propagated) has one
+        assert node.start_pos is not None and node.end_pos is not None
         return node.start_pos, node.end_pos
     return node.meta.start_pos, node.meta.end_pos
 
 
 def line_of(node) -> int:
-    return node.line if isinstance(node, Token) else node.meta.line
+    if isinstance(node, Token):
+        assert node.line is not None  # as in span: a parsed token has its position
+        return node.line
+    return node.meta.line
+
+
+def token_text(node: Tree | Token) -> str:
+    """The text of `node`, a Token where the grammar (wgsl.lark) puts one (a name, an attribute's
+    name, an operator): lark types every child as Tree | Token, and this says which it is."""
+    assert isinstance(node, Token), f"expected a token, got {node!r}"
+    return node.value
 
 
 def parse(source: str) -> Module:
@@ -142,7 +154,8 @@ def _syntax_error(source: str, exc: UnexpectedInput) -> WgslSyntaxError:
         shown = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
         message = f"unexpected {found}; expected {shown}"
     elif isinstance(exc, UnexpectedCharacters):
-        message = f"unexpected character {source[exc.pos_in_stream]!r}"
+        # lark declares pos_in_stream = None on UnexpectedInput; UnexpectedCharacters sets the int offset
+        message = f"unexpected character {source[exc.pos_in_stream]!r}"  # type: ignore[index]
     else:
         message = "unexpected end of input"
     return WgslSyntaxError(message, line, column, text)

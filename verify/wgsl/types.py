@@ -11,6 +11,7 @@ actually bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from lark import Tree
 
@@ -22,6 +23,20 @@ ABSTRACT_FLOAT = "abstract-float"
 class UnsupportedWgsl(ValueError):
     """WGSL verify cannot model faithfully (a type it does not lay out, an expression it cannot
     evaluate, a construct the instrumentation cannot rewrite); the message names the line."""
+
+
+class WgslType(Protocol):
+    """What every type here has: its WGSL spelling."""
+
+    @property
+    def wgsl(self) -> str: ...
+
+
+class StoreType(WgslType, Protocol):
+    """A type memory can hold (every type here but a pointer): it also has a size in scalars."""
+
+    @property
+    def scalars(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -106,7 +121,7 @@ class Atomic:
 
 @dataclass(frozen=True)
 class Array:
-    element: object
+    element: StoreType
     length: int | None  # None: runtime-sized
 
     @property
@@ -172,7 +187,7 @@ class Struct:
 @dataclass(frozen=True)
 class Pointer:
     space: str
-    store: object
+    store: StoreType
     access: str = "read_write"
 
     @property
@@ -193,7 +208,7 @@ class ModuleVar:
     name: str
     space: str
     access: str
-    type: object
+    type: StoreType | None  # None: a texture or sampler ('handle'), bound but never read as memory
     node: Tree
 
 

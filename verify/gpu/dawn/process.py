@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 
 from verify.errors import InfrastructureError, SetupError
 from verify.gpu.environment import quiet_environment
@@ -50,15 +51,18 @@ class NodeNotAnswering(SetupError):
     """The Node process running Dawn did not answer within its time limit (a wedged driver)."""
 
 
-def encode_frame(header: dict, blobs: list[bytes] = ()) -> list[bytes]:
+def encode_frame(header: dict, blobs: Sequence[bytes] = ()) -> list[bytes]:
     """The pieces of one frame, to be written in order (blobs are not copied)."""
     text = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
     return [_HEADER_LENGTH.pack(len(text)), text, *blobs]
 
 
 def _die_with_parent(parent: int):
+    libc = _LIBC
+    assert libc is not None  # NodeProcess asks for this only where libc was loaded (Linux)
+
     def preexec() -> None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(1)
     return preexec
@@ -102,14 +106,17 @@ class NodeProcess:
         return self.proc.pid
 
     def _keep_stderr(self) -> None:
+        assert self.proc.stderr is not None  # the process was started with stderr=PIPE, as stdin and stdout
         for line in self.proc.stderr:
             self.stderr_tail.append(line.decode(errors="replace").rstrip())
 
-    def request(self, header: dict, blobs: list[bytes] = (), timeout: float | None = None) -> tuple[dict, list[bytes]]:
+    def request(self, header: dict, blobs: Sequence[bytes] = (), timeout: float | None = None
+                ) -> tuple[dict, list[bytes]]:
         """Send one request and wait for its reply: (reply header, reply blobs). With `timeout`
         (seconds), a process that has not answered by then is killed: NodeNotAnswering. Requests
         without one (compiling, dispatching) are bounded by the check's own time limit."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        assert self.proc.stdin is not None  # started with stdin=PIPE
         try:
             for piece in encode_frame(header, blobs):
                 self.proc.stdin.write(piece)
@@ -132,6 +139,7 @@ class NodeProcess:
 
         Reads the pipe's file descriptor itself into its own buffer: a buffered reader would read
         ahead into a buffer select() cannot see."""
+        assert self.proc.stdout is not None  # started with stdout=PIPE
         fd = self.proc.stdout.fileno()
         while len(self._pending) < count:
             if deadline is not None:
@@ -158,6 +166,7 @@ class NodeProcess:
 
     def close(self) -> None:
         """End the process: EOF on its stdin, then SIGKILL if it has not exited within a few seconds."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # started with both piped
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.close()

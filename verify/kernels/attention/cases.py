@@ -1,4 +1,5 @@
-"""Strategies for attention kernels: merge states, paged decode cases (rotary inputs: verify.kernels.attention.rope_cases)."""
+"""Strategies for attention kernels: merge states, paged decode cases (rotary inputs:
+verify.kernels.attention.rope_cases)."""
 
 from __future__ import annotations
 
@@ -225,7 +226,8 @@ def paged_decode_values(rng, kind, q_shape, kv_heads, lengths, page_size, dtype,
     slots = (layout.num_pages, kv_heads, page_size)  # one row of D values per slot and head, K and V each
     q = make_values(rng, kind, q_shape, dtype) if kind in VALUE_KINDS_SET else _normal(rng, q_shape, dtype)
     if kind in VALUE_KINDS_SET:
-        pool, pick = _fresh_or_picked(rng, lambda n: make_values(rng, kind, (n, dim), dtype), slots[:1] + (2,) + slots[1:])
+        pool, pick = _fresh_or_picked(rng, lambda n: make_values(rng, kind, (n, dim), dtype),
+                                      slots[:1] + (2,) + slots[1:])
     else:
         q, (keys, k_pick) = _shaped_keys(rng, kind, q, layout, lengths, slots + (dim,), dtype, sm_scale)
         values, v_pick = _fresh_or_picked(rng, lambda n: make_values(rng, "normal", (n, dim), dtype), slots)
@@ -292,7 +294,7 @@ def _shaped_keys(rng, kind, q, layout: PageLayout, lengths, k_shape, dtype, sm_s
     owner = np.maximum(layout.sequence, 0)  # spare pages borrow sequence 0's shape; they are poisoned
     if kind == "peaked":
         rows, pick = _fresh_or_picked(rng, lambda n: _scaled_normal(rng, 0.3, (n, dim), dtype), slots)
-        peaks = []
+        peaks: list[np.ndarray] = []
         for b, n in enumerate(lengths):  # one key per sequence dominates: its own rows, appended
             if n:
                 page, slot = np.nonzero((layout.sequence[:, None] == b) & (layout.row == rng.integers(0, n)))

@@ -32,9 +32,11 @@ class PagePermutationCheck(Check):
 
 class SplitMergeCheck(Check):
     name = "split_merge"
-    #: split and merged against the whole context, each within its budget, not the reference (verify.results.thoroughness).
+    #: split and merged against the whole context, each within its budget, not the reference
+    #: (verify.results.thoroughness).
     thoroughness = Thoroughness.RELATION
-    doc = "decode over a split context, merged by merge_state, equals decode over the whole context (within both budgets)"
+    doc = ("decode over a split context, merged by merge_state, equals decode over the whole context "
+           "(within both budgets)")
 
     @staticmethod
     def _merge(config):
@@ -191,7 +193,8 @@ class PrefillVsDecodeCheck(Check):
 
         if ctx.config.get("v_head_dim") not in (None, 0, ctx.config["head_dim"]):
             return Preflight(Verdict.SKIP, f"decode has one head dim for q, k and v; this config has "
-                                           f"v_head_dim={ctx.config['v_head_dim']} != head_dim={ctx.config['head_dim']}")
+                                           f"v_head_dim={ctx.config['v_head_dim']} "
+                                           f"!= head_dim={ctx.config['head_dim']}")
         try:
             decode, config, wgsl = self._decode(ctx)
             for module in decode.modules(wgsl):

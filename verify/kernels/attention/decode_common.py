@@ -56,8 +56,9 @@ class DecodeKernel(Kernel):
 
     family = "attention"
     reference = "verify.references.decode.decode_attention"
-    config_keys = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW) + SCALING_KEYS
-    checks = ("reference", "determinism", "page_permutation", "split_merge", "sanitize", "implementations")
+    config_keys: tuple[ConfigKey, ...] = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW) + SCALING_KEYS
+    checks: tuple[str, ...] = ("reference", "determinism", "page_permutation", "split_merge", "sanitize",
+                               "implementations")
     budget_function = staticmethod(decode_budget)
     output_axes = {"output": ("head", "dim"), "lse": ("sequence", "head")}
 
@@ -66,7 +67,8 @@ class DecodeKernel(Kernel):
 
     def validate(self, config):
         if config["qo_heads"] <= 0 or config["kv_heads"] <= 0 or config["qo_heads"] % config["kv_heads"]:
-            raise UsageError(f"qo_heads={config['qo_heads']} must be a positive multiple of kv_heads={config['kv_heads']}")
+            raise UsageError(f"qo_heads={config['qo_heads']} must be a positive multiple of "
+                             f"kv_heads={config['kv_heads']}")
         validate_variant(config)
 
     def requirements(self, config):

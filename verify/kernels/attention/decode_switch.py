@@ -52,8 +52,9 @@ class DecodeSwitch(DecodeKernel):
         for kernel in self.branches.values():
             kernel.validate(config)
 
+    # Kernel.limits is a class attribute, read and never assigned: a property in its place is sound
     @property
-    def limits(self) -> dict:
+    def limits(self) -> dict:  # type: ignore[override]
         """Device limits both modules run under: per key, the larger of the two kernels' needs."""
         from verify.gpu.device import WANTED_LIMITS
 

@@ -89,7 +89,8 @@ class DecodeTiled(DecodeKernel):
         size = layout.workgroup_bytes(config["dtype"])
         if layout.bdz > MAX_SIZE_Z or size > MAX_WORKGROUP_BYTES:
             raise UsageError(f"decode.tiled cannot lay out {config}: workgroup {layout.bdx}x{layout.bdy}x{layout.bdz}, "
-                             f"{size} bytes of workgroup storage (limits: z <= {MAX_SIZE_Z}, {MAX_WORKGROUP_BYTES} bytes)")
+                             f"{size} bytes of workgroup storage (limits: z <= {MAX_SIZE_Z}, "
+                             f"{MAX_WORKGROUP_BYTES} bytes)")
 
     def layout_constants(self, config):
         layout = self.layout(config)

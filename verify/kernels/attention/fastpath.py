@@ -34,9 +34,9 @@ N <= 2D + 64 for delta, 2 Lmax + 8 for the sums over rows), so multiplying ours 
 bit-identical inputs and is monotone in them (sums and products of non-negative terms, which
 round monotonically). The one input not bit-identical downstream is o, in the store's rounding
 term faithful_rounding_bound(o), a step function of |o|: it is taken at its largest over
-|o| +- e with e >= |o - o_plain| (verify.kernels.attention.fastpath_budget.o_difference_bound). So every budget element is >= the
-plain one; tests/fastpath/test_decode_fastpath.py checks that, and that it is not larger by
-more than rounding, on drawn cases.
+|o| +- e with e >= |o - o_plain| (verify.kernels.attention.fastpath_budget.o_difference_bound).
+So every budget element is >= the plain one; tests/fastpath/test_decode_fastpath.py checks that,
+and that it is not larger by more than rounding, on drawn cases.
 
 Inputs the fast path does not take (invalid page tables, non-finite or +inf logits, rotated
 values at the top of their format's range) go to the plain pair, which decides them as before.
@@ -46,7 +46,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -156,7 +158,8 @@ def remember_split(x: DecodeInputs, parts) -> None:
         return
     for inputs, evaluation in zip([x] + [inputs for inputs, _ in parts], evaluations):
         if evaluation is not None:
-            _MEMO.get(inputs.arrays(), inputs.scalars(), lambda evaluation=evaluation: evaluation)
+            # mypy cannot infer a lambda whose default argument binds the loop's value
+            _MEMO.get(inputs.arrays(), inputs.scalars(), lambda evaluation=evaluation: evaluation)  # type: ignore[misc]
 
 
 def leading_rows(x: DecodeInputs, count: int) -> DecodeInputs:
@@ -176,7 +179,8 @@ def leading_rows(x: DecodeInputs, count: int) -> DecodeInputs:
     first = np.zeros((length.size, 2) + pages.shape[2:], pages.dtype)  # [B, 2, Hkv, page_size, D], V = 0
     for b in np.flatnonzero(keep):
         s = slot[b, : keep[b]]
-        first[b, 0, :, : keep[b]] = pages[values[indptr[b] + s // x.page_size], 0, :, s % x.page_size].transpose(1, 0, 2)
+        first[b, 0, :, : keep[b]] = pages[values[indptr[b] + s // x.page_size], 0, :,
+                                          s % x.page_size].transpose(1, 0, 2)
     used = keep > 0
     indptr = np.concatenate([[0], np.cumsum(used)]).astype(np.int32)
     return dataclasses.replace(x, pages=first, page_indptr=indptr, page_values=np.flatnonzero(used).astype(np.int32),
@@ -241,7 +245,7 @@ class _Rows:
     def longest(self) -> int:
         return int(self.length.max(initial=0))
 
-    def span(self, b: int) -> slice:
+    def span(self, b: int | np.integer) -> slice:
         return slice(int(self.start[b]), int(self.start[b] + self.length[b]))
 
 
@@ -369,7 +373,13 @@ def _part_view(x: DecodeInputs, rows: _Rows, k_stored: np.ndarray, v_stored: np.
     return _View(part, first, rows_part.length)
 
 
-def _evaluate_fast(x: DecodeInputs, parts=()) -> DecodeEvaluation | None:
+@overload
+def _evaluate_fast(x: DecodeInputs) -> DecodeEvaluation | None: ...
+@overload
+def _evaluate_fast(x: DecodeInputs, parts: Sequence[tuple[DecodeInputs, np.ndarray]]
+                   ) -> list[DecodeEvaluation | None] | None: ...
+def _evaluate_fast(x: DecodeInputs, parts: Sequence[tuple[DecodeInputs, np.ndarray]] = ()
+                   ) -> DecodeEvaluation | list[DecodeEvaluation | None] | None:
     """The fast path's evaluation of x; with `parts` ((inputs, first) pairs, see _View), a list of
     x's evaluation and each part's (None for a part that is not x's rows), the parts computed from
     x's per-row work."""
@@ -430,6 +440,8 @@ def _evaluate_fast(x: DecodeInputs, parts=()) -> DecodeEvaluation | None:
             span, length = rows.span(b), rows.length[b]
             magnitude_terms[b, heads, :, :length] = logit_error.by_magnitude[b, heads] @ a[:, span].transpose(0, 2, 1)
             if e is not None:
+                # e, ulp_terms and by_ulp all exist exactly with rotation (rotary_mode 1)
+                assert ulp_terms is not None and logit_error.by_ulp is not None
                 ulp_terms[b, heads, :, :length] = logit_error.by_ulp[b, heads] @ e[:, span].transpose(0, 2, 1)
     del keys, abs_k, ulp_k
     delta = logit_error.combine(x, rows.longest, magnitude_terms, ulp_terms)

@@ -38,8 +38,8 @@ def inflation(roundings: int) -> float:
 
 @dataclass
 class LogitError:
-    """decode_budget's logit error delta_j, regrouped (verify.kernels.attention.fastpath's docstring) into products of fixed
-    left-hand matrices with |k| and ulp(k):
+    """decode_budget's logit error delta_j, regrouped (verify.kernels.attention.fastpath's docstring)
+    into products of fixed left-hand matrices with |k| and ulp(k):
 
         delta_j = c (P.|k_j| + |pos_j| R.|k_j| + W.ulp(k_j) + flushed)
 
@@ -82,6 +82,7 @@ class LogitError:
         if self.by_ulp is None:
             delta = c * magnitude_terms
         else:
+            assert self.flushed is not None  # LogitError.of sets flushed with by_ulp (rotary_mode 1)
             k_offset = np.asarray(x.k_rope_pos_offset).astype(np.int64)
             position = np.abs(k_offset[:, None] + np.arange(longest)).astype(np.float64)[:, None, None, :]
             delta = c * (magnitude_terms[:, :, :group] + position * magnitude_terms[:, :, group:] + ulp_terms

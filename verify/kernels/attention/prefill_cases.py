@@ -412,7 +412,8 @@ def tree_cases(draw, config: dict, profile: Profile | str, *, paged: bool, llama
     else:
         qo_lens, histories = sizes.copy(), np.zeros(batch, np.int64)
     kv_lens = histories + sizes
-    rotary, theta, scale, edge = (0, 1e4, 1.0, "") if (paged or not runtime_form) else draw(_rope(config["head_dim"], llama3))
+    rotary, theta, scale, edge = ((0, 1e4, 1.0, "") if (paged or not runtime_form)
+                                  else draw(_rope(config["head_dim"], llama3)))
     kind, sm_scale, seed, _ = draw(_common(config["head_dim"]))
     rng = np.random.default_rng(seed)
     q, k_rows, v_rows = prefill_values(rng, kind, qo_lens, kv_lens, config["qo_heads"], config["kv_heads"],
@@ -527,12 +528,12 @@ def split_chunk(case: Case, layout: str, page_size: int = 16) -> ChunkSplit:
     causal = bool(case.params.get("causal", 1))
     if layout == "dense":
         qo_len, kv_len = int(case.params["qo_len"]), int(case.params["kv_len"])
-        cut = int(_transform_rng(case, 4).integers(1, qo_len)) if qo_len >= 2 else 0
-        context = kv_len - qo_len + cut if causal else kv_len
-        first = case.replace({"q": case["q"][:, :cut], "k": case["k"][:, :context], "v": case["v"][:, :context]},
-                             qo_len=cut, kv_len=context)
-        second = case.replace({"q": case["q"][:, cut:]}, qo_len=qo_len - cut)
-        return ChunkSplit(first, second, np.zeros(0, np.int64), np.zeros(0, np.int64), cut)
+        at = int(_transform_rng(case, 4).integers(1, qo_len)) if qo_len >= 2 else 0
+        kept = kv_len - qo_len + at if causal else kv_len
+        head = case.replace({"q": case["q"][:, :at], "k": case["k"][:, :kept], "v": case["v"][:, :kept]},
+                            qo_len=at, kv_len=kept)
+        second = case.replace({"q": case["q"][:, at:]}, qo_len=qo_len - at)
+        return ChunkSplit(head, second, np.zeros(0, np.int64), np.zeros(0, np.int64), at)
     q_indptr = np.asarray(case["q_indptr"], np.int64)
     qo_lens = np.diff(q_indptr)
     kv_lens = np.asarray(case.params["kv_lens"], np.int64)

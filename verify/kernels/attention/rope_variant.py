@@ -24,7 +24,8 @@ from verify.references.rope import Llama3Scaling
 
 ROPE_SCALING = ConfigKey("rope_scaling", "none", ("none", "llama3"),
                          "frequency scaling: none, or llama3 (HF rope_type llama3, compiled into the WGSL)")
-ROPE_FACTOR = ConfigKey("rope_factor", 8.0, (), "llama3 only: low frequencies are divided by it (Llama 3.1: 8, 3.2: 32)")
+ROPE_FACTOR = ConfigKey("rope_factor", 8.0, (),
+                        "llama3 only: low frequencies are divided by it (Llama 3.1: 8, 3.2: 32)")
 LOW_FREQ_FACTOR = ConfigKey("low_freq_factor", 1.0, (), "llama3 only: wavelengths above original/low are divided")
 HIGH_FREQ_FACTOR = ConfigKey("high_freq_factor", 4.0, (), "llama3 only: wavelengths below original/high are kept")
 ORIGINAL_MAX_POSITION = ConfigKey("original_max_position", 8192, (),
@@ -104,6 +105,7 @@ def validate_variant(config: dict) -> None:
         variant = RopeVariant.from_config(config)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    assert variant.llama3 is not None  # from_config makes one for rope_scaling=llama3
     if variant.llama3.high_freq_factor <= variant.llama3.low_freq_factor:
         raise UsageError(f"high_freq_factor={variant.llama3.high_freq_factor} must exceed "
                          f"low_freq_factor={variant.llama3.low_freq_factor}: the kernels compute Llama 3's "

@@ -35,17 +35,17 @@ class AttentionSizes:
 
 
 #: quick: a smoke test (and the sanitizer's cases: a prefill's logged accesses grow as tokens x
-#: context x heads x D, so its chunks stay at 4 tokens on 24 rows); ci: decode contexts to ~1k rows (a few pages past 512, the sharded
-#: kernel's largest split), prefill chunks of up to 12 tokens on contexts of up to 4 pages: with a
-#: GQA group of 3 or more a chunk crosses TVM's 16- and 32-row tiles (lavapipe on two cores spends
-#: ~0.1 ms per context row per token at D = 128, so chunk x context is what a case costs);
-#: nightly: decode contexts to 8192; prompts of up to 4096 tokens and contexts of up to 8192 rows,
-#: but not both in one case: at most 2^22 query-row x head x context-row cells per case (a 4096-token
-#: prompt on 32 context rows, 362 causal rows on their own context, 16 rows on 8192, at 32 heads;
-#: four times as much at 8 heads), and 200 examples per prefill check; trees of TVM's largest size.
-#: Prompts of 4096 tokens on 8192 rows at 32 heads (2^30 cells, minutes of float64 per case), drawn
-#: 1000 times per check, would have kept the nightly's prefill checks busy for days of CPU time
-#: (docs/tvm.md §11.4 gives the arithmetic).
+#: context x heads x D, so its chunks stay at 4 tokens on 24 rows); ci: decode contexts to ~1k rows
+#: (a few pages past 512, the sharded kernel's largest split), prefill chunks of up to 12 tokens on
+#: contexts of up to 4 pages: with a GQA group of 3 or more a chunk crosses TVM's 16- and 32-row
+#: tiles (lavapipe on two cores spends ~0.1 ms per context row per token at D = 128, so chunk x
+#: context is what a case costs); nightly: decode contexts to 8192; prompts of up to 4096 tokens and
+#: contexts of up to 8192 rows, but not both in one case: at most 2^22 query-row x head x context-row
+#: cells per case (a 4096-token prompt on 32 context rows, 362 causal rows on their own context, 16
+#: rows on 8192, at 32 heads; four times as much at 8 heads), and 200 examples per prefill check;
+#: trees of TVM's largest size. Prompts of 4096 tokens on 8192 rows at 32 heads (2^30 cells, minutes
+#: of float64 per case), drawn 1000 times per check, would have kept the nightly's prefill checks
+#: busy for days of CPU time (docs/tvm.md §11.4 gives the arithmetic).
 SIZES = FamilySizes("attention", quick=AttentionSizes(2, 70, 4, 24, 6), ci=AttentionSizes(4, 520, 12, 64, 12),
                     nightly=AttentionSizes(8, 8192, 4096, 8192, 256, max_prefill_work=1 << 22,
                                            prefill_examples=200))

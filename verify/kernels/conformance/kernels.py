@@ -56,8 +56,8 @@ class WorkgroupZeroInit(Kernel):
         pipeline = device.pipeline(wgsl)
         groups = case.params["workgroups"]
         struct = pipeline.interface.structs["Params"]
-        device.run(pipeline, {"nonzero": Output(np.uint32, (groups * 64,)), "params": pack_struct(struct, {"phase": 0})},
-                   groups)
+        device.run(pipeline, {"nonzero": Output(np.uint32, (groups * 64,)),
+                              "params": pack_struct(struct, {"phase": 0})}, groups)
         return device.run(pipeline, {"nonzero": Output(np.uint32, (groups * 64,)),
                                      "params": pack_struct(struct, {"phase": 1})}, groups)
 

@@ -96,7 +96,8 @@ class QuantizationErrorCheck(Check):
             bound = quantization_bound(case["a"], weights, config["dtype"])
         with ctx.timer.stage("compare"):
             metrics = [
-                compare(launched.outputs["y"], Expected.around("y", ideal, bound + kernel_expected.budget, config["dtype"])),
+                compare(launched.outputs["y"],
+                        Expected.around("y", ideal, bound + kernel_expected.budget, config["dtype"])),
                 compare(kernel_expected.reference, Expected.around("dp4a_exact", ideal, bound, config["dtype"])),
             ]
         return Outcome(True, metrics[0].max_err_over_budget, metrics, [], ctx.kernel.features(case), case)

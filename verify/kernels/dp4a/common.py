@@ -27,7 +27,8 @@ def check_pinned_shape(config: dict) -> None:
     check_shape(m=config["m"] or None, n=config["n"] or None, k=config["k"] or None, block_size=config["block_size"])
 
 
-def check_shape(m: int | None = None, n: int | None = None, k: int | None = None, block_size: int | None = None) -> None:
+def check_shape(m: int | None = None, n: int | None = None, k: int | None = None,
+                block_size: int | None = None) -> None:
     """The DP4A path's shape rules, each broken rule named (CanApplyDP4AMatrixMatMulNBits)."""
     if k is not None and k % A_BLOCK:
         raise UsageError(f"K={k}: DP4A needs K % 128 == 0 (activation quantization blocks are 128 values)")

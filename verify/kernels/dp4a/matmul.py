@@ -132,9 +132,9 @@ class Matmul(Kernel):
     family = "dp4a"
     summary = "Y = bias + sum_c T(I_c · T(s_a s_b)) over int8 A codes and N-bit weights, as ORT's DP4A MatMulNBits"
     reference = "verify.references.nbits.dp4a_product"
-    config_keys = (DTYPE, BITS, BLOCK_SIZE, TILE, ACC, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
-    checks = ("reference", "determinism", "integer_sums", "accumulator_range", "quantization_error", "sanitize", "implementations",
-              "toggles")
+    config_keys: tuple[ConfigKey, ...] = (DTYPE, BITS, BLOCK_SIZE, TILE, ACC, HAS_ZERO_POINTS, HAS_BIAS, M, N, K)
+    checks: tuple[str, ...] = ("reference", "determinism", "integer_sums", "accumulator_range", "quantization_error",
+                               "sanitize", "implementations", "toggles")
     output_axes = {"y": ("m", "n"), "dp4a_exact": ("m", "n")}
     budget_function = staticmethod(matmul_budget)
 
@@ -146,8 +146,9 @@ class Matmul(Kernel):
         largest = max((config["m"] or 1) * (config["k"] or 1), (config["n"] or 1) * (config["k"] or 1),
                       (config["m"] or 1) * (config["n"] or 1))
         if largest > MAX_PINNED_ELEMENTS:
-            raise UsageError(f"m={config['m']}, n={config['n']}, k={config['k']}: a case would hold {largest} elements in "
-                             f"one matrix, more than the {MAX_PINNED_ELEMENTS} verify draws (pin smaller shapes)")
+            raise UsageError(f"m={config['m']}, n={config['n']}, k={config['k']}: a case would hold {largest} "
+                             f"elements in one matrix, more than the {MAX_PINNED_ELEMENTS} verify draws "
+                             "(pin smaller shapes)")
         rows, cols, _ = TILES[config["tile"]]
         if -(-config["m"] // rows) > MAX_GROUPS or -(-config["n"] // cols) > MAX_GROUPS:
             raise UsageError(f"m={config['m']}, n={config['n']}: tile {config['tile']} covers {rows} rows x {cols} "

@@ -184,7 +184,8 @@ class OrtRuntime:
             try:
                 reply, _ = process.request({"op": "open", "adapter": adapter})
             except NodeProcessDied as exc:
-                raise SetupError(f"ONNX Runtime Web could not start on the {candidate.name} Vulkan driver: {exc}") from None
+                raise SetupError(f"ONNX Runtime Web could not start on the {candidate.name} Vulkan driver: "
+                                 f"{exc}") from None
             if "error" in reply:
                 process.close()
                 raise SetupError(f"ONNX Runtime Web could not load: {reply['error']['message'].splitlines()[0]}")

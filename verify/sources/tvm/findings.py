@@ -24,7 +24,8 @@ FINDINGS = (
             "and V_smem: a query row wrong", "§14.1", Layer.KERNEL, TVM,
             "python/tvm/relax/frontend/nn/llm/tree_attn.py L514-522, L1147-1155 (get_tile_size)"),
     Finding("tvm-tree-mask-past-tree", "tree_attn reads the tree mask past the tree: the padding rows of the last "
-            "tile read past the end of mask", "§14.2", Layer.KERNEL, TVM, "python/tvm/relax/frontend/nn/llm/tree_attn.py"),
+            "tile read past the end of mask", "§14.2", Layer.KERNEL, TVM,
+            "python/tvm/relax/frontend/nn/llm/tree_attn.py"),
     Finding("tvm-llama3-rope-build", "Llama 3 rope scaling does not build in most prefill and tree kernels "
             "(cse_v used before its definition)", "§15", Layer.KERNEL, TVM,
             "python/tvm/relax/frontend/nn/llm/_kernel_common.py (the llama3 rope inlined into the kernels)"),

@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -103,11 +103,19 @@ class AttentionModel:
     scale: float = 0.0
     has_head_sink: bool = False
 
+    #: The contrib op's name (each op's model names its own).
+    op: ClassVar[str]
+
+    if TYPE_CHECKING:  # each op's model builds its node
+
+        def _build(self) -> bytes: ...
+
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.num_heads <= 0 or self.kv_num_heads <= 0 or self.num_heads % self.kv_num_heads:
-            raise UsageError(f"num_heads={self.num_heads} must be a positive multiple of kv_num_heads={self.kv_num_heads}")
+            raise UsageError(f"num_heads={self.num_heads} must be a positive multiple of "
+                             f"kv_num_heads={self.kv_num_heads}")
         if self.head_size <= 0:
             raise UsageError(f"head_size must be positive, got {self.head_size}")
         if self.rotary_dim % 2 or not 0 <= self.rotary_dim <= self.head_size:
@@ -150,8 +158,9 @@ class AttentionModel:
         return self._build()
 
     def _attributes(self) -> dict:
-        attrs = {"num_heads": self.num_heads, "kv_num_heads": self.kv_num_heads, "do_rotary": int(self.do_rotary),
-                 "rotary_interleaved": int(self.rotary_interleaved), "local_window_size": self.local_window_size}
+        attrs: dict[str, int | float] = {
+            "num_heads": self.num_heads, "kv_num_heads": self.kv_num_heads, "do_rotary": int(self.do_rotary),
+            "rotary_interleaved": int(self.rotary_interleaved), "local_window_size": self.local_window_size}
         if self.softcap:
             attrs["softcap"] = float(self.softcap)
         if self.scale:
@@ -223,7 +232,8 @@ class GroupQueryAttentionModel(AttentionModel):
         node = helper.make_node("GroupQueryAttention", names, list(GQA_OUTPUTS), domain="com.microsoft", **attrs)
         inputs = [helper.make_tensor_value_info(name, *values[name]) for name in names if name]
         present = ["batch", self.kv_num_heads, "present_length", self.head_size]
-        outputs = [helper.make_tensor_value_info("output", element, ["batch", "sequence", self.num_heads * self.head_size]),
+        outputs = [helper.make_tensor_value_info("output", element,
+                                                 ["batch", "sequence", self.num_heads * self.head_size]),
                    helper.make_tensor_value_info("present_key", element, present),
                    helper.make_tensor_value_info("present_value", element, present)]
         return _serialize(node, "group_query_attention", inputs, outputs)
@@ -244,7 +254,8 @@ class GroupQueryAttentionModel(AttentionModel):
         if self.do_rotary:
             if cos_cache is None or sin_cache is None:
                 raise UsageError("a GroupQueryAttention model with do_rotary needs cos_cache and sin_cache")
-            feeds["cos_cache"], feeds["sin_cache"] = self._cast("cos_cache", cos_cache), self._cast("sin_cache", sin_cache)
+            feeds["cos_cache"], feeds["sin_cache"] = (self._cast("cos_cache", cos_cache),
+                                                      self._cast("sin_cache", sin_cache))
         if self.has_head_sink:
             feeds["head_sink"] = self._cast("head_sink", head_sink)
         if self.attention_bias != "none":
@@ -301,14 +312,17 @@ class PagedAttentionModel(AttentionModel):
             if key is None or value is None:
                 raise UsageError("an unpacked PagedAttention model needs key and value")
             feeds["key"], feeds["value"] = self._cast("key", key), self._cast("value", value)
-        feeds["key_cache"], feeds["value_cache"] = self._cast("key_cache", key_cache), self._cast("value_cache", value_cache)
-        feeds["cumulative_sequence_length"] = self._cast("cumulative_sequence_length", cumulative_sequence_length, np.int32)
+        feeds["key_cache"], feeds["value_cache"] = (self._cast("key_cache", key_cache),
+                                                    self._cast("value_cache", value_cache))
+        feeds["cumulative_sequence_length"] = self._cast("cumulative_sequence_length", cumulative_sequence_length,
+                                                         np.int32)
         feeds["past_seqlens"] = self._cast("past_seqlens", past_seqlens, np.int32)
         feeds["block_table"] = self._cast("block_table", block_table, np.int32)
         if self.do_rotary:
             if cos_cache is None or sin_cache is None:
                 raise UsageError("a PagedAttention model with do_rotary needs cos_cache and sin_cache")
-            feeds["cos_cache"], feeds["sin_cache"] = self._cast("cos_cache", cos_cache), self._cast("sin_cache", sin_cache)
+            feeds["cos_cache"], feeds["sin_cache"] = (self._cast("cos_cache", cos_cache),
+                                                      self._cast("sin_cache", sin_cache))
         if self.has_head_sink:
             feeds["head_sink"] = self._cast("head_sink", head_sink)
         return feeds
@@ -378,5 +392,6 @@ class MultiHeadAttentionModel:
                 raise UsageError(f"a MultiHeadAttention model with a {self.attention_bias} attention_bias needs one")
             feeds["attention_bias"] = np.ascontiguousarray(attention_bias, t)
         if self.has_past:
-            feeds["past_key"], feeds["past_value"] = np.ascontiguousarray(past_key, t), np.ascontiguousarray(past_value, t)
+            feeds["past_key"], feeds["past_value"] = (np.ascontiguousarray(past_key, t),
+                                                      np.ascontiguousarray(past_value, t))
         return feeds

@@ -160,7 +160,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
     def budget_doc(self) -> str:
         import inspect
 
-        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, prefill_weight_errors, output_budget))
+        return "\n\n".join(inspect.getdoc(f) or "" for f in (score_errors, prefill_weight_errors, output_budget))
 
     def known_finding(self, check, config):
         """§18.4 under `large_scores` (the output its signature), as ort.paged_attention states
