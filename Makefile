@@ -7,7 +7,10 @@ PROFILE ?= ci
 gate: setup
 	$(VENV)/bin/verify gate --profile $(PROFILE) --out reports --junit reports/junit.xml
 
+# The linter and the type checker first (seconds; docs/contributing.md §1), then the tests.
 test: setup-test
+	$(VENV)/bin/ruff check verify references
+	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m pytest -n auto
 
 setup:

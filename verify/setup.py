@@ -126,7 +126,8 @@ def dawn_state() -> str:
         return (f"dawn (the second implementation): not set up; `verify setup --dawn` installs it into "
                 f"{install.cache_dir()} (Node packages, Mesa 25 lavapipe; Node.js and npm needed)")
     driver = f", Mesa lavapipe {mesa}" if mesa else ""
-    return f"dawn (the second implementation): node packages in {ready}{driver}; `verify setup --dawn --check` starts it"
+    return (f"dawn (the second implementation): node packages in {ready}{driver}; "
+            "`verify setup --dawn --check` starts it")
 
 
 def dawn_inprocess() -> str:

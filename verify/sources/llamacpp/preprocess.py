@@ -279,14 +279,14 @@ class _Expression:
             self.advance()
             if token.text not in self.macros:
                 return 0
-            value = self.macros[token.text]
-            if not value:
+            body = self.macros[token.text]
+            if not body:
                 return 1
             if token.text in self.visiting:
                 raise PreprocessError(f"Recursive macro: {token.text}")
             self.visiting.add(token.text)
             try:
-                return _Expression(value, self.macros, self.visiting).parse()
+                return _Expression(body, self.macros, self.visiting).parse()
             finally:
                 self.visiting.discard(token.text)
         return 0

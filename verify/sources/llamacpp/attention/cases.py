@@ -51,10 +51,10 @@ def kv_lengths(sizes: AttentionSizes, kv_tile: int, padded: bool):
     of a KV tile (1, its tail, one past it) and of each doubling of the split count."""
     if padded:
         return st.integers(1, max(1, sizes.max_kv // KV_SEQ_PAD)).map(lambda n: n * KV_SEQ_PAD)
-    corners = {1, kv_tile - 1, kv_tile, kv_tile + 1}
+    edges = {1, kv_tile - 1, kv_tile, kv_tile + 1}
     for nwg in (1, 2, 4, 8, 16, 32, 64):
-        corners |= {2 * nwg * kv_tile, 2 * nwg * kv_tile + 1}
-    corners = sorted(c for c in corners if 1 <= c <= sizes.max_kv and c % KV_SEQ_PAD)
+        edges |= {2 * nwg * kv_tile, 2 * nwg * kv_tile + 1}
+    corners = sorted(c for c in edges if 1 <= c <= sizes.max_kv and c % KV_SEQ_PAD)
     return st.one_of(st.sampled_from(corners), st.integers(1, sizes.max_kv)).map(
         lambda n: n + 1 if n % KV_SEQ_PAD == 0 else n)
 

@@ -199,7 +199,7 @@ class _VecAttention(Kernel):
     #: storage, subgroup range): a KV tile of 29 (head dim 128 with a mask in 16 KiB) with the widest
     #: subgroup range; subgroups of exactly 8 (lavapipe's: WG_SIZE 8, up to 8 splits) with sinks and
     #: a padded cache (direct K and V); f32 K/V with ALiBi and a softcap at head dim 256; no mask.
-    gate_shapes = {
+    gate_shapes: dict[str, tuple[dict[str, object], ...]] = {
         "quick": ({}, {"head_dim": 64, "heads": 4, "kv_heads": 4, "sinks": True, "kv_padded": True,
                        "subgroup_min": 8, "subgroup_max": 8}),
         "ci": ({}, {"head_dim": 64, "heads": 4, "kv_heads": 4, "sinks": True, "kv_padded": True,
