@@ -25,9 +25,11 @@ class MergeStateDefinedHere(MergeState):
                          ids=["name", "import path", "class"])
 def test_a_kernel_is_found_by_name_import_path_or_class(kernel):
     results = verify.check(kernel, F32, examples=8)
+    # Every check the kernel declares, in its order (toggles runs on Dawn in process, in ci).
     assert isinstance(results, CheckResults) and [r.check for r in results] == ["reference", "determinism", "sanitize",
-                                                                           "implementations"]
-    assert results.verdict is Verdict.PASS and results["reference"].examples == 8
+                                                                           "implementations", "toggles"]
+    corners = len(MergeState().corners(MergeState().config(F32)))  # run first, beside the 8 drawn
+    assert results.verdict is Verdict.PASS and results["reference"].examples == 8 + corners
     assert results["reference"].max_err_over_budget is not None and results["reference"].max_err_over_budget <= 1
     assert results["reference"].kernel_ref == "verify.kernels.attention.merge_state:MergeState"
 
