@@ -1,5 +1,5 @@
 // kernel: ort.dp4a.matmul_small_m
-// config: acc=f32 bits=4 block_size=32 dtype=f32 has_bias=0 has_zero_points=0 k=0 m=0 mul=f32 n=0 program=DP4AMatMulNBitsSmallMProgram tile=small_m
+// config: acc=f32 bits=4 block_size=32 dtype=f32 fp32_accumulation=0 has_bias=0 has_zero_points=0 k=0 m=0 mul=f32 n=0 program=DP4AMatMulNBitsSmallMProgram tile=small_m
 // onnxruntime-web 1.30.0 on llvmpipe (vendor mesa): MatMulNBits(dtype=f32, bits=4, block_size=32, K=256, N=32, accuracy_level=4, zero_points=0, bias=0) at M=1
 enable subgroups;
 const workgroup_size_x: u32 = 128;
