@@ -240,9 +240,9 @@ def cmd_replay(args) -> int:
     from verify.results.casefile import load_case
     from verify.session import Session
 
-    _, meta = load_case(args.case)  # a bad file is a usage error here, before a worker starts
+    _, saved = load_case(args.case)  # a bad file is a usage error here, before a worker starts
     if args.repeat is None:
-        args.repeat = NONDETERMINISTIC_REPLAYS if meta.get("failure_kind") == FailureKind.NONDETERMINISTIC.value else 1
+        args.repeat = NONDETERMINISTIC_REPLAYS if saved.failure_kind == FailureKind.NONDETERMINISTIC.value else 1
     with Session() as session:
         replayed = session.replay(ReplayJob(os.path.abspath(args.case), args.adapter, args.implementation,
                                             time_limit=args.time_limit or 600.0, repeat=args.repeat))

@@ -28,6 +28,7 @@ from verify.checks import get_check
 from verify.checks.context import CheckContext
 from verify.checks.implementations import divergence
 from verify.checks.runner import RunOptions, infrastructure_reason, limit_reason, raised_by, run_check
+from verify.checks.saved import resolved
 from verify.errors import FailureKind, InfrastructureError, KernelError, SetupError, UsageError, VerifyLimit
 from verify.gpu import compiling
 from verify.gpu.device import ShaderCompileError
@@ -38,8 +39,7 @@ from verify.gpu.implementations import (
     other_implementation,
 )
 from verify.gpu.limits import check_limits
-from verify.kernels.registry import load_kernel, spec_of
-from verify.kernels.specialize import check_recorded_config
+from verify.kernels.registry import load_kernel
 from verify.profiles import get_profile, job_profile
 from verify.protocol import (
     Finished,
@@ -53,7 +53,7 @@ from verify.protocol import (
     decode_job,
     encode_event,
 )
-from verify.results.casefile import load_case, save_check_cases
+from verify.results.casefile import SavedCase, load_case, save_check_cases
 from verify.results.record import AdapterRecord, CheckResult, Verdict
 from verify.wgsl import sha256
 
@@ -237,33 +237,26 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
 
 def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
     """Re-run a saved case under its check `job.repeat` times; the lines to print and whether it held."""
-    case, meta = load_case(job.case_path)
-    kernel = load_kernel(meta.get("kernel_ref") or spec_of(meta["kernel"]).ref)
-    if kernel.name != meta["kernel"]:
-        raise UsageError(f"{job.case_path}: recorded for kernel {meta['kernel']!r}, but "
-                         f"{meta.get('kernel_ref')} is {kernel.name!r}")
-    config = kernel.config(meta["config"])
-    check_recorded_config(meta["wgsl"], config, f"{job.case_path}: the saved WGSL")
-    check = get_check(meta["check"])
+    case, saved = load_case(job.case_path)
+    kernel, config, check = resolved(saved, job.case_path)
     _check_case_fits(kernel, config, case, job.case_path)
-    width = int(meta["subgroup_width"]) if meta.get("subgroup_width") else None
+    width = saved.subgroup_width
     limits = dict(check.device_limits(kernel, config), **check.instrument_limits(kernel, config))
-    device = emulating(devices.get(job.adapter, replay_implementation(job, meta, kernel), limits), width)
+    device = emulating(devices.get(job.adapter, replay_implementation(job, saved, kernel), limits), width)
     missing = device.missing(kernel.requirements(config))
     if missing:
         raise UsageError(f"this adapter ({device.info.name}) lacks {', '.join(missing)}; cannot replay")
     lines = [f"kernel {kernel.name} [{' '.join(f'{k}={v}' for k, v in sorted(config.items()))}], check {check.name}",
              f"case   {case.summary()}"]
-    recorded = meta.get("adapter") or {}
+    recorded = saved.adapter
     lines.append(f"saved on {recorded.get('name', '?')} ({recorded.get('backend', '?')}, "
                  f"{recorded.get('implementation', '?')}); replaying on {device.info.label}")
-    saved_kind = meta.get("failure_kind")
-    if meta.get("message") or saved_kind:
-        lines.append(f"saved  FAIL ({saved_kind or 'failed'}): {meta.get('message') or '?'}")
+    if saved.message or saved.failure_kind:
+        lines.append(f"saved  FAIL ({saved.failure_kind or 'failed'}): {saved.message or '?'}")
     emit(Started())
-    ctx = CheckContext(kernel, config, device, meta["wgsl"], get_profile(meta.get("profile") or "ci"),
+    ctx = CheckContext(kernel, config, device, saved.wgsl, get_profile(saved.profile or "ci"),
                        open_other=lambda: devices.other(device, job.adapter, limits, width),
-                       user_wgsl=(meta.get("source") or {}).get("kind") == "file")
+                       user_wgsl=saved.user_wgsl)
     outcomes, failures = [], []
     for attempt in range(job.repeat):
         try:
@@ -287,7 +280,7 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
     held = not failed and not failures
     messages = sorted({o.message() for o in failed}) + failures
     counted = f"failed in {len(failed) + len(failures)} of {job.repeat} replays"
-    if held and saved_kind == FailureKind.NONDETERMINISTIC.value:
+    if held and saved.failure_kind == FailureKind.NONDETERMINISTIC.value:
         # The case failed once when saved: a race shows in some schedules only, and the replays
         # run the saved WGSL, so replays that hold clear nothing.
         lines.append(f"NOT REPRODUCED  {counted}; it failed when saved, and a nondeterministic failure (a race or "
@@ -298,10 +291,10 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
     return Replayed(held, tuple(lines))
 
 
-def replay_implementation(job: ReplayJob, meta: dict, kernel) -> str | None:
+def replay_implementation(job: ReplayJob, saved: SavedCase, kernel) -> str | None:
     """Where a case replays: the implementation asked for, else the one it was saved on (when it is
     registered here), else the kernel's own (Kernel.implementations), else the default."""
-    recorded = (meta.get("adapter") or {}).get("implementation") or None
+    recorded = saved.adapter.get("implementation") or None
     if job.implementation:
         return job.implementation
     if recorded in implementation_names():

@@ -384,4 +384,4 @@ def test_case_arrays_round_trip_with_their_shapes(tmp_path):
     case = Case({"x": np.arange(6, dtype=np.float16).reshape(2, 3)}, {"n": 2})
     path = save_case(tmp_path, "c", case, {"kernel": "k", "config": {}, "check": "reference"}, "// wgsl\n")
     loaded, meta = load_case(path)
-    assert loaded["x"].dtype == np.float16 and loaded["x"].shape == (2, 3) and meta["arrays"]["x"]["shape"] == [2, 3]
+    assert loaded["x"].dtype == np.float16 and loaded["x"].shape == (2, 3) and meta.sidecar["arrays"]["x"]["shape"] == [2, 3]

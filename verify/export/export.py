@@ -15,6 +15,7 @@ from pathlib import Path
 from verify.errors import ContractError, UsageError
 from verify.export.capture import capture, conform
 from verify.export.write import Story, render, write_folder
+from verify.results.casefile import SavedCase
 from verify.results.record import KnownFinding
 
 #: A sanitizer's messages are joined with "; " and contain semicolons of their own: each starts so.
@@ -29,27 +30,19 @@ _DOC_REFERENCES = (re.compile(rf",\s*{_DOC}"), re.compile(rf"\s*\({_DOC}[^)]*\)"
 
 
 def load_for_export(path) -> tuple:
-    """(kernel, config, check, case, meta) of a case file, checked as `verify replay` checks it."""
-    from verify.checks import get_check
-    from verify.kernels.registry import load_kernel, spec_of
-    from verify.kernels.specialize import check_recorded_config
+    """(kernel, config, check, case, saved) of a case file, checked as `verify replay` checks it."""
+    from verify.checks.saved import resolved
     from verify.results.casefile import load_case
 
-    case, meta = load_case(path)
-    kernel = load_kernel(meta.get("kernel_ref") or spec_of(meta["kernel"]).ref)
-    if kernel.name != meta["kernel"]:
-        raise UsageError(f"{path}: recorded for kernel {meta['kernel']!r}, but {meta.get('kernel_ref')} is "
-                         f"{kernel.name!r}")
-    config = kernel.config(meta["config"])
-    check_recorded_config(meta["wgsl"], config, f"{path}: the saved WGSL")
-    check = get_check(meta["check"])
+    case, saved = load_case(path)
+    kernel, config, check = resolved(saved, str(path))
     try:
         kernel.expected(config, case)
     except (KeyError, ValueError, IndexError, TypeError) as exc:
         raise UsageError(f"{path}: the case does not fit {kernel.name} with config "
                          f"{' '.join(f'{k}={v}' for k, v in sorted(config.items()))} "
                          f"({type(exc).__name__}: {exc})") from None
-    return kernel, config, check, case, meta
+    return kernel, config, check, case, saved
 
 
 def plain(text: str) -> str:
@@ -86,13 +79,13 @@ def sanitizer_messages(message: str) -> list[str]:
     return [part.strip() for part in _SANITIZER_HEADS.split(message or "") if part.strip()]
 
 
-def finding_of(kernel, check: str, config: dict, meta: dict) -> KnownFinding | None:
+def finding_of(kernel, check: str, config: dict, saved: SavedCase) -> KnownFinding | None:
     """The documented finding this saved failure is, if any: of the kernel's own WGSL only, and of
     the failure's kind where the finding names kinds."""
-    if (meta.get("source") or {}).get("kind") == "file":
+    if saved.user_wgsl:
         return None
     findings = KnownFinding.all_of(kernel.known_finding(check, config))
-    kind = meta.get("failure_kind")
+    kind = saved.failure_kind
     matching = [f for f in findings if not f.kinds or kind in {k.value for k in f.kinds}]
     return matching[0] if matching else None
 
@@ -104,16 +97,16 @@ def adapter_label(adapter: dict | None) -> str:
     return f"{name} ({detail})" if detail else name
 
 
-def story_of(kernel, config: dict, check, case, meta: dict, converted: tuple = ()) -> Story:
+def story_of(kernel, config: dict, check, case, saved: SavedCase, converted: tuple = ()) -> Story:
     """What the files of an exported case file say: its finding, or its failure message.
 
     `converted`: the case's arrays conform turned from a 64-bit type into the kernel's ("v float64
     -> f32"). The saved verdict then came from a run that bound them as they were, bytes the kernel
     misread, so it says nothing of this reproduction: it is left out, and the case says so."""
-    message = "" if converted else meta.get("message") or ""
-    on = adapter_label(meta.get("adapter"))
-    finding = finding_of(kernel, check.name, config, meta)
-    sanitizer = sanitizer_messages(message) if meta.get("failure_kind") == "sanitizer finding" else []
+    message = "" if converted else saved.message or ""
+    on = adapter_label(saved.adapter)
+    finding = finding_of(kernel, check.name, config, saved)
+    sanitizer = sanitizer_messages(message) if saved.failure_kind == "sanitizer finding" else []
     if finding is not None:
         title, _, body = finding.text.partition("\n")
         detail = [p for p in plain(body).split("\n") if p.strip()]
@@ -145,7 +138,7 @@ def story_of(kernel, config: dict, check, case, meta: dict, converted: tuple = (
                       "they were, bytes the kernel misread, so its verdict does not carry over.",
                       fail="The kernel fails this case.", **{"pass": "Within budget."})
     return Story(title=title.strip(), detail=detail, kernel=kernel.name, config=config, case=summary,
-                 budget=plain(kernel.budget_doc()), expect=expect, upstream=kernel.upstream(config, meta["wgsl"]),
+                 budget=plain(kernel.budget_doc()), expect=expect, upstream=kernel.upstream(config, saved.wgsl),
                  sanitizer=sanitizer, observed=observed)
 
 
@@ -154,14 +147,14 @@ def export_case(path, out) -> Path:
     from verify.export.write import check_destination
 
     check_destination(Path(out))  # before any work: a bad destination is the first thing said
-    kernel, config, check, case, meta = load_for_export(path)
-    width = int(meta["subgroup_width"]) if meta.get("subgroup_width") else None
+    kernel, config, check, case, saved = load_for_export(path)
+    width = saved.subgroup_width
     limits = check.device_limits(kernel, config)
     try:
-        case, converted = conform(kernel, config, meta["wgsl"], case, limits=limits, width=width)
-        captured = capture(kernel, config, meta["wgsl"], case, limits=limits, width=width)
+        case, converted = conform(kernel, config, saved.wgsl, case, limits=limits, width=width)
+        captured = capture(kernel, config, saved.wgsl, case, limits=limits, width=width)
     except ContractError as exc:  # the kernel breaks its contract: nothing a reproduction could judge
         raise UsageError(f"{path}: {exc}") from None
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
-    return write_folder(Path(out), render(captured, story_of(kernel, config, check, case, meta, tuple(converted))))
+    return write_folder(Path(out), render(captured, story_of(kernel, config, check, case, saved, tuple(converted))))

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import zipfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,45 @@ _SUPPORTED = {"verify.case/1", SCHEMA}
 #: The most elements one saved array may declare: far above any case verify draws, far below a
 #: header that would exhaust memory.
 MAX_ELEMENTS = 1 << 30
+
+
+@dataclass(frozen=True)
+class SavedCase:
+    """What a case file's sidecar says the case was saved for, checked as it is read (load_case):
+    the kernel (its name and import path), config, check and WGSL to run it under, and where and
+    how it failed. `sidecar` keeps every field as written, for what only a report reads."""
+
+    kernel: str
+    check: str
+    config: dict
+    wgsl: str
+    kernel_ref: str | None = None
+    subgroup_width: int | None = None
+    profile: str | None = None
+    seed: int | None = None
+    role: str | None = None
+    #: The adapter it was saved on (AdapterRecord's fields: name, backend, implementation, ...).
+    adapter: dict = field(default_factory=dict)
+    #: Where its WGSL came from (Source's fields; kind "file" for a user's file).
+    source: dict = field(default_factory=dict)
+    failure_kind: str | None = None
+    message: str | None = None
+    sidecar: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_sidecar(cls, meta: dict) -> SavedCase:
+        width = meta.get("subgroup_width")
+        return cls(kernel=meta["kernel"], check=meta["check"], config=dict(meta["config"]), wgsl=meta["wgsl"],
+                   kernel_ref=meta.get("kernel_ref") or None, subgroup_width=int(width) if width else None,
+                   profile=meta.get("profile") or None, seed=meta.get("seed"), role=meta.get("role"),
+                   adapter=dict(meta.get("adapter") or {}), source=dict(meta.get("source") or {}),
+                   failure_kind=meta.get("failure_kind") or None, message=meta.get("message") or None,
+                   sidecar=meta)
+
+    @property
+    def user_wgsl(self) -> bool:
+        """Whether the WGSL is a user's file checked under the kernel's contract (not the kernel's own)."""
+        return self.source.get("kind") == "file"
 
 
 def save_case(directory: Path, stem: str, case: Case, meta: dict, wgsl: str) -> Path:
@@ -76,8 +115,9 @@ def save_check_cases(result, shrunk: Case | None, worst: Case | None, directory:
     return replace(result, **updates)
 
 
-def load_case(path: str | Path) -> tuple[Case, dict]:
-    """(case, sidecar) from a .npz or .json path; UsageError naming the file if unreadable."""
+def load_case(path: str | Path) -> tuple[Case, SavedCase]:
+    """(case, what it was saved for) from a .npz or .json path; UsageError naming the file if
+    unreadable, edited, or not written by verify."""
     path = Path(path)
     npz, sidecar_path = path.with_suffix(".npz"), path.with_suffix(".json")
     for p in (npz, sidecar_path):
@@ -97,6 +137,10 @@ def load_case(path: str | Path) -> tuple[Case, dict]:
         if not isinstance(meta.get(key), kind):
             raise UsageError(f"{sidecar_path}: {key!r} is missing or not a {kind.__name__}; "
                              "not a case file written by verify")
+    width = meta.get("subgroup_width")
+    if width is not None and (isinstance(width, bool) or not isinstance(width, int)):
+        raise UsageError(f"{sidecar_path}: 'subgroup_width' is {width!r}, not a number of lanes; "
+                         "not a case file as verify writes it")
     if "wgsl_sha256" not in meta:
         raise UsageError(f"{sidecar_path}: has no wgsl_sha256, so an edit of its WGSL could not be told; "
                          "not a case file as verify writes it")
@@ -121,7 +165,7 @@ def load_case(path: str | Path) -> tuple[Case, dict]:
         if meta["case_sha256"] != case_digest(arrays, meta["params"]):
             raise UsageError(f"{npz}: the arrays or parameters do not match the recorded case_sha256; the case was "
                              "edited")
-    return Case(arrays, meta["params"]), meta
+    return Case(arrays, meta["params"]), SavedCase.from_sidecar(meta)
 
 
 def case_digest(arrays: dict, params: dict) -> str:
