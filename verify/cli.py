@@ -319,14 +319,15 @@ def cmd_findings_export(args) -> int:
 
 # -- sources -------------------------------------------------------------------------------------------
 def cmd_sources_refresh(args) -> int:
-    """TVM's and ORT's WGSL shipped with verify, made again (docs/tvm.md §8): each file that
-    differs on stdout; --check writes nothing and exits 1 when any does."""
+    """TVM's, ORT's and llama.cpp's WGSL shipped with verify, made again (docs/tvm.md §8): each
+    file that differs on stdout; --check writes nothing and exits 1 when any does."""
     from verify.plan import named_list
     from verify.sources.refresh import refresh_command
 
     kernels = named_list(args.kernels, "--kernels", "kernel") if args.kernels is not None else None
+    sources = named_list(args.sources, "--sources", "source") if args.sources is not None else None
     return refresh_command(kernels, check=args.check, say=lambda line: print(line, file=sys.stderr, flush=True),
-                           tell=print)
+                           tell=print, sources=sources)
 
 
 # -- setup ---------------------------------------------------------------------------------------------
@@ -573,14 +574,18 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="machine-readable output (schema verify.findings-status/1)")
     q.set_defaults(func=cmd_findings_status)
 
-    p = sub.add_parser("sources", help="the WGSL of TVM's and ORT's kernels shipped with verify (docs/tvm.md §8)")
+    p = sub.add_parser("sources", help="the WGSL of TVM's, ORT's and llama.cpp's kernels shipped with verify "
+                       "(docs/tvm.md §8)")
     sources = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
-    q = sources.add_parser("refresh", help="build TVM's and capture ORT's WGSL for every gate config again (needs "
-                           "apache-tvm, and Node with Dawn) and rewrite the shipped copies that differ")
+    q = sources.add_parser("refresh", help="build TVM's, capture ORT's and instantiate llama.cpp's WGSL for every "
+                           "gate config again (needs apache-tvm, Node with Dawn, and llama.cpp's sources: verify setup "
+                           "--llamacpp) and rewrite the shipped copies that differ")
     q.add_argument("--check", action="store_true",
                    help="write nothing: list each shipped file that differs and exit 1 if any does")
-    q.add_argument("--kernels", help="comma-separated subset of the TVM and ORT kernels (default: all; with a "
-                   "subset, shipped files no longer needed are not looked for)")
+    q.add_argument("--kernels", help="comma-separated subset of the TVM, ORT and llama.cpp kernels (default: all; "
+                   "with a subset, shipped files no longer needed are not looked for)")
+    q.add_argument("--sources", help="comma-separated subset of the sources: tvm, ort, llamacpp (default: all); "
+                   "each one's shipped folder is compared whole")
     q.set_defaults(func=cmd_sources_refresh)
 
     p = sub.add_parser("setup", help="check what the WebGPU implementations need here; with --dawn install what "

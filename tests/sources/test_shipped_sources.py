@@ -1,11 +1,14 @@
-"""TVM's and ORT's WGSL shipped with verify: a fresh machine plans from it, without apache-tvm or
-Node, and `verify sources refresh --check` says when it is no longer what the releases make.
+"""TVM's, ORT's and llama.cpp's WGSL shipped with verify: a fresh machine plans from it, without
+apache-tvm, Node or llama.cpp's sources, and `verify sources refresh --check` says when it is no
+longer what the releases make.
 
-The shipped copies (verify/sources/tvm/shipped, verify/sources/ort/shipped) are read after the
+The shipped copies (verify/sources/tvm/shipped, verify/sources/ort/shipped,
+verify/sources/llamacpp/shipped) are read after the
 user's cache and before any build or capture, each only as what its provenance says it is and
 only while its bytes are the ones its manifest lists; a run never writes them. The tests that
 plan from them hide apache-tvm (no pip metadata, `import tvm` fails, a build fails the test) and
-ORT's runtime (no Node), and point both caches at empty folders.
+ORT's runtime (no Node), and point the three caches at empty folders (so llama.cpp's release is
+not there either).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from verify.errors import SetupError
 from verify.plan import gate_jobs
 from verify.profiles import get_profile
 from verify.sources import refresh as refresh_module
+from verify.sources.llamacpp import programs as llamacpp_programs
+from verify.sources.llamacpp import ship as llamacpp_ship
+from verify.sources.llamacpp import source as llamacpp_source
 from verify.sources.ort import cache as ort_cache
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import QUANTIZE, Dispatch, OrtRun, Program
@@ -31,6 +37,7 @@ from verify.sources.shipped import MANIFEST, Shipped, file_sha256
 from verify.sources.tvm import build as tvm_build
 
 TVM_SHIPPED, ORT_SHIPPED = tvm_build.SHIPPED.folder, ort_cache.SHIPPED.folder
+LLAMACPP_SHIPPED = llamacpp_programs.SHIPPED.folder
 #: The TVM release and adapter vendor the shipped copies were made with.
 TVM_VERSION = tvm_build.SHIPPED.folders()[0]
 ORT_VERSION = ort_runtime.pinned_version()
@@ -46,21 +53,24 @@ def _ort_runs() -> bool:
 
 
 needs_ort = pytest.mark.skipif("not _ort_runs()", reason="ONNX Runtime Web cannot run here (Node, Dawn)")
+needs_llamacpp = pytest.mark.skipif(llamacpp_source.extracted() is None,
+                                    reason=f"llama.cpp's sources are not in the cache ({llamacpp_source.INSTALL})")
 
 
 @pytest.fixture
-def empty_caches(monkeypatch, tmp_path) -> tuple[Path, Path]:
-    """Both caches pointed at empty folders of this test's own."""
-    tvm, ort = tmp_path / "tvm-cache", tmp_path / "ort-cache"
-    tvm.mkdir()
-    ort.mkdir()
+def empty_caches(monkeypatch, tmp_path) -> tuple[Path, Path, Path]:
+    """The TVM, ORT and llama.cpp caches pointed at empty folders of this test's own."""
+    tvm, ort, llamacpp = tmp_path / "tvm-cache", tmp_path / "ort-cache", tmp_path / "llamacpp-cache"
+    for folder in (tvm, ort, llamacpp):
+        folder.mkdir()
     monkeypatch.setenv(tvm_build.CACHE_ENV, str(tvm))
     monkeypatch.setenv(ort_cache.CACHE_ENV, str(ort))
-    return tvm, ort
+    monkeypatch.setenv(llamacpp_source.CACHE_ENV, str(llamacpp))
+    return tvm, ort, llamacpp
 
 
 @pytest.fixture
-def bare_machine(monkeypatch, empty_caches) -> tuple[Path, Path]:
+def bare_machine(monkeypatch, empty_caches) -> tuple[Path, Path, Path]:
     """A GPU machine as shipped to: no apache-tvm, no Node, empty caches. The npm onnxruntime-web
     package is taken as present (the session kernels' WGSL is only read there; without it they are
     SKIPs for that reason, tests/sources/ort/test_ort.py), so every kernel's WGSL is asked for."""
@@ -113,15 +123,15 @@ def relisted(folder: Shipped, name: str, text: str) -> None:
 
 # -- a fresh machine plans from the shipped copies ----------------------------------------------------------------
 def test_without_tvm_or_node_every_gate_configs_wgsl_is_read_from_the_shipped_copies(bare_machine):
-    """Every TVM and ORT kernel's gate configs in every profile, and what their checks launch
-    beside them: none is built or captured, and neither the caches nor the shipped folders are
-    written."""
-    before = snapshot(TVM_SHIPPED, ORT_SHIPPED)
+    """Every TVM, ORT and llama.cpp kernel's gate configs in every profile, and what their checks
+    launch beside them: none is built, captured or instantiated, and neither the caches nor the
+    shipped folders are written."""
+    before = snapshot(TVM_SHIPPED, ORT_SHIPPED, LLAMACPP_SHIPPED)
     kernels = refresh_module.shipped_kernels()
-    assert {name.split(".")[0] for name in kernels} == {"tvm", "ort"}
+    assert {name.split(".")[0] for name in kernels} == {"tvm", "ort", "llamacpp"}
     refresh_module.make_every(kernels)
     assert snapshot(*bare_machine) == {}
-    assert snapshot(TVM_SHIPPED, ORT_SHIPPED) == before
+    assert snapshot(TVM_SHIPPED, ORT_SHIPPED, LLAMACPP_SHIPPED) == before
 
 
 def test_without_tvm_or_node_the_gate_plans_tvm_and_ort_kernels_with_no_skip(bare_machine):
@@ -302,7 +312,7 @@ def test_refresh_check_lists_a_build_that_is_not_shipped(monkeypatch, tmp_path, 
 def test_refresh_of_a_kernel_whose_wgsl_is_verifys_own_is_one_usage_line(capsys):
     assert verify_main(["sources", "refresh", "--check", "--kernels", "decode.tiled"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "decode.tiled: its WGSL is not TVM's or ORT's" in err
+    assert len(err.splitlines()) == 1 and "decode.tiled: its WGSL is not TVM's, ORT's or llama.cpp's" in err
 
 
 def test_refresh_without_tvm_is_one_setup_line_naming_what_to_install(monkeypatch, capsys):
@@ -318,12 +328,84 @@ def test_refresh_without_tvm_is_one_setup_line_naming_what_to_install(monkeypatc
 def test_every_shipped_file_is_listed_with_its_sha256_and_provenance():
     """The manifests list exactly the files in the shipped folders, each with the sha256 of its
     bytes and what it was made for, which its own provenance names."""
-    for folder in (tvm_build.SHIPPED, ort_cache.SHIPPED):
+    for folder in (tvm_build.SHIPPED, ort_cache.SHIPPED, llamacpp_programs.SHIPPED):
         on_disk = {p.relative_to(folder.folder).as_posix() for p in folder.folder.rglob("*") if p.is_file()}
         assert on_disk == set(folder.files) | {MANIFEST}
         for name, entry in folder.files.items():
             data = (folder.folder / name).read_bytes()
             assert (entry.sha256, entry.size) == (file_sha256(data), len(data)), name
+            if folder is llamacpp_programs.SHIPPED:
+                # a program's first line names what it was made for; the licence is llama.cpp's
+                first = data.decode().split("\n", 1)[0]
+                assert (first.endswith(f": {entry.made_for}") if name.endswith(".wgsl")
+                        else name.endswith(llamacpp_programs.LICENCE) and "MIT" in entry.made_for), name
+                continue
             made_for = (tvm_build.provenance(data.decode())[1] if folder is tvm_build.SHIPPED
                         else ort_cache.parse(data.decode()).provenance.capture)
             assert made_for == entry.made_for, name
+
+
+# -- llama.cpp's part of the refresh ---------------------------------------------------------------------------
+def llamacpp_shipped_copy(monkeypatch, tmp_path) -> Shipped:
+    """llama.cpp's shipped folder copied to `tmp_path`, and read from there for the test."""
+    copy = Shipped(shutil.copytree(LLAMACPP_SHIPPED, tmp_path / "llamacpp-shipped"), "llama.cpp's instantiated WGSL")
+    monkeypatch.setattr(llamacpp_programs, "SHIPPED", copy)
+    return copy
+
+
+@needs_llamacpp
+def test_refresh_check_finds_llamacpps_programs_current_and_then_each_one_changed(monkeypatch, tmp_path, capsys):
+    """llama.cpp's programs instantiated again from the extracted release: the shipped ones match;
+    a copy with one program changed (the manifest listing the changed bytes), one removed from the
+    folder and its manifest, and one the gate no longer needs is listed by --check, which writes
+    nothing, and put back by a refresh, which removes what is no longer made."""
+    assert verify_main(["sources", "refresh", "--check", "--sources", "llamacpp"]) == 0
+    assert capsys.readouterr().out == ""
+
+    copy = llamacpp_shipped_copy(monkeypatch, tmp_path)
+    programs_shipped = sorted(name for name in copy.files if name.endswith(".wgsl"))
+    edited, removed = programs_shipped[0], programs_shipped[-1]
+    relisted(copy, edited, (copy.folder / edited).read_text() + "// edited\n")
+    (copy.folder / removed).unlink()
+    stale = f"{llamacpp_source.VERSION}/quantize_q8-0000000000000000.wgsl"
+    (copy.folder / stale).write_text("// a program no gate config makes\n")
+    manifest = json.loads((copy.folder / MANIFEST).read_text())
+    del manifest["files"][removed]
+    manifest["files"][stale] = {"sha256": file_sha256((copy.folder / stale).read_bytes()), "bytes": 34,
+                                "made_for": "nothing"}
+    (copy.folder / MANIFEST).write_text(json.dumps(manifest))
+    copy.forget()
+    changed = snapshot(copy.folder)
+
+    assert verify_main(["sources", "refresh", "--check", "--sources", "llamacpp"]) == 1
+    assert sorted(capsys.readouterr().out.splitlines()) == sorted([
+        f"llamacpp {edited}: llama.cpp's release now instantiates other WGSL",
+        f"llamacpp {removed}: not shipped",
+        f"llamacpp {stale}: shipped, but no gate config needs it any more"])
+    assert snapshot(copy.folder) == changed
+
+    assert verify_main(["sources", "refresh", "--sources", "llamacpp"]) == 0
+    assert snapshot(copy.folder).keys() == {str(copy.folder / name) for name in (*llamacpp_programs.SHIPPED.files,
+                                                                                  MANIFEST)}
+    for name in (edited, removed):
+        assert (copy.folder / name).read_text() == (LLAMACPP_SHIPPED / name).read_text()
+    assert not (copy.folder / stale).exists()
+    assert json.loads((copy.folder / MANIFEST).read_text()) == json.loads((LLAMACPP_SHIPPED / MANIFEST).read_text())
+    capsys.readouterr()
+    assert llamacpp_ship.main(["--check"]) == 0  # the module's old name is the same refresh
+
+
+def test_refresh_of_llamacpp_without_its_sources_is_one_setup_line_naming_the_command(empty_caches, capsys):
+    """A refresh instantiates from the release and never from a copy: without the extracted
+    sources (an empty cache) it stops before making anything, naming `verify setup --llamacpp`."""
+    assert verify_main(["sources", "refresh", "--check", "--sources", "llamacpp"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "verify setup --llamacpp" in err and str(empty_caches[2]) in err
+    assert llamacpp_ship.main(["--check"]) == 2
+    assert "verify setup --llamacpp" in capsys.readouterr().err
+
+
+def test_an_unknown_source_is_one_usage_line(capsys):
+    assert verify_main(["sources", "refresh", "--check", "--sources", "llamacpp,onnx"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--sources onnx: no such source" in err and "tvm, ort, llamacpp" in err

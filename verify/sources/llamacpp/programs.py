@@ -17,6 +17,8 @@ only while its first line names this release and this instance.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from verify._files import made_once
@@ -75,8 +77,30 @@ def shipped_text(instance: Instance) -> str | None:
     return text if text.split("\n", 1)[0] == provenance_line(instance) else None
 
 
+#: Within made_afresh(): every program asked for, by file name, as it was made then.
+_afresh: dict[str, tuple[Instance, str]] | None = None
+
+
+@contextmanager
+def made_afresh() -> Iterator[dict[str, tuple[Instance, str]]]:
+    """Within it, `load` makes every program from the extracted release (neither the cache nor the
+    shipped copies are read or written) and records it: the dict yielded fills with file name ->
+    (instance, text). `verify sources refresh` compares what it holds with the shipped copies."""
+    global _afresh
+    before, _afresh = _afresh, {}
+    try:
+        yield _afresh
+    finally:
+        _afresh = before
+
+
 def load(instance: Instance, root: Path | None = None) -> str:
     """The WGSL of `instance` (provenance line, then the program): cached, shipped, or made now."""
+    if _afresh is not None:
+        source.require_extracted(root)
+        text = provenance_line(instance) + "\n" + instantiate(instance, root)
+        _afresh[filename(instance)] = (instance, text)
+        return text
     folder = source.release_folder(root)
     path = folder / "programs" / filename(instance)
     if not path.is_file():
