@@ -7,7 +7,8 @@ to that; the `fixed/` variants (TVM's merge with one storageBarrier(), TVM's tre
 warp's stores guarded, ORT's small-M program with its sums cleared, ORT's decode QKV program with
 its partials cleared, ORT's FlashAttention with its score accumulators zeroed, ORT's decode QKV
 program with its scores softcapped, ORT's CopyKVCache guarded to each sequence's total, ORT's
-FlashAttention with its K and V rows loaded under an `if`) PASS, except
+FlashAttention with its K and V rows loaded under an `if`, llama.cpp's mat-vec loading the next
+word only when it needs it and its split-KV programs reading their arrays in bounds) PASS, except
 where the registry's `fixed_shows` says which verdict comes instead and why.
 """
 

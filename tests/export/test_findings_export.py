@@ -32,10 +32,11 @@ COMMITTED = ROOT / "reports" / "findings"
 ON_DAWN = "ort-flash-carried-scores"
 #: A cheap finding with a sanitizer run and a `fixed/`, whose folder is compared with the committed one.
 CHEAP = "tvm-merge-race"
-#: Cheap findings whose folders are compared with the committed ones: TVM's race and ORT's sums on
-#: unzeroed workgroup memory (each with a sanitizer run and a `fixed/`; the second's outputs are
-#: whatever the memory held, and its sanitizer's first witness follows the schedule).
-SAME_BYTES = (CHEAP, "ort-small-m-zero-init")
+#: Cheap findings whose folders are compared with the committed ones: TVM's race, ORT's sums on
+#: unzeroed workgroup memory and llama.cpp's reduce reading past its statistics (each with a
+#: sanitizer run and a `fixed/`; ORT's outputs are whatever the memory held, and its sanitizer's
+#: first witness follows the schedule; llama.cpp's program is instantiated from the shipped copy).
+SAME_BYTES = (CHEAP, "ort-small-m-zero-init", "llamacpp-vec-reduce-reads-past-stats")
 
 
 def _dawn_or_skip() -> None:

@@ -72,8 +72,10 @@ def _block_parts(weight_kind: str, weights, activations):
       q2_K db d sc Σ qa |qb|.
     low: the min (offset) term: q4_0 8 da |s|; q4_1 |m| |s|; q4_K dmin mn |s|; q2_K db dmin mn Σ|qb|.
     s_coeff: what an error in the stored s costs: 8 da, |m|, dmin mn (0 for q8_0 and q2_K, which do
-    not read s)."""
+    not read s). Where the stored s is inf (d Σq past f16's range, docs/findings.md §19.2) the
+    low part's magnitude is that of d Σq, the value s stands for."""
     ad, a_s, aq = gq.q8_1_fields(activations)  # [N, B8], [N, B8], [N, B8, 32]
+    a_s = np.where(np.isfinite(a_s), a_s, ad * aq.sum(-1))
     n_rows = aq.shape[0]
     if weight_kind in ("q8_0", "q4_0", "q4_1"):
         q = gq.codes(weight_kind, weights).astype(np.float64)  # [R, B, 32]
@@ -135,15 +137,21 @@ def mmvq_budget(weight_kind: str, weights, activations, exact):
 
     The kernel reads the activations' stored s = f16(d Σq) where the exact product has d Σq: that
     difference, |s - d Σq| per block, times what it is multiplied by (8 da, |m|, dmin mn), is part
-    of its arithmetic and is added exactly from the case's bytes. Each f32 operation may flush a
+    of its arithmetic and is added exactly from the case's bytes, where s is finite. Where d Σq
+    passes f16's range s is inf (docs/findings.md §19.2): no rounding makes that, so the budget
+    takes the f16 rounding of d Σq there (u_f16 |d Σq|), and an output made inf or NaN by it
+    fails, as it must where the exact product is finite. Each f32 operation may flush a
     subnormal (8 per term), and the float64 reference errs by gamma_{K+1}(u64) Σ|w a|."""
-    main, low, s_coeff, ad, a_s, aq = _block_parts(weight_kind, weights, activations)
+    main, low, s_coeff, ad, _, aq = _block_parts(weight_kind, weights, activations)
+    a_s = gq.q8_1_fields(activations)[1]  # the stored s, inf where d Σq passes f16's range
     r = rounding_rel("f32")
     p_main, p_low = _OPERATIONS[weight_kind]
     term_error = (gamma(p_main + 1, r) + r) * main + (gamma(p_low + 1, r) + division_rel("f32") + r) * low
     magnitude = main + low + term_error
     terms = weights.shape[1] * _THREADS[weight_kind]
-    s_error = np.abs(a_s - ad * aq.sum(-1))  # [N, B8]
+    sums = ad * aq.sum(-1)
+    with np.errstate(invalid="ignore"):
+        s_error = np.where(np.isfinite(a_s), np.abs(a_s - sums), rounding_rel("f16") * np.abs(sums))  # [N, B8]
     s_term = (s_coeff * s_error[:, None, :]).sum(-1)
     budget = term_error.sum(-1) + gamma(max(terms - 1, 1), r) * magnitude.sum(-1) + s_term
     budget = budget + 8 * terms * smallest_normal("f32")

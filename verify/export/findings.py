@@ -393,6 +393,74 @@ def with_loads_under_an_if(wgsl: str) -> str:
                                 wgsl)
 
 
+def llamacpp_case(name: str):
+    """A case of llama.cpp's quant family by its function's name (verify.sources.llamacpp.quant.cases)."""
+    def make(kernel, config) -> Case:
+        from verify.sources.llamacpp.quant import cases
+
+        return getattr(cases, name)()
+    return make
+
+
+def vec_attention_case(batch: int, rows: int, keys: int, mask_kind: str, seed: int):
+    """A split-KV decode case of `keys` keys (verify.sources.llamacpp.attention.cases.make_case:
+    N(0, 1) queries, verify's normal values for K and V, llama.cpp's mask of `mask_kind`)."""
+    def make(kernel, config) -> Case:
+        from verify.sources.llamacpp.attention.cases import make_case
+
+        return make_case(config, batch, rows, keys, keys, "normal", mask_kind, 1.0, seed, kernel.kv_tile(config))
+    return make
+
+
+def reduce_case(batch: int, rows: int, heads: int, seed: int):
+    """Split states for flash_attn_vec_reduce (its own make_case: some splits empty)."""
+    def make(kernel, config) -> Case:
+        return kernel.make_case(config, batch, rows, heads, 4.0, 0.3, seed)
+    return make
+
+
+#: load_u32_at_src0's load of the word after the one an offset falls in (common_decls.tmpl).
+_NEXT_WORD = "    let hi = src0[word_idx + 1u];\n"
+
+
+def with_next_word_when_needed(wgsl: str) -> str:
+    """ggml-webgpu's mat-vec with load_u32_at_src0 loading the next word only where the offset is
+    not word-aligned (`shift != 0u`), the only case whose result uses it: one line, so the
+    program's other lines keep their numbers."""
+    if wgsl.count(_NEXT_WORD) != 1:
+        raise UsageError("ggml-webgpu's mul_mat_vec WGSL has no single load of src0[word_idx + 1u]")
+    return wgsl.replace(_NEXT_WORD, "    var hi = 0u; if (shift != 0u) { hi = src0[word_idx + 1u]; }\n")
+
+
+#: calc_softmax_term's reads of the tile arrays through select (flash_attn_vec_split.wgsl).
+_TILE_READ = re.compile(r"(inter_shmem|mask_shmem)\[kv_idx\](?=(?:[^;]*?)kv_idx < (\d+)\))", re.S)
+
+
+def with_tile_index_clamped(wgsl: str) -> str:
+    """ggml-webgpu's flash_attn_vec_split with calc_softmax_term's reads of inter_shmem and
+    mask_shmem at `min(kv_idx, KV_TILE - 1)`: the select still discards them past the tile, but
+    no lane reads past the arrays. Each read keeps its line."""
+    found = _TILE_READ.findall(wgsl)
+    if not found or not {"inter_shmem"} <= {name for name, _ in found}:
+        raise UsageError("ggml-webgpu's flash_attn_vec_split WGSL has no select reading inter_shmem[kv_idx] "
+                         "below a KV_TILE bound")
+    return _TILE_READ.sub(lambda m: f"{m[1]}[min(kv_idx, {int(m[2]) - 1}u)]", wgsl)
+
+
+#: flash_attn_vec_reduce's reads of each lane's split statistics (through select on active_thread).
+_STATS_READ = "tmp[stats_base + 2u * thread + "
+
+
+def with_stats_index_clamped(wgsl: str) -> str:
+    """ggml-webgpu's flash_attn_vec_reduce with each lane's statistics read at split
+    `min(thread, nwg - 1)`: the select still discards them for lanes past nwg, but none reads past
+    its row or the scratch buffer. Each read keeps its line."""
+    if wgsl.count(_STATS_READ) != 2:
+        raise UsageError("ggml-webgpu's flash_attn_vec_reduce WGSL does not read tmp[stats_base + 2u * thread + ...] "
+                         "twice")
+    return wgsl.replace(_STATS_READ, "tmp[stats_base + 2u * min(thread, params.nwg - 1u) + ")
+
+
 # -- the registry ------------------------------------------------------------------------------------------
 SWIFTSHADER_NO_F16 = ("SKIP in Chromium here: its adapter (SwiftShader) has no shader-f16, which the f16 "
                       "kernel needs; a browser on a GPU with shader-f16 runs it")
@@ -812,6 +880,87 @@ FINDINGS: tuple[Finding, ...] = (
         fix=with_f32_scores,
         fix_text="the q.k sum kept in f32 (`var score = f32(0)`, each vec4 dot taken in f32) and rounded to f16 once "
                  "when stored",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    # llama.cpp's ggml-webgpu (docs/findings.md §19): programs verify instantiates and launches as
+    # ggml-webgpu does (verify.sources.llamacpp). Every one says `enable f16;`, so Chromium's SwiftShader
+    # (no shader-f16) runs none of them here.
+    Finding(
+        "llamacpp-q8-1-sum-overflow", "llamacpp.quant.mul_mat_vec_q", "native_width", dict(weight="q4_0"),
+        ("On the MMVQ path (a mat-vec of at most 4 columns with Q4_0/Q4_1/Q8_0/Q2_K/Q4_K weights, "
+         "ggml-webgpu-shader-lib.hpp L1172-1198) ggml-webgpu quantizes the f32 activations to q8_1 blocks, whose "
+         "f16 field s holds d Σq (quantize_q8.wgsl L131, as ggml's CPU `quantize_row_q8_1_ref` does), and the "
+         "mat-vec reads s for the offset term of Q4_0 (`- 8 da s / 4`), Q4_1 (`+ m s / 4`) and Q4_K "
+         "(`- dmin m s / 2`, mul_mat_vec_q_acc.tmpl). Once a block's d Σq passes 65504, s is inf and y is -inf or "
+         "NaN where the product is finite. ggml's CPU takes q8_0 activations (no s) for Q4_0 and computes the same "
+         "product finitely.",
+         "The case: one Q4_0 weight row (a ramp over [-1, 1], 32 values) against 32 activations of 3000: "
+         "d = 23.6, every code 127, d Σq = 96000. The q8_1 block is the one ggml's CPU quantizer writes (s = inf); "
+         "the exact product of the dequantized blocks is finite."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=llamacpp_case("overflowing_sum_case")),
+    Finding(
+        "llamacpp-mmvq-reads-past-weights", "llamacpp.quant.mul_mat_vec_q", "sanitize", dict(weight="q4_0"),
+        ("`load_u32_at_src0` (common_decls.tmpl) loads `src0[word_idx + 1u]` for every load and discards it with "
+         "`select()` where the offset is word-aligned. For the legacy formats (blocks of 18, 20 and 34 bytes) the "
+         "last block's last load then reads the word past the binding, which ggml-webgpu sizes to the tensor's "
+         "bytes rounded up to 4 (ggml-webgpu.cpp L403-406). The value is never used, so y is right; robust buffer "
+         "access keeps the read inside the buffer, a runtime without it reads past the allocation.",
+         "The case: 4 Q4_0 weight rows of 2 blocks (144 bytes, 36 words: the binding ends at the last block's last "
+         "word) against one q8_1 activation row of N(0, 1) values."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16),
+               "wgpu": ("PASS", "PASS: the word read past the weights is discarded"),
+               "dawn": ("PASS", "PASS: the word read past the weights is discarded")},
+        make_case=llamacpp_case("past_the_weights_case"),
+        notes=("No output shows this read: select() discards the word, and robust buffer access keeps the index "
+               "inside the buffer. The reproduction passes everywhere; the offending line below is the finding.",),
+        sanitize=True, fix=with_next_word_when_needed,
+        fix_text="the next word loaded only where the offset is not word-aligned (`if (shift != 0u)`)",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    Finding(
+        "llamacpp-vec-split-reads-past-tile", "llamacpp.attention.flash_attn_vec_split", "sanitize", {},
+        ("For fewer than 20 query rows on an adapter with subgroups FLASH_ATTN_EXT takes the vec path "
+         "(ggml-webgpu.cpp L2089-2272), whose `flash_attn_vec_split` walks a KV tile in steps of the subgroup "
+         "size (`kv_idx = kv_offset + sg_inv_id`); `calc_softmax_term` reads "
+         "`select(FLOAT_MIN, inter_shmem[kv_idx] * params.scale, kv_idx < KV_TILE)` and "
+         "`select(0.0, mask_shmem[kv_idx], kv_idx < KV_TILE)`. WGSL evaluates both operands of select, so every "
+         "lane past the tile's end reads both workgroup arrays past their length, wherever the subgroup size does "
+         "not divide KV_TILE: the 29-row tile of head dim 128 with a mask in 16 KiB of workgroup storage and the "
+         "13-row tile of head dim 256 at any width, and 32-row tiles on 64- and 128-lane subgroups. The values are "
+         "discarded, so the output is right (WGSL bounds a workgroup array's out-of-bounds read to a value of the "
+         "array, or zero).",
+         "The case: one batch of 2 query rows over 20 keys (one split, within the 29-row tile), head dim 128, "
+         "8 query heads on 2 KV heads, f16 K and V, a causal mask; at 8 lanes the tile's last step reads rows "
+         "29-31 of both arrays. The output is the attention the split writes (one split normalises its own)."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16),
+               "wgpu": ("PASS", "PASS: select() discards the values read past the tile"),
+               "dawn": ("PASS", "PASS: select() discards the values read past the tile")},
+        make_case=vec_attention_case(1, 2, 20, "causal", 11),
+        notes=("No output shows these reads: select() discards them, and WGSL bounds a workgroup array's read to "
+               "the array. The reproduction passes everywhere; the offending lines below are the finding.",),
+        sanitize=True, fix=with_tile_index_clamped,
+        fix_text="calc_softmax_term's reads at `min(kv_idx, KV_TILE - 1)`",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    Finding(
+        "llamacpp-vec-reduce-reads-past-stats", "llamacpp.attention.flash_attn_vec_reduce", "sanitize",
+        dict(head_dim=128, nwg=4),
+        ("The vec path's `flash_attn_vec_reduce` merges nwg split states per row, one split a lane: lane t of each "
+         "subgroup reads `select(0.0, tmp[stats_base + 2u * thread + 0u], active_thread)` and the max likewise, "
+         "with `active_thread = t < nwg`. select evaluates both operands, so the lanes from nwg to the subgroup "
+         "size read the next rows' statistics and, for the last row, up to 2 (subgroup size - nwg) floats past the "
+         "scratch buffer ggml-webgpu binds (rows · nwg · (D + 2) floats, rounded to 4 bytes: ggml-webgpu.cpp "
+         "L2120-2130). The values are discarded, so the output is right; robust buffer access keeps the read "
+         "inside the buffer, a runtime without it reads past the binding.",
+         "The case: 2 batches of 3 rows and 4 heads, head dim 128, 4 splits a row (some empty), the states drawn "
+         "as the split writes them; at 8 lanes lanes 4-7 read past each row's statistics."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16),
+               "wgpu": ("PASS", "PASS: select() discards the statistics read past the row"),
+               "dawn": ("PASS", "PASS: select() discards the statistics read past the row")},
+        make_case=reduce_case(2, 3, 4, 5),
+        notes=("No output shows these reads: select() discards them, and robust buffer access keeps the index "
+               "inside the buffer. The reproduction passes everywhere; the offending lines below are the finding. "
+               "Where nwg equals the subgroup size no lane is inactive and nothing is read past.",),
+        sanitize=True, fix=with_stats_index_clamped,
+        fix_text="each lane's statistics read at split `min(thread, nwg - 1)`",
         fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
     # The implementations' own findings, each through a conformance kernel: the smallest program that
     # shows the deviation, judged against what WGSL requires (verify.kernels.conformance).

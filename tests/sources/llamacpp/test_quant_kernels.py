@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 
 from verify.budgets.metrics import compare
-from verify.cases import Case
 from verify.instrument import EmulatingDevice
 from verify.kernels.registry import get_kernel
 from verify.references import ggml_quants as gq
-from verify.sources.llamacpp.quant.cases import with_finite_sums
+from verify.sources.llamacpp.quant.cases import half_block_case, overflowing_sum_case, with_finite_sums
 
 pytestmark = pytest.mark.webgpu(requires=("subgroup",))
 
@@ -42,19 +41,11 @@ def test_quantize_q8_writes_legal_codes_scales_and_sums(webgpu_device):
         assert not outputs["d"][0, 0] and not outputs["codes"][0, 0].any()  # the all-zero block
 
 
-def _half_block_case() -> Case:
-    """One 32-value block whose max lies in its upper half, a second whose max lies in its lower half."""
-    x = np.full((1, 64), 0.5, np.float32)
-    x[0, 31] = 100.0  # lanes 4-7 of the first block (values 16-31)
-    x[0, 33] = 100.0  # lanes 0-3 of the second block
-    return Case({"x": x}, {"rows": 1, "k": 64, "values": "half blocks", "seed": 0})
-
-
 @pytest.mark.xfail(strict=True, reason="docs/findings.md §19.1: quantize_q8 assumes subgroups of at least 8 lanes")
 def test_quantize_q8_on_4_lane_subgroups_takes_the_max_of_half_a_block(webgpu_device):
     kernel = get_kernel("llamacpp.quant.quantize_q8")
     config = kernel.config({"weight": "q4_0", "subgroup_min": 4, "subgroup_max": 4})
-    metrics, _ = judged(EmulatingDevice(webgpu_device, 4), kernel, config, _half_block_case())
+    metrics, _ = judged(EmulatingDevice(webgpu_device, 4), kernel, config, half_block_case())
     assert not over_budget(metrics)
 
 
@@ -62,7 +53,7 @@ def test_quantize_q8_on_8_lane_subgroups_takes_the_max_of_the_whole_block(webgpu
     """The control: the same case at 8 lanes (emulated), the width cluster_max_8 is written for."""
     kernel = get_kernel("llamacpp.quant.quantize_q8")
     config = kernel.config({"weight": "q4_0", "subgroup_min": 8, "subgroup_max": 8})
-    metrics, outputs = judged(EmulatingDevice(webgpu_device, 8), kernel, config, _half_block_case())
+    metrics, outputs = judged(EmulatingDevice(webgpu_device, 8), kernel, config, half_block_case())
     assert not over_budget(metrics)
     assert outputs["d"][0, 0] == np.float16(100.0 / 127)
 
@@ -74,11 +65,10 @@ def test_the_q4_0_mat_vec_is_finite_where_a_blocks_sum_overflows_f16(webgpu_devi
     weights), but MMVQ's Q4_0 term subtracts 8 da s / 4: y is -inf or NaN."""
     kernel = get_kernel("llamacpp.quant.mul_mat_vec_q")
     config = kernel.config({"weight": "q4_0", "subgroup_min": 8, "subgroup_max": 8})
-    weights = gq.quantize("q4_0", np.linspace(-1, 1, 32, dtype=np.float32)[None])
-    activations = gq.quantize("q8_1", np.full((1, 32), 3000.0, np.float32))
+    case = overflowing_sum_case()
+    weights, activations = case["weights"], case["activations"]
     assert not np.isfinite(gq.q8_1_fields(activations)[1]).all()
-    launched = kernel.launch(webgpu_device, kernel.wgsl(config), config,
-                             Case({"weights": weights, "activations": activations}, {"m": 1, "k": 32, "cols": 1}))
+    launched = kernel.launch(webgpu_device, kernel.wgsl(config), config, case)
     assert np.isfinite(gq.dot("q4_0", weights, activations)).all()
     assert np.isfinite(launched.outputs["y"]).all()
 
@@ -87,3 +77,17 @@ def test_drawn_activations_keep_every_block_sum_finite():
     x = np.full((1, 64), 3000.0, np.float32)
     _, sums, _ = gq.q8_1_fields(gq.quantize("q8_1", with_finite_sums(x)))
     assert np.isfinite(sums).all()
+
+
+def test_an_overflowing_block_sum_gets_a_finite_budget_which_the_mat_vecs_inf_fails(webgpu_device):
+    """§19.2 as the contract sees it: s = inf is no rounding of d Σq, so the budget takes f16's
+    rounding of d Σq there (finite) rather than |s - d Σq| (inf, which would admit any output),
+    and the mat-vec's -inf or NaN is outside it."""
+    kernel = get_kernel("llamacpp.quant.mul_mat_vec_q")
+    config = kernel.config({"weight": "q4_0", "subgroup_min": 8, "subgroup_max": 8})
+    case = overflowing_sum_case()
+    (expected,) = kernel.expected(config, case)
+    assert np.isfinite(expected.budget).all() and np.isfinite(expected.lo).all()
+    metrics, outputs = judged(webgpu_device, kernel, config, case)
+    assert not np.isfinite(outputs["y"]).all()
+    assert over_budget(metrics) == ["y"]

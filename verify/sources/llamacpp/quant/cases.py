@@ -140,3 +140,34 @@ def mul_mat_vec_cases(draw, weight: str, cols: int, profile) -> Case:
     activations = q8_1_with_finite_sums(activation_values(rng, kind, (cols, k)))
     return Case({"weights": weights, "activations": activations},
                 {"m": m, "k": k, "cols": cols, "weights": style, "values": kind, "seed": seed})
+
+
+# -- the findings' cases (docs/findings.md §19.1-19.3) ---------------------------------------------------------
+def half_block_case() -> Case:
+    """One 32-value block whose max lies in its upper half, a second whose max lies in its lower
+    half: at 4-lane subgroups quantize_q8 takes each block's scale from half the block (§19.1)."""
+    x = np.full((1, 64), 0.5, np.float32)
+    x[0, 31] = 100.0  # lanes 4-7 of the first block (values 16-31)
+    x[0, 33] = 100.0  # lanes 0-3 of the second block
+    return Case({"x": x}, {"rows": 1, "k": 64, "values": "half blocks", "seed": 0})
+
+
+def overflowing_sum_case() -> Case:
+    """One Q4_0 weight row (a ramp over [-1, 1]) against 32 activations of 3000: d = 23.6, every
+    code 127, d Σq = 96000 > 65504, so the q8_1 block sum s is inf (§19.2) while the product is
+    finite."""
+    weights = gq.quantize("q4_0", np.linspace(-1, 1, 32, dtype=np.float32)[None])
+    activations = gq.quantize("q8_1", np.full((1, 32), 3000.0, np.float32))
+    return Case({"weights": weights, "activations": activations},
+                {"m": 1, "k": 32, "cols": 1, "weights": "ramp", "values": "3000", "seed": 0})
+
+
+def past_the_weights_case() -> Case:
+    """4 Q4_0 weight rows of 2 blocks (144 bytes, 36 words exactly: the binding ends at the last
+    block's last word) against one q8_1 activation row of N(0, 1) values: the last load of the
+    last block reads src0[36] (§19.3)."""
+    rng = np.random.default_rng(19)
+    weights = gq.quantize("q4_0", rng.standard_normal((4, 64)).astype(np.float32))
+    activations = gq.quantize("q8_1", rng.standard_normal((1, 64)).astype(np.float32))
+    return Case({"weights": weights, "activations": activations},
+                {"m": 4, "k": 64, "cols": 1, "weights": "quantized", "values": "normal", "seed": 19})

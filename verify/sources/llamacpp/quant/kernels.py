@@ -63,7 +63,8 @@ class _QuantKernel(Kernel):
     checks = ("reference", "determinism", "sanitize")
 
     def requirements(self, config):
-        return frozenset({"subgroup"} if config["reduce"] == "subgroup" else set())
+        # every program says `enable f16;` (the q8_1 block's d and s, the weights' scales)
+        return frozenset({"subgroup", "shader-f16"} if config["reduce"] == "subgroup" else {"shader-f16"})
 
     def validate(self, config):
         if config["subgroup_min"] > config["subgroup_max"]:
