@@ -45,6 +45,13 @@ CITED = [
     ("quantize_q8_grid", C, 1609, "const uint32_t wg_per_vec     = (src0->ne[0] / 4 + (q8_wg_size - 1)) / q8_wg_size;"),
     ("mul_mat_vec_grid", C, 1718, "uint32_t output_groups = CEIL_DIV(dst->ne[0], decisions->outputs_per_wg);"),
     ("compute_2d_workgroups", C, 41, "wg_y = std::max(1u, CEIL_DIV(total_wg, max_per_dim));"),
+    ("rms_norm_mul_instance", S, 2627, 'std::string              op_name = "RMS_NORM_MUL";'),
+    ("rms_norm_mul_instance", S, 2630, "if (key.inplace) {"),
+    ("rms_norm_mul_instance", S, 2631, 'defines.push_back("INPLACE");'),
+    ("rms_norm_mul_instance", S, 2641, 'defines.push_back(std::string("WG_SIZE=") + std::to_string(context.max_wg_size));'),
+    ("rms_norm_mul_instance", C, 2649,
+     "shader_lib_ctx.max_wg_size = ctx->global_ctx->capabilities.limits.maxComputeInvocationsPerWorkgroup;"),
+    ("rms_norm_mul_grid", C, 2679, "return ggml_backend_webgpu_build(ctx, pipeline, params, entries, ggml_nrows(dst));"),
 ]
 
 
@@ -132,14 +139,15 @@ def _value_defines(getter_body: str) -> set[str]:
 
 GETTERS = {"flash_attn_vec_split": "get_flash_attn_vec_pipeline", "flash_attn_vec_blk": "get_flash_attn_blk_pipeline",
            "flash_attn_vec_reduce": "get_flash_attn_vec_reduce_pipeline", "quantize_q8": "get_quantize_q8_pipeline",
-           "mul_mat_vec": "get_mul_mat_vec_pipeline"}
+           "mul_mat_vec": "get_mul_mat_vec_pipeline", "rms_norm_mul": "get_rms_norm_mul_pipeline"}
 
 
 def _instances():
     adapter = Adapter(min_subgroup=4, max_subgroup=128, max_workgroup_storage=32768)
     plan = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 300, mask=True, sinks=True))
     return [plan.split, plan.blk, plan.reduce, selection.quantize_q8_instance(adapter, "q4_0"),
-            selection.mul_mat_vec_instance(adapter, "q4_K", 512, 2)]
+            selection.mul_mat_vec_instance(adapter, "q4_K", 512, 2), selection.rms_norm_mul_instance(adapter),
+            selection.rms_norm_mul_instance(adapter, "inplace")]
 
 
 @pytest.mark.parametrize("instance", _instances(), ids=lambda i: i.template)
@@ -181,3 +189,16 @@ def test_the_shipped_programs_are_what_the_preprocessor_makes_from_the_release()
         assert match, first
         instance = selection.Instance(match[1], tuple(match[2].split()), match[3])
         assert text == programs.provenance_line(instance) + "\n" + programs.instantiate(instance)
+
+
+def test_rms_norm_mul_takes_the_binding_define_and_the_adapters_invocations_as_its_workgroup():
+    """S L2630-2641: one of INPLACE, OVERLAP, SRC_OVERLAP (none for separate tensors), then
+    WG_SIZE = maxComputeInvocationsPerWorkgroup (C L2649); one workgroup per row (C L2679)."""
+    adapter = Adapter(max_invocations=256)
+    assert selection.rms_norm_mul_instance(adapter) == selection.Instance("rms_norm_mul", ("WG_SIZE=256",),
+                                                                          "RMS_NORM_MUL")
+    inplace = selection.rms_norm_mul_instance(Adapter(max_invocations=1024), "inplace")
+    assert inplace.defines == ("INPLACE", "WG_SIZE=1024") and inplace.variant == "RMS_NORM_MUL_inplace"
+    assert selection.rms_norm_mul_grid(70000) == (70000, 1)  # no fold: past 65535 rows it cannot dispatch
+    with pytest.raises(ValueError, match="one of separate, inplace"):
+        selection.rms_norm_mul_instance(adapter, "fused")

@@ -377,3 +377,27 @@ def mul_mat_vec_grid(adapter: Adapter, m: int, batches: int = 1) -> tuple[int, i
     """C L1714-1720: ceil(M / OUTPUTS_PER_WG) workgroups per batch, folded into 2-D."""
     groups = ceil_div(m, MUL_MAT_VEC_OUTPUTS_PER_WG) * batches
     return compute_2d_workgroups(groups, adapter.max_workgroups_per_dimension)
+
+
+# -- row ops: RMS_NORM + MUL ----------------------------------------------------------------------------
+#: How rms_norm_mul's tensors share bindings (S L2630-2639): each its own, the norm written over its
+#: source (`rn_src == dst`), over the MUL's other operand (`mul_src == dst`), or both sources in one
+#: buffer (SRC_OVERLAP).
+RMS_NORM_MUL_MODES = {"separate": None, "inplace": "INPLACE", "overlap": "OVERLAP", "src_overlap": "SRC_OVERLAP"}
+
+
+def rms_norm_mul_instance(adapter: Adapter, mode: str = "separate") -> Instance:
+    """S L2615-2652 get_rms_norm_mul_pipeline: INPLACE, OVERLAP or SRC_OVERLAP by how the tensors
+    share bindings (S L2630-2639, in that order of precedence), and WG_SIZE = context.max_wg_size
+    (S L2641), which the host sets to the adapter's maxComputeInvocationsPerWorkgroup (C L2649)."""
+    if mode not in RMS_NORM_MUL_MODES:
+        raise ValueError(f"rms_norm_mul mode {mode!r}: one of {', '.join(RMS_NORM_MUL_MODES)}")
+    define = RMS_NORM_MUL_MODES[mode]
+    variant = "RMS_NORM_MUL" + ("" if define is None else f"_{mode}")
+    return Instance("rms_norm_mul", ((define,) if define else ()) + (f"WG_SIZE={adapter.max_invocations}",), variant)
+
+
+def rms_norm_mul_grid(rows: int) -> tuple[int, int]:
+    """C L2679: one workgroup per row of dst (ggml_nrows(dst)) along x, y = 1: no fold into 2-D,
+    so more than maxComputeWorkgroupsPerDimension rows cannot be dispatched."""
+    return rows, 1

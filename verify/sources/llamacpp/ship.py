@@ -12,25 +12,20 @@ compares them beside TVM's and ORT's; this module is kept as a short name for ll
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
-
-from verify.errors import UsageError
 
 
 def main(argv: list[str] | None = None) -> int:
-    from verify.sources.refresh import refresh_command
-
+    """`verify sources refresh --sources llamacpp [--check]` in a process of its own: refresh sits
+    above every vendor's folder, so this one does not import it (no folder loop)."""
     parser = argparse.ArgumentParser(prog="python -m verify.sources.llamacpp.ship",
                                      description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="list what differs, write nothing; exit 1 if anything does")
     args = parser.parse_args(argv)
-    try:
-        return refresh_command(None, check=args.check, sources=["llamacpp"],
-                               say=lambda line: print(line, file=sys.stderr, flush=True), tell=print)
-    except UsageError as exc:
-        print(f"verify: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    command = [sys.executable, "-m", "verify", "sources", "refresh", "--sources", "llamacpp"]
+    return subprocess.run(command + (["--check"] if args.check else [])).returncode
 
 
 if __name__ == "__main__":

@@ -1,0 +1,6 @@
+"""ggml-webgpu's row ops: `llamacpp.ops.*` (RMS_NORM fused with MUL).
+
+- `kernels`: rms_norm_mul, instantiated and launched as ggml-webgpu's host code does.
+- `cases`: row lengths around the workgroup's 256 lanes, verify's value kinds, all-zero rows, rows
+  whose squares sit at f32's extremes.
+"""
