@@ -13,10 +13,24 @@ import sys
 import pytest
 
 import verify
-from tests.fixtures.mutants.regenerate import fixture_path, mutate, specs
+from tests.fixtures.mutants.regenerate import fixture_path, mutate, specs, unmutated
 from verify.results.record import Verdict
 
 MUTANTS = [(kernel, spec) for kernel, entries in specs().items() for spec in entries]
+#: Mutants of vendor programs (ORT's, from its captures): each also has its unmutated program checked.
+VENDOR_MUTANTS = [(kernel, spec) for kernel, spec in MUTANTS if kernel.startswith("ort.")]
+
+
+def _check(kernel, spec, wgsl):
+    """`verify.check` of the spec's check as `verify check --wgsl` runs it (seed 0, ci), at the
+    spec's emulated width and on its implementation where it names them; a pytest skip where the
+    machine cannot run the kernel (ORT's programs without Dawn)."""
+    results = verify.check(kernel, spec.get("config"), checks=[spec["caught_by"]], examples=spec.get("examples", 100),
+                           wgsl=wgsl,
+                           subgroup_width=spec.get("subgroup_width"), implementation=spec.get("implementation"))
+    if results and all(r.verdict is Verdict.SKIP for r in results):
+        pytest.skip(results[0].reason)
+    return results
 
 
 @pytest.mark.parametrize("kernel,spec", MUTANTS, ids=[f"{k}/{s['name']}" for k, s in MUTANTS])
@@ -32,10 +46,19 @@ def test_mutant_is_caught(kernel, spec):
     runs (the config the file names, the ci profile, seed 0, a worker process with its time
     limit), without the command's own start-up, adapter listing and report: about half of each
     run's time here (the command's exit code is the next test's)."""
-    results = verify.check(kernel, checks=[spec["caught_by"]], examples=spec.get("examples", 100),
-                           wgsl=fixture_path(kernel, spec))
+    results = _check(kernel, spec, fixture_path(kernel, spec))
     failed = {r.check for r in results if r.verdict is Verdict.FAIL}
     assert spec["caught_by"] in failed, [(r.check, r.verdict.value, r.reason) for r in results]
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("kernel,spec", VENDOR_MUTANTS, ids=[f"{k}/{s['name']}" for k, s in VENDOR_MUTANTS])
+def test_the_program_a_vendor_mutant_is_made_from_passes(kernel, spec):
+    """The same check, at the same width, implementation and examples, passes the program the
+    mutant was made from (the vendor's own WGSL, or a documented finding's control of it): the
+    mutant's failure is its planted bug's, not one the program already had."""
+    results = _check(kernel, spec, unmutated(kernel, spec) if spec.get("control") else None)
+    assert [r.verdict for r in results] == [Verdict.PASS], [(r.check, r.verdict.value, r.reason) for r in results]
 
 
 @pytest.mark.webgpu

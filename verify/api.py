@@ -41,7 +41,7 @@ def default_out_dir() -> Path:
 def check(kernel, config: dict | None = None, *, checks=None, examples: int | None = None, seed: int = 0,
           profile: str | Profile = "ci", adapter: str | None = None, implementation: str | None = None,
           wgsl: str | os.PathLike | None = None, isolate: bool = True, time_limit: float | None = None,
-          out_dir: str | os.PathLike | None = None) -> CheckResults:
+          out_dir: str | os.PathLike | None = None, subgroup_width: int | None = None) -> CheckResults:
     """Property-test `kernel` on this machine's WebGPU adapter; one CheckResult per check.
 
     kernel:     a registered name ("decode.tiled"), an import path ("my_pkg.kernels:RmsNorm"),
@@ -65,6 +65,9 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
     time_limit: seconds per check before it fails as a hang (default: the profile's).
     out_dir:    where failing cases are saved for `verify replay` (default: a folder under the
                 system's temporary directory).
+    subgroup_width:
+                run at this subgroup width, emulated (4..128, docs/instrumentation.md), as `verify
+                check --subgroup-width W` does (default: the adapter's own subgroups only).
 
     Returns CheckResults: iterate it, index it by check name, read `.verdict`, or call
     `.raise_for_verdict()` to turn a failure into an AssertionError carrying the shrunk case
@@ -80,7 +83,7 @@ def check(kernel, config: dict | None = None, *, checks=None, examples: int | No
                       examples=chosen.examples if examples is None else int(examples), seed=seed,
                       out_dir=Path(out_dir) if out_dir is not None else default_out_dir(), time_limit=time_limit,
                       adapter=adapter, implementation=implementation, checks=list(checks) if checks else None,
-                      subgroup_width=None, wgsl=text, wgsl_origin=origin, require_adapters=False)
+                      subgroup_width=subgroup_width, wgsl=text, wgsl_origin=origin, require_adapters=False)
     jobs = plan.jobs
     results: list[CheckResult] = []
     if isolate:

@@ -88,7 +88,8 @@ class Display:
 
     def start(self, job) -> None:
         if self._progress:
-            self._progress.update(self._current, description=f"{job.kernel} {job.check}", completed=0, total=job.examples)
+            self._progress.update(self._current, description=f"{job.kernel} {job.check}", completed=0,
+                                  total=job.examples)
         else:
             part = f" part {job.slice[0]}" if getattr(job, "part", "") == "random" else ""
             print(f"...   {job.kernel} {job.check}{part} [{_config_text(job.config)}] ({self.done}/{self.total} checks "
@@ -101,7 +102,8 @@ class Display:
         now = time.monotonic()
         if self._deadline is not None:
             left = self._deadline - now
-            return f", {_minutes(left)} of the budget left" if left > 0 else ", budget spent: finishing the parts running"
+            return (f", {_minutes(left)} of the budget left" if left > 0
+                    else ", budget spent: finishing the parts running")
         if self.done < 3 or self.done >= self.total:
             return ""
         return f", about {_minutes((now - self._started) / self.done * (self.total - self.done))} left"
@@ -128,9 +130,15 @@ class Display:
 
 
 def summary(records: list[CheckResult]) -> str:
+    """The run's last line: its checks by verdict, and the pipelines its workers compiled (where
+    its records say: verify.results.store.pipelines_compiled)."""
+    from verify.results.store import pipelines_compiled
+
     counts = Counter(r.verdict for r in records)
     parts = [f"{counts[v]} {v.value}" for v in sorted(Verdict, key=lambda v: v.rank) if counts[v]]
-    return f"{len(records)} checks: " + ", ".join(parts)
+    compiled = pipelines_compiled(records)
+    return f"{len(records)} checks: " + ", ".join(parts) + ("" if compiled is None else
+                                                           f"; {compiled} pipelines compiled")
 
 
 #: The most distinct skip reasons the run's last lines spell out; the rest are counted (every one

@@ -13,6 +13,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verify._version import __version__
 from verify.checks import get_check
@@ -24,7 +25,7 @@ from verify.gpu.implementations import (
     implementation,
     implementation_names,
 )
-from verify.kernels.registry import KernelLoadError, get_kernel, kernel_names, spec_of
+from verify.kernels.registry import KernelLoadError, KernelSpec, get_kernel, kernel_names, spec_of
 from verify.kernels.specialize import check_recorded_config, recorded_config
 from verify.prepare import KernelConfig, made_in_order
 from verify.profiles import Profile, encode_profile
@@ -33,6 +34,9 @@ from verify.results.record import CheckResult, Source, Verdict
 from verify.results.store import PlanIdentity
 from verify.results.thoroughness import Thoroughness
 from verify.wgsl import sha256
+
+if TYPE_CHECKING:
+    from verify.kernels.contract import Kernel
 
 
 def _source(spec, kernel) -> Source:
@@ -86,7 +90,8 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
     if checks:
         unknown = [c for c in checks if c not in instance.checks]
         if unknown:
-            raise UsageError(f"{instance.name} has no check {', '.join(unknown)}; its checks: {', '.join(instance.checks)}")
+            raise UsageError(f"{instance.name} has no check {', '.join(unknown)}; "
+                             f"its checks: {', '.join(instance.checks)}")
     selected = list(dict.fromkeys(checks)) if checks else list(instance.checks)  # in the order asked for
     own = implementation or kernel_implementation(instance, None)
     # A check the kernel routes elsewhere goes to the default implementation (the one that must run
@@ -101,18 +106,37 @@ def check_jobs(kernel, overrides: dict | None, *, profile: Profile, examples: in
                          weight=profile.examples / max(instance.gate_examples(profile), 1)) for check in selected])
 
 
+def emulated_widths(instance, config: dict, profile: Profile, wgsl: str | None = None, *,
+                    gate: bool = False) -> tuple[int, ...]:
+    """The subgroup widths at which a kernel config's width checks (Check.at_every_subgroup_width)
+    run again, emulated: the profile's (in a gate, those the kernel chooses of them,
+    Kernel.gate_subgroup_widths) for a config built on subgroups whose WGSL (`wgsl`, else the
+    kernel's own) reads them (verify.instrument.subgroups.reads_subgroups); none for one that only
+    enables them, whose output cannot depend on the width (each width is a new program text, and
+    on a software driver its first compile can take minutes)."""
+    from verify.instrument.subgroups import reads_subgroups
+
+    config = instance.config(config)
+    if "subgroup" not in instance.requirements(config):
+        return ()
+    widths = tuple(instance.gate_subgroup_widths(profile) if gate else profile.subgroup_widths)
+    if not widths or not any(reads_subgroups(module) for module in instance.modules(
+            wgsl if wgsl is not None else instance.wgsl(config))):
+        return ()
+    return widths
+
+
 def width_jobs(kernel, overrides: dict | None, planned: list[Job], **options) -> list[Job]:
     """For a kernel config built on subgroups, the `planned` checks that run at every subgroup width
-    (Check.at_every_subgroup_width) again at each of the profile's widths, emulated: what the gate
-    does, so an edit to a 16- or 64-lane branch is checked on an adapter of another width."""
+    (Check.at_every_subgroup_width) again at each of the profile's widths, emulated (emulated_widths:
+    none where the WGSL never reads its subgroups), so an edit to a 16- or 64-lane branch is checked
+    on an adapter of another width."""
     instance = get_kernel(kernel)
     config = planned[0].config if planned else instance.config(overrides)
-    if "subgroup" not in instance.requirements(instance.config(config)):
-        return []
     checks = [job.check for job in planned if get_check(job.check).at_every_subgroup_width]
     if not checks:
         return []
-    return [job for width in options["profile"].subgroup_widths
+    return [job for width in emulated_widths(instance, config, options["profile"], options.get("wgsl"))
             for job in check_jobs(kernel, config, checks=checks, subgroup_width=width, **options)]
 
 
@@ -219,10 +243,11 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
             for other in others:
                 if other_checks:
                     jobs += plan(other_checks, implementation=other)
-            # A kernel built on subgroups runs at the widths real GPUs have, emulated on any adapter.
-            if width_checks and "subgroup" in instance.requirements(instance.config(config)):
-                for width in profile.subgroup_widths:
-                    jobs += plan(width_checks, implementation=primary, subgroup_width=width)
+            # A kernel that reads its subgroups runs at the widths real GPUs have, emulated on any adapter.
+            emulated_on = (instance.emulated_implementation if instance.emulated_implementation in available
+                           else primary)
+            for width in emulated_widths(instance, config, profile, gate=True) if width_checks else ():
+                jobs += plan(width_checks, implementation=emulated_on, subgroup_width=width)
     skips = [entry for entry in planned if isinstance(entry, CheckResult)]
     return numbered(jobs), skips
 
@@ -232,8 +257,8 @@ class _Planned:
     """A kernel the gate plans: its configs and the implementations it runs on (default first)."""
 
     name: str
-    spec: object
-    instance: object
+    spec: KernelSpec
+    instance: Kernel
     source: Source
     configs: list
     runs_on: list
@@ -483,7 +508,8 @@ def budgeted(jobs: list[Job], history: dict | None = None) -> list[Job]:
     The parts of a check merge into its one record (verify.results.slices)."""
     from dataclasses import replace
 
-    corners, rounds = [], {}
+    corners: list[Job] = []
+    rounds: dict[int, list[Job]] = {}
     for job in jobs:
         cap = get_check(job.check).max_examples
         examples = min(job.examples, cap) if cap is not None else job.examples

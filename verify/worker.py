@@ -176,9 +176,24 @@ STARTING = "starting"
 
 
 def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
-    """Run one job: its record (emitting Started, Stage and Progress events on the way)."""
+    """Run one job: its record (emitting Started, Stage and Progress events on the way), with the
+    pipelines compiled for it (compiles this process's devices had not cached). With
+    $VERIFY_COMPILE_LOG set, each compile is a line of that file: the process, the job and what it
+    compiled (the implementation and the WGSL's sha256), for measuring which compiles a run repeats
+    (docs/performance.md)."""
+    before = len(compiling.compiled())
     with StageReporter(emit) as stages:
-        return _execute(job, devices, emit, stages)
+        record = _execute(job, devices, emit, stages)
+    made = compiling.compiled()[before:]
+    log = os.environ.get(COMPILE_LOG)
+    if log and made:
+        with open(log, "a") as out:
+            out.writelines(f"{os.getpid()} {job.id} {what}\n" for what in made)
+    return replace(record, pipelines_compiled=len(made))
+
+
+#: The environment variable naming a file each compile is written to (execute).
+COMPILE_LOG = "VERIFY_COMPILE_LOG"
 
 
 def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> CheckResult:
@@ -230,7 +245,8 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
                     progress=lambda done, total: emit(Progress(done, total)))
     checked = run.result
     if job.out_dir and (run.shrunk is not None or run.worst is not None):
-        checked = save_check_cases(checked, run.shrunk and run.shrunk.case, run.worst and run.worst.case,
+        checked = save_check_cases(checked, run.shrunk.case if run.shrunk is not None else None,
+                                   run.worst.case if run.worst is not None else None,
                                    Path(job.out_dir), wgsl, part=f"-s{job.slice[0]}" if job.slice else "")
     return checked.with_known_finding(finding)
 

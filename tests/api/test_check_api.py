@@ -50,6 +50,24 @@ def test_isolated_and_in_process_runs_reach_the_same_verdicts_and_cases():
 
 
 @pytest.mark.webgpu
+def test_a_record_counts_the_pipelines_its_worker_compiled_for_it():
+    """A program the worker has not compiled yet is compiled, and counted in the check's record (with
+    what the check compiles beside it: on a user's file, the reference check's bounds-instrumented
+    copy); the same program again in that worker (its pipeline cache) none; the summary adds them up."""
+    import uuid
+
+    from verify.display import summary
+
+    kernel = MergeState()
+    wgsl = kernel.wgsl(kernel.config(F32)) + f"\n// {uuid.uuid4()}\n"  # a text no worker has compiled
+    first = verify.check("merge_state", F32, checks=["reference"], examples=2, wgsl=wgsl)
+    again = verify.check("merge_state", F32, checks=["reference"], examples=2, wgsl=wgsl)
+    compiled = first["reference"].pipelines_compiled
+    assert compiled >= 1 and [r.pipelines_compiled for r in again] == [0]
+    assert summary([*first, *again]).endswith(f"; {compiled} pipelines compiled")
+
+
+@pytest.mark.webgpu
 @pytest.mark.parametrize("as_path", [False, True], ids=["text", "path"])
 def test_a_broken_wgsl_fails_and_raise_for_verdict_carries_the_shrunk_case_and_replay(tmp_path, as_path):
     mutant = MUTANTS / "merge_state" / "natural_log.wgsl"

@@ -7,6 +7,10 @@ count against the check's time limit, which is meant for the kernel's own work (
 does not return). Every implementation wraps a real compile (not a cache hit) in `compiling()`;
 the worker listens (verify.worker) and reports a "compiling" stage to the parent, whose clock
 pauses the check's limit and gives the compile an allowance of its own (verify.session).
+
+Each real compile is also counted, with what it compiled (`compiled()`): a check's record says
+how many pipelines its worker compiled for it (CheckResult.pipelines_compiled), and a gate the
+sum (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ COMPILING = "compiling"
 
 _listener = None
 _depth = 0
+#: What each real compile of this process compiled, in order ("implementation digest", or "").
+_compiled: list[str] = []
 
 
 def listen(callback) -> None:
@@ -27,12 +33,19 @@ def listen(callback) -> None:
     _listener = callback
 
 
+def compiled() -> list[str]:
+    """What this process has compiled so far, one entry per real compile (outermost only)."""
+    return list(_compiled)
+
+
 @contextmanager
-def compiling():
-    """Around a real compile; nested ones (a wrapper compiling through the device it wraps)
-    count once."""
+def compiling(what: str = ""):
+    """Around a real compile of `what` (the implementation and the WGSL's digest); nested ones
+    (a wrapper compiling through the device it wraps) count once."""
     global _depth
     _depth += 1
+    if _depth == 1:
+        _compiled.append(what)
     if _depth == 1 and _listener is not None:
         _listener(True)
     try:

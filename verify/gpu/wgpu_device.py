@@ -79,7 +79,7 @@ class WgpuDevice(AdapterProbes):
         digest = sha256(wgsl)
         key = (digest, entry_point)
         if key not in self._pipelines:
-            with compiling():
+            with compiling(f"wgpu {digest}"):
                 self._pipelines[key] = self._compile(wgsl, digest, entry_point)
         return self._pipelines[key]
 
@@ -87,7 +87,8 @@ class WgpuDevice(AdapterProbes):
         wgpu = self._wgpu
         interface = read_interface(wgsl)
         entry_point = entry_point_of(interface, entry_point)
-        entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": buffer_binding_type(b)}}
+        entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": buffer_binding_type(b)}}
                    for b in interface.bindings]
         dev = self._device
         code, adaptations = for_naga(wgsl)

@@ -8,7 +8,9 @@ CLI and no report. Families (attention, dp4a) subclass it; sources other than ou
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from verify.budgets.expected import Expected
 from verify.cases import Case
@@ -31,7 +33,7 @@ class ConfigKey:
     bounds: tuple | None = None
 
     def parse(self, text: str):
-        kind = type(self.default)
+        kind: type[Any] = type(self.default)
         try:
             value = kind(text) if kind is not bool else text.lower() in ("1", "true", "yes")
         except ValueError:
@@ -78,7 +80,7 @@ class Kernel(ABC):
     requires: frozenset = frozenset()
     #: Device limits to hold the kernel to (overrides verify.gpu.device.WANTED_LIMITS).
     limits: dict = {}
-    config_keys: tuple = ()
+    config_keys: tuple[ConfigKey, ...] = ()
     #: Names of the checks (verify.checks) that apply to this kernel, in the order they run, e.g.
     #: ("reference", "determinism", "sanitize", "implementations"). A kernel with none verifies
     #: nothing and is refused (a contract error).
@@ -99,6 +101,11 @@ class Kernel(ABC):
     #: implementation compiles that check's program too slowly to be of use. An implementation the
     #: user chose (`--implementation`, $VERIFY_IMPLEMENTATION) still runs every check.
     check_implementations: dict = {}
+    #: The implementation the gate runs this kernel's emulated subgroup widths on where the run
+    #: has it (default "": the kernel's own): for a kernel whose emulated programs the own
+    #: implementation's compiler takes minutes to compile on a software driver, where the
+    #: width-bound code they check is the same under either compiler.
+    emulated_implementation: str = ""
 
     # -- config ------------------------------------------------------------------------
     def config(self, overrides: dict | None = None) -> dict:
@@ -129,6 +136,13 @@ class Kernel(ABC):
         gate configs (default: the profile's). A kernel whose one case holds the work of hundreds
         of another's (a prefill batch of thousands of query rows) declares fewer, and says why."""
         return get_profile(profile).examples
+
+    def gate_subgroup_widths(self, profile: Profile) -> tuple[int, ...]:
+        """The emulated subgroup widths the gate runs this kernel's width checks at
+        (Check.at_every_subgroup_width), for a config whose WGSL reads its subgroups (default: the
+        profile's). A kernel whose every emulated program is a first compile of minutes names the
+        widths its bugs need (and says why)."""
+        return tuple(get_profile(profile).subgroup_widths)
 
     def known_finding(self, check: str, config: dict):
         """The evidence of a documented failure of this kernel's own WGSL under `check` and
@@ -195,7 +209,7 @@ class Kernel(ABC):
         return ()
 
     #: The function that derives this kernel's budgets; its docstring is the derivation.
-    budget_function = None
+    budget_function: Callable[..., Any] | None = None
 
     def budget_doc(self) -> str:
         import inspect
@@ -211,6 +225,7 @@ class Kernel(ABC):
             "summary": self.summary,
             "reference": self.reference,
             "requires": sorted(self.requires),
-            "config_keys": {k.name: {"default": k.default, "choices": list(k.choices), "doc": k.doc} for k in self.config_keys},
+            "config_keys": {k.name: {"default": k.default, "choices": list(k.choices), "doc": k.doc}
+                            for k in self.config_keys},
             "checks": list(self.checks),
         }

@@ -176,6 +176,10 @@ class CheckResult:
     examples_planned: int | None = None
     corners_complete: bool | None = None
     duration_s: float = 0.0
+    #: Pipelines the check's worker compiled for it (not found in its process's pipeline cache:
+    #: a first compile in that process, which the driver's own shader cache may still make cheap);
+    #: None where no worker reported it (an older record, a check that did not return).
+    pipelines_compiled: int | None = None
     adapter: AdapterRecord | None = None
     worst: ExampleSummary | None = None
     shrunk: ExampleSummary | None = None
@@ -333,7 +337,7 @@ class CheckResult:
         return to_json_value(self)
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "record") -> CheckResult:
+    def from_dict(cls, data: object, where: str = "record") -> CheckResult:
         """The record a results file holds; UsageError naming `where` and the field if it is malformed."""
         return _typed(cls, data, where)
 
@@ -550,6 +554,7 @@ _EXPECTED = {
     "kernel": str, "check": str, "config": dict, "reason": str, "kernel_ref": str, "family": str, "profile": str,
     "seed": int, "examples": int, "runs": int, "duration_s": "number", "samples": list, "budget": str,
     "examples_planned": (int, type(None)), "corners_complete": (bool, type(None)),
+    "pipelines_compiled": (int, type(None)),
     "finding": (str, type(None)), "finding_reproduced": (bool, type(None)), "traceback": (str, type(None)),
     "verify_version": str, "notes": list, "subgroup_width": (int, type(None)), "job_id": (int, type(None)),
     "inputs_sha256": (str, type(None)), "reused_from": (str, type(None)), "auth_tag": (str, type(None)),

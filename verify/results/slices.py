@@ -30,10 +30,10 @@ def merge_slices(records: list[CheckResult], slices: list[tuple], planned: dict 
     first = ordered[0]
     verdict = Verdict.worst(r.verdict for r in ordered)
     deciding = next(r for r in ordered if r.verdict is verdict)
-    scored = [r for r in ordered if r.worst is not None]
-    worst = max(scored, key=lambda r: (not r.worst.passed, r.worst.score)).worst if scored else None
+    scored = [r.worst for r in ordered if r.worst is not None]
+    worst = max(scored, key=lambda w: (not w.passed, w.score)) if scored else None
     failed = [r for r in ordered if r.shrunk is not None and not r.shrunk.passed]
-    paths = Counter()
+    paths: Counter[str] = Counter()
     for record in ordered:
         paths.update(record.launch_paths)
     merged = replace(
@@ -42,6 +42,7 @@ def merge_slices(records: list[CheckResult], slices: list[tuple], planned: dict 
         finding_id=deciding.finding_id,
         examples=sum(r.examples for r in ordered), runs=sum(r.runs for r in ordered),
         duration_s=round(sum(r.duration_s for r in ordered), 3), worst=worst,
+        pipelines_compiled=_sum_known(r.pipelines_compiled for r in ordered),
         shrunk=failed[0].shrunk if failed else None,
         samples=[s for r in ordered for s in r.samples][:MAX_SAMPLES],
         timing=_timing([r.timing for r in ordered if r.timing is not None]),
@@ -72,11 +73,17 @@ def _budgeted(merged: CheckResult, ran: set, planned: dict, corners: CheckResult
                    notes=notes)
 
 
+def _sum_known(counts) -> int | None:
+    """The sum of the counts some parts reported (None where none did)."""
+    known = [c for c in counts if c is not None]
+    return sum(known) if known else None
+
+
 def _timing(timings: list[StageTiming]) -> StageTiming | None:
     if not timings:
         return None
     cases = sum(t.cases for t in timings)
-    total = Counter()
+    total: Counter[str] = Counter()
     for t in timings:
         total.update(t.total_s)
     gpu = sorted(t.gpu_ms_median for t in timings if t.gpu_ms_median is not None)

@@ -103,11 +103,12 @@ class ResultsDocument:
     def to_dict(self, records: bool = True) -> dict:
         """The document as JSON values; records=False leaves the records out (the writer adds
         their texts, made once each)."""
-        data = {"schema": SCHEMA}
+        data: dict[str, object] = {"schema": SCHEMA}
         for name in ("command", "argv", "profile", "host", "started", "finished", "complete", "interrupted",
                      "aborted", "verify_version", "shard", "planned"):
             data[name] = to_json_value(getattr(self, name))
         data["plan"] = asdict(self.plan) if self.plan is not None else None
+        data["pipelines_compiled"] = pipelines_compiled(self.records)
         if records:
             data["records"] = [r.to_dict() for r in self.records]
         return data
@@ -255,6 +256,13 @@ def read_results_text(path: Path) -> str:
     return data.decode("utf-8")
 
 
+def pipelines_compiled(records) -> int | None:
+    """Pipelines the run's workers compiled for its records (CheckResult.pipelines_compiled),
+    records reused from an earlier run (--reuse) not counted; None where no record says."""
+    counts = [r.pipelines_compiled for r in records if r.pipelines_compiled is not None and not r.reused_from]
+    return sum(counts) if counts else None
+
+
 def parse_results(data, where: str = "results") -> ResultsDocument:
     """A results document from its JSON value; UsageError naming `where` and the problem."""
     path = where
@@ -305,6 +313,7 @@ def _plan(value, path: str) -> PlanIdentity | None:
     for name, number in (("jobs", jobs), ("skipped", skipped)):
         if not isinstance(number, int) or isinstance(number, bool) or not 0 <= number <= 10**7:
             raise UsageError(f"{path}: the plan's {name} should be a count, not {number!r}")
+    assert isinstance(jobs, int)  # as the loop above checked (and skipped)
     return PlanIdentity(fingerprint, jobs, skipped, _layout(value.get("layout") or [], jobs, path))
 
 

@@ -117,7 +117,8 @@ def test_a_capture_records_workgroups_bindings_and_uniforms_as_orts_host_code_se
     assert tile.binding(uniform.binding).data[:len(ours)] == ours
     assert zero_blocks_per_col(512 // 64, 8) == 8 and zero_blocks_per_col(5, 4) == 6
     # Every binding's range holds at least the tensor it carries; ORT rounds buffers up.
-    assert tile.binding(6).size >= logical_bytes(run.outputs["Y"]) and quantize.binding(0).size >= logical_bytes(feeds["A"])
+    assert tile.binding(6).size >= logical_bytes(run.outputs["Y"])
+    assert quantize.binding(0).size >= logical_bytes(feeds["A"])
 
 
 class _Pipeline:
@@ -427,8 +428,10 @@ def test_orts_small_m_result_rests_on_zero_initialised_workgroup_memory(webgpu_d
 
     wgsl = kernel.wgsl(config)
     assert not compare(kernel.launch(webgpu_device, wgsl, config, case).outputs["y"], expected).passed
-    anchor = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
-    zeroed = wgsl.replace(anchor, anchor + "  inter_results[local_idx / 32][local_idx % 32] = 0;\n  workgroupBarrier();\n")
+    anchor = ("  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z)"
+              " + local_idx;\n")
+    zeroed = wgsl.replace(anchor, anchor + "  inter_results[local_idx / 32][local_idx % 32] = 0;\n"
+                                           "  workgroupBarrier();\n")
     assert zeroed != wgsl
     assert compare(kernel.launch(webgpu_device, zeroed, config, case).outputs["y"], expected).passed
 
@@ -464,8 +467,9 @@ def test_naga_refusing_orts_tile_program_is_a_compile_divergence(ort, tmp_path):
     assert "subgroupShuffle(own_b0, 0)" in record["reason"] and "Tint: compiles" in record["reason"]
     assert ET.parse(junit).find(".//skipped") is not None
     other = tmp_path / "implementations"
-    compared = subprocess.run([sys.executable, "-m", "verify", "check", "ort.dp4a.matmul", "--checks", "implementations",
-                               "--examples", "2", "--out", str(other)], capture_output=True, text=True, timeout=600)
+    compared = subprocess.run([sys.executable, "-m", "verify", "check", "ort.dp4a.matmul", "--checks",
+                               "implementations", "--examples", "2", "--out", str(other)],
+                              capture_output=True, text=True, timeout=600)
     assert compared.returncode == 0, compared.stderr
     [record] = json.loads((other / "results.json").read_text())["records"]
     assert record["verdict"] == "known" and record["failure_kind"] == "compile divergence"
@@ -552,7 +556,7 @@ def test_cached_programs_serve_a_machine_without_onnxruntime_web(tmp_path, monke
 def test_without_onnx_building_a_model_is_a_setup_error_naming_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(SetupError, match=r"pip install 'onnx>=1.16,<2'"):
-        MatMulNBitsModel("f32", 4, 32, 256, 32).onnx_bytes
+        _ = MatMulNBitsModel("f32", 4, 32, 256, 32).onnx_bytes
 
 
 def test_small_m_is_refused_for_f16_as_ort_never_runs_it_there():
@@ -610,3 +614,24 @@ def test_the_float_budget_covers_a_sequential_f16_evaluation():
     for i in range(k):
         y = (y + (a[..., i:i + 1] * w[:, i]).astype(np.float16)).astype(np.float16)
     assert (np.abs(y.astype(np.float64) - centre) <= budget).all()
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3, 4, 5, 8, 32, 33, 100, 1000])
+def test_a_lowered_limit_makes_orts_normalisation_pack_a_grid_as_it_does_past_65535(groups):
+    """Under lowered_limit, ort_grid (NormalizeDispatchGroupSize) takes its square or its cube for
+    any grid big enough to pack (3 workgroups or more; a cube where its side is below the
+    square's), covering every workgroup with no dimension past the lowered limit, and flat grids
+    stay as ORT dispatches them under WebGPU's limit."""
+    from verify.sources.ort.launch import MAX_GROUPS, lowered_limit, packed_grid
+
+    assert packed_grid(groups) == ort_grid(groups) == (groups, 1, 1)
+    for grid in ("square", "cube"):
+        limit = lowered_limit(groups, grid)
+        x, y, z = packed_grid(groups, grid)
+        assert x * y * z >= groups and max(x, y, z) <= limit
+        if groups >= 3:
+            assert y > 1 and limit < groups
+            square, cube = int(np.ceil(np.sqrt(groups))), int(np.ceil(np.cbrt(groups)))
+            assert (z > 1) == (grid == "cube" and cube < square)
+        else:
+            assert (x, y, z, limit) == (groups, 1, 1, MAX_GROUPS)

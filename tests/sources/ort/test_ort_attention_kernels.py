@@ -179,8 +179,8 @@ def _reference(kernel, config, examples=6, check_name="reference", wgsl=None, im
     (OrtDecodeQkv, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
     (OrtDecodeQkv, dict(dtype="f32", num_heads=4, kv_num_heads=1, m_tile=4)),
     (OrtDecodeReduce, dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2)),
-], ids=["gqa-f16-decode-rotary-sink", "gqa-f32-prefill-gptj", "gqa-window-smooth", "paged-decode-rotary", "paged-prefill-gptj",
-        "paged-prefill-program", "qkv-decode", "qkv-m-tile-4", "reduce"])
+], ids=["gqa-f16-decode-rotary-sink", "gqa-f32-prefill-gptj", "gqa-window-smooth", "paged-decode-rotary",
+        "paged-prefill-gptj", "paged-prefill-program", "qkv-decode", "qkv-m-tile-4", "reduce"])
 def test_orts_attention_passes_where_no_finding_applies(ort, kernel, config):
     result = _reference(kernel, config)
     assert result.verdict == Verdict.PASS, result.reason
@@ -236,12 +236,15 @@ def test_orts_qkv_program_edited_to_zero_its_workgroup_memory_passes_sanitize(or
     config = dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2)
     wgsl = kernel.wgsl(kernel.config(config))
     assert wgsl.splitlines()[2].startswith("// onnxruntime-web ") and "out_split_vx" in wgsl  # `verify show`'s text
-    anchor = "  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z) + local_idx;\n"
-    zeroing = ("  for (var z = local_idx; z < 64u * 32u; z += workgroup_size_x) { inner_qk_values[0][z / 32u][z % 32u] = 0.0; }\n"
+    anchor = ("  let global_idx = workgroup_idx * (workgroup_size_x * workgroup_size_y * workgroup_size_z)"
+              " + local_idx;\n")
+    zeroing = ("  for (var z = local_idx; z < 64u * 32u; z += workgroup_size_x) {"
+               " inner_qk_values[0][z / 32u][z % 32u] = 0.0; }\n"
                "  for (var z = local_idx; z < 16u; z += workgroup_size_x) { tile_output[0][z] = q_value_t(0); }\n"
                "  workgroupBarrier();\n")
     assert anchor in wgsl
-    result = _reference(OrtDecodeQkv, config, examples=3, check_name="sanitize", wgsl=wgsl.replace(anchor, anchor + zeroing))
+    result = _reference(OrtDecodeQkv, config, examples=3, check_name="sanitize",
+                        wgsl=wgsl.replace(anchor, anchor + zeroing))
     assert result.verdict == Verdict.PASS, result.reason
 
 
@@ -387,22 +390,30 @@ def test_orts_flash_program_loading_its_rows_under_an_if_passes_sanitize(ort):
     assert result.verdict == Verdict.PASS, result.reason
 
 
-def test_the_flash_program_is_left_out_of_the_per_change_gates_with_a_clear_line():
-    """Every emulated width is a new FlashAttention program of minutes' first compile on lavapipe,
-    so quick and ci plan none of ort.attention.flash (ort.gqa's flash phase runs the program end to
-    end there); a gate asked for it alone says so in one line, exit 2, instead of passing 0 checks."""
+def test_the_flash_program_is_in_ci_at_32_lanes_and_left_out_of_quick_with_a_clear_line():
+    """Every emulated width is a new FlashAttention program of minutes' first compile on lavapipe:
+    quick plans none of ort.attention.flash (ort.gqa's flash phase runs the program end to end), a
+    gate asked for it alone says so in one line, exit 2; ci plans the f32 config whose capture
+    ships, its checks at the adapter's own width and `reference` again at 32 lanes alone, the width
+    a bug of wide subgroups needs (Kernel.gate_subgroup_widths; tests/fixtures/mutants)."""
     import subprocess
     import sys
 
     from verify.plan import gate_jobs
     from verify.profiles import get_profile
 
-    for profile in ("quick", "ci"):
-        jobs, skipped = gate_jobs(["ort.attention.flash"], profile=get_profile(profile), seed=0, out_dir=None,
-                                  time_limit=None, implementations=["dawn"])
-        assert (jobs, skipped) == ([], [])
-    result = subprocess.run([sys.executable, "-m", "verify", "gate", "--profile", "ci", "--kernels",
+    jobs, skipped = gate_jobs(["ort.attention.flash"], profile=get_profile("quick"), seed=0, out_dir=None,
+                              time_limit=None, implementations=["dawn"])
+    assert (jobs, skipped) == ([], [])
+    result = subprocess.run([sys.executable, "-m", "verify", "gate", "--profile", "quick", "--kernels",
                              "ort.attention.flash", "--out", "unused"], capture_output=True, text=True)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
-    assert "nothing to verify: ort.attention.flash offers no configs in the ci profile" in result.stderr
+    assert "nothing to verify: ort.attention.flash offers no configs in the quick profile" in result.stderr
+    jobs, skipped = gate_jobs(["ort.attention.flash"], profile=get_profile("ci"), seed=0, out_dir=None,
+                              time_limit=None, implementations=["dawn"])
+    assert not skipped
+    assert {(j.config["dtype"], j.config["head_size"], j.config["num_heads"], j.config["kv_num_heads"])
+            for j in jobs} == {("f32", 64, 4, 2)}
+    assert [(j.check, j.subgroup_width) for j in jobs if j.subgroup_width] == [("reference", 32)]
+    assert {j.check for j in jobs if not j.subgroup_width} == {"reference", "determinism", "sanitize"}

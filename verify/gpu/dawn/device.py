@@ -180,7 +180,7 @@ class DawnDevice(AdapterProbes):
         the bind group layout comes from the module's declared bindings, as on wgpu."""
         key = (sha256(wgsl), entry_point)
         if key not in self._pipelines:
-            with compiling():
+            with compiling(f"dawn {key[0]}"):
                 self._pipelines[key] = self._compile(wgsl, key[0], entry_point)
         return self._pipelines[key]
 
@@ -220,7 +220,8 @@ class DawnDevice(AdapterProbes):
         timestamps = timestamps and "timestamp-query" in self.features
         header = {
             "op": "run", "timestamps": timestamps,
-            "buffers": [{"size": len(b.data), "usage": buffer_binding_type(b.binding), "readback": b.readback is not None}
+            "buffers": [{"size": len(b.data), "usage": buffer_binding_type(b.binding),
+                         "readback": b.readback is not None}
                         for b in plan],
             "dispatches": [{"pipeline": d.pipeline.handle, "bindings": d.bindings, "workgroups": d.workgroups}
                            for d in dispatches],

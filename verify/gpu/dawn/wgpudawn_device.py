@@ -100,7 +100,7 @@ class DawnInProcessDevice(AdapterProbes):
         group layout comes from the module's declared bindings, as on every implementation."""
         key = (sha256(wgsl), entry_point)
         if key not in self._pipelines:
-            with compiling():
+            with compiling(f"dawn-inprocess {key[0]}"):
                 self._pipelines[key] = self._compile(wgsl, key[0], entry_point)
         return self._pipelines[key]
 
@@ -122,7 +122,8 @@ class DawnInProcessDevice(AdapterProbes):
         return DawnInProcessPipeline(wgsl, digest, entry_point, interface, layout, compute, code, adaptations)
 
     # -- runs ----------------------------------------------------------------------------
-    def run(self, pipeline: DawnInProcessPipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
+    def run(self, pipeline: DawnInProcessPipeline, resources: dict, workgroups, *,
+            timestamps: bool = False) -> Launched:
         """Bind `resources` (name -> ndarray | bytes | Output | InOut) and dispatch once, as
         verify.gpu.Device.run: one submission carries the dispatch, the copies of every writable
         buffer into one staging buffer and the timestamps; one map reads them back."""
@@ -140,7 +141,8 @@ class DawnInProcessDevice(AdapterProbes):
                     usage |= wgpu.BufferUsage.COPY_SRC
                 bound.append((b, dev.create_buffer_with_data(data=buffer.data, usage=usage)))
             group = dev.create_bind_group(layout=pipeline.layout,
-                                          entries=[{"binding": b.binding, "resource": {"buffer": buf}} for b, buf in bound])
+                                          entries=[{"binding": b.binding, "resource": {"buffer": buf}}
+                                                   for b, buf in bound])
             by_name = {b.name: buf for b, buf in bound}
             offsets, size = {}, 0
             for buffer in plan:

@@ -10,6 +10,7 @@ and `DerivedConfig` adds to a kernel's config what ORT's program fixes.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,13 @@ from verify.errors import UsageError
 from verify.gpu.uniforms import pack_struct
 from verify.kernels.specialize import config_line
 from verify.profiles import Profile, get_profile
+
+if TYPE_CHECKING:
+    from verify.kernels.contract import Kernel
+
+    _KernelMixin = Kernel  # DerivedConfig is mixed into a Kernel: its config() extends the kernel's
+else:
+    _KernelMixin = object
 
 #: WebGPU's default maxComputeWorkgroupsPerDimension, which ORT normalises its dispatches to.
 MAX_GROUPS = 65535
@@ -44,19 +52,53 @@ def case_profile(profile) -> Profile:
     return replace(chosen, scale=CASE_SIZES.get(chosen.scale, chosen.scale))
 
 
-def ort_grid(groups: int) -> tuple[int, int, int]:
-    """ORT's dispatch of `groups` workgroups (ProgramManager::NormalizeDispatchGroupSize): as is up
-    to the per-dimension limit, else a ceil(sqrt) square, else a ceil(cbrt) cube. Programs rebuild
-    their workgroup index as z·nx·ny + y·nx + x and return from the surplus ones."""
-    if groups <= MAX_GROUPS:
+def ort_grid(groups: int, limit: int = MAX_GROUPS) -> tuple[int, int, int]:
+    """ORT's dispatch of `groups` workgroups (ProgramManager::NormalizeDispatchGroupSize) on a device
+    whose maxComputeWorkgroupsPerDimension is `limit`: as is up to the limit, else a ceil(sqrt)
+    square, else a ceil(cbrt) cube. Programs rebuild their workgroup index as z·nx·ny + y·nx + x
+    and return from the surplus ones."""
+    if groups <= limit:
         return groups, 1, 1
     side = int(np.ceil(np.sqrt(groups)))
-    if side <= MAX_GROUPS:
+    if side <= limit:
         return side, side, 1
     side = int(np.ceil(np.cbrt(groups)))
-    if side > MAX_GROUPS:
+    if side > limit:
         raise UsageError(f"{groups} workgroups exceed what ORT can dispatch")
     return side, side, side
+
+
+#: How a case dispatches ORT's programs (its `grid` parameter): "flat" under WebGPU's default limit,
+#: as every size verify draws is, or "square" and "cube" under a lowered limit (lowered_limit) that
+#: makes ORT's normalisation pack the same workgroups into its 2-D or 3-D grid, as it does past
+#: 65535 workgroups: a program that reads a raw workgroup_id.x instead of rebuilding its index
+#: from every dimension leaves rows unwritten there.
+GRIDS = ("flat", "square", "cube")
+
+
+def lowered_limit(groups: int, grid: str = "flat") -> int:
+    """The maxComputeWorkgroupsPerDimension under which ort_grid packs `groups` workgroups as
+    `grid` asks (GRIDS): the square's side ceil(sqrt(groups)), or the cube's ceil(cbrt(groups))
+    where that is below the square's side (else the square's); MAX_GROUPS for "flat", and for a
+    grid too small to pack (1 or 2 workgroups: no square has fewer)."""
+    if grid not in GRIDS:
+        raise UsageError(f"grid={grid!r} is not one of {', '.join(GRIDS)}")
+    square, cube = int(np.ceil(np.sqrt(groups))), int(np.ceil(np.cbrt(groups)))
+    if grid == "flat" or groups <= square:
+        return MAX_GROUPS
+    return cube if grid == "cube" and cube < square else square
+
+
+def packed_grid(groups: int, grid: str = "flat") -> tuple[int, int, int]:
+    """ORT's dispatch of `groups` workgroups under the limit a case's `grid` lowers to (lowered_limit)."""
+    return ort_grid(groups, lowered_limit(groups, grid))
+
+
+def with_grids(cases):
+    """`cases` (a strategy) with a drawn `grid` parameter (GRIDS) for the launch to dispatch by."""
+    from hypothesis import strategies as st
+
+    return st.tuples(cases, st.sampled_from(GRIDS)).map(lambda pair: pair[0].replace(grid=pair[1]))
 
 
 def zero_blocks_per_col(k_blocks: int, bits: int) -> int:
@@ -91,7 +133,7 @@ def header(kernel: str, config: dict) -> str:
     return f"// verify kernel: {kernel}\n{config_line(config)}\n"
 
 
-class DerivedConfig:
+class DerivedConfig(_KernelMixin):
     """Config entries fixed by ORT's program (e.g. its accumulator type) rather than chosen, and
     the WebGPU implementation ORT's kernels are written for (Dawn, whose Tint compiles ORT's WGSL in Chrome).
 

@@ -214,15 +214,21 @@ def paged_cases(draw, config: dict, sequences=None, new_tokens=None, shared_new_
 
 def with_large_scores(case: Case, config: dict) -> Case:
     """`case` with sequence 0's queries all c and its first new key +c / -c on each half of every
-    KV head's channels (OrtPagedAttention.large_score_cases)."""
+    KV head's channels (OrtPagedAttention.large_score_cases): the packed layout of a paged case
+    ([tokens, N·H], sequence 0 its first cumulative_sequence_length[1] rows) or the [B, S, N·H]
+    layout of a GroupQueryAttention case (gqa_cases: sequence 0 is batch row 0)."""
     h = config["head_size"]
     c = float(np.ceil(np.sqrt(1.1 * 65504 / (h / 2 * h ** -0.5))))
-    end = int(case["cumulative_sequence_length"][1])
     query, key = case["query"].copy(), case["key"].copy()
-    query[:end] = c
-    first = key[0].reshape(config["kv_num_heads"], h)
+    if "cumulative_sequence_length" in case.arrays:
+        query[:int(case["cumulative_sequence_length"][1])] = c
+        first_key = key[0:1]
+    else:
+        query[0] = c
+        first_key = key[0, 0:1]
+    first = first_key.reshape(config["kv_num_heads"], h)
     first[:, : h // 2], first[:, h // 2:] = c, -c
-    key[0] = first.reshape(-1)
+    first_key[:] = first.reshape(first_key.shape)
     return case.replace({"query": query, "key": key}, large_score=c)
 
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from verify.errors import UsageError
-from verify.sources.ort.launch import ort_grid
+from verify.sources.ort.launch import ort_grid, packed_grid
 
 #: Keys per tile of the decode programs (`tile_size` in ApplyFlashAttention).
 KEY_TILE = 64
@@ -145,8 +145,9 @@ class DecodeSplit(AttentionShape):
                 # query_end - local_window_size only where the value is > 0); 1.30.0's has no such field.
                 "local_window_size": 0}
 
-    def qkv_grid(self) -> tuple[int, int, int]:
-        return ort_grid(self.batch * self.num_heads * self.token_blocks * self.num_total_tiles)
+    def qkv_grid(self, grid: str = "flat") -> tuple[int, int, int]:
+        """ORT's dispatch of the QKV's workgroups; `grid` packs it under a lowered limit (GRIDS)."""
+        return packed_grid(self.batch * self.num_heads * self.token_blocks * self.num_total_tiles, grid)
 
     @property
     def num_channel_tiles(self) -> int:
@@ -162,8 +163,9 @@ class DecodeSplit(AttentionShape):
                 # onnxruntime-web 1.31.1 clamps each sequence's total (seqlens_k + 1) to the cache's capacity
                 "present_sequence_length": self.present_sequence_length}
 
-    def reduce_grid(self) -> tuple[int, int, int]:
-        return ort_grid(self.batch * self.num_heads * self.token_blocks * self.num_channel_tiles)
+    def reduce_grid(self, grid: str = "flat") -> tuple[int, int, int]:
+        """ORT's dispatch of the reduce's workgroups; `grid` packs it under a lowered limit (GRIDS)."""
+        return packed_grid(self.batch * self.num_heads * self.token_blocks * self.num_channel_tiles, grid)
 
 
 #: Queries per FlashAttention workgroup (its 64 lanes, one new token each).

@@ -53,7 +53,7 @@ from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched
 from verify.profiles import get_profile
 from verify.references.group_query import visible_keys
-from verify.sources.ort.attention.cases import paged_cases
+from verify.sources.ort.attention.cases import paged_cases, with_large_scores
 from verify.sources.ort.attention.launch import KEY_TILE, DecodeSplit, decode_workgroup_storage
 from verify.sources.ort.attention.programs import (
     M_TILE,
@@ -77,7 +77,7 @@ from verify.sources.ort.attention.sessions import (
     OrtPagedAttention,
     attention_upstream,
 )
-from verify.sources.ort.launch import bind, header
+from verify.sources.ort.launch import bind, header, with_grids
 
 PAGED_QKV, PAGED_REDUCE = "FlashAttentionPagedDecodeQKV", "FlashAttentionPagedDecodeVxReduce"
 #: Most new tokens a sequence draws under the quick profile (OrtPagedDecodeProgram.cases).
@@ -200,7 +200,7 @@ def paged_tile_states(case: Case, config: dict):
     m = np.full((batch, n, padded, tiles), NO_KEY_MAX)
     lsum = np.zeros((batch, n, padded, tiles))
     written = np.zeros((batch, tiles), bool)
-    per_tile = []
+    per_tile: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (b, tile, q, k, v, scores)
     scale = h ** -0.5
     for b, (past, new) in enumerate(zip(pasts, news)):
         total = past + new
@@ -268,7 +268,8 @@ class OrtPagedDecodeProgram(OrtDecodeProgram):
         if get_profile(profile).scale == "quick":
             high = min(high, QUICK_TOKENS)
         new_tokens = st.just(1) if high == 1 else st.integers(1, high)
-        return paged_cases(paged_config(config), new_tokens=new_tokens).filter(lambda c: max(c.params["new"]) >= low)
+        return with_grids(paged_cases(paged_config(config), new_tokens=new_tokens)
+                          .filter(lambda c: max(c.params["new"]) >= low))
 
     def split(self, config, case) -> PagedDecodeSplit:
         news, pasts = case.params["new"], case.params["past"]
@@ -302,9 +303,11 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
                "partial output")
     reference = "verify.references.group_query (per 64-key tile), merging to verify.references.group_query.attend"
     program = PAGED_QKV
+    packs_grids = True
     output_axes = {"out_split_vx": ("tile", "channel"), "metadata": ("tile", "state")}
-    #: and `toggles`: its sums start from WGSL's zeroed workgroup memory (docs/findings.md §18.6).
-    checks = OrtPagedDecodeProgram.checks + ("toggles",)
+    #: and `toggles`: its sums start from WGSL's zeroed workgroup memory (docs/findings.md §18.6);
+    #: and `large_scores`, as the unpaged QKV's (OrtDecodeQkv.large_score_cases).
+    checks = OrtPagedDecodeProgram.checks + ("toggles", "large_scores")
     budget_function = staticmethod(tile_state_budget)
 
     def known_finding(self, check, config):
@@ -314,6 +317,11 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
         docs/findings.md §8; on the H200 two runs find different leftovers, so the tile states
         differ bit for bit)."""
         return partials_zero_init(check, UNINITIALISED_PAGED_PARTIALS)
+
+    def large_score_cases(self, config, profile):
+        """The program's own cases with sequence 0's queries all c and its first new key +c / -c
+        on each half of every KV head's channels (with_large_scores; OrtDecodeQkv.large_score_cases)."""
+        return self.cases(config, profile).map(lambda case: with_large_scores(case, config))
 
     def launch(self, device, wgsl, config, case):
         split = self.split(config, case)
@@ -325,7 +333,7 @@ class OrtPagedDecodeQkv(OrtPagedDecodeProgram):
             "seqlens_k": seqlens_k, "seqlens_q": seqlens_q,
             "out_split_vx": Output(np.float16, split.out_split_shape),
             "metadata": Output(np.float32, split.metadata_shape)}, split.qkv_uniforms())
-        run = device.run(pipeline, resources, split.qkv_grid())
+        run = device.run(pipeline, resources, split.qkv_grid(case.params.get("grid", "flat")))
         return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
 
     def expected(self, config, case):
@@ -378,6 +386,7 @@ class OrtPagedDecodeReduce(OrtPagedDecodeProgram):
                "64-key tiles' softmax states, and the head's sink logit if any, merged into the output")
     reference = "verify.references.softmax.merge_many_outputs (base e; the sink a state of output 0)"
     program = PAGED_REDUCE
+    packs_grids = True
     config_keys = OrtPagedDecodeProgram.config_keys + (HEAD_SINK,)
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(reduce_budget)
@@ -391,7 +400,8 @@ class OrtPagedDecodeReduce(OrtPagedDecodeProgram):
     }
 
     def cases(self, config, profile):
-        return paged_reduce_cases(config)
+        """paged_reduce_cases, each dispatched on a drawn grid (GRIDS, as the QKV's)."""
+        return with_grids(paged_reduce_cases(config))
 
     def launch(self, device, wgsl, config, case):
         batch, n, new, tiles, h = case["out_split_vx"].shape
@@ -404,7 +414,8 @@ class OrtPagedDecodeReduce(OrtPagedDecodeProgram):
         if config["head_sink"]:
             arrays["head_sink"] = case["head_sink"]
         pipeline = device.pipeline(wgsl)
-        run = device.run(pipeline, bind(pipeline, arrays, split.reduce_uniforms()), split.reduce_grid())
+        run = device.run(pipeline, bind(pipeline, arrays, split.reduce_uniforms()),
+                         split.reduce_grid(case.params.get("grid", "flat")))
         return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
 
     def expected(self, config, case):

@@ -45,7 +45,7 @@ from verify.profiles import get_profile
 from verify.references.group_query import attend, softcapped, visible_keys
 from verify.references.softmax import merge_many_outputs
 from verify.results.record import KnownFinding
-from verify.sources.ort.attention.cases import Q_SPREADS, gqa_cases
+from verify.sources.ort.attention.cases import Q_SPREADS, gqa_cases, with_large_scores
 from verify.sources.ort.attention.launch import KEY_TILE, SPLIT_REDUCE_BELOW, DecodeSplit, FlashPrefill
 from verify.sources.ort.attention.sessions import (
     DTYPE,
@@ -59,7 +59,7 @@ from verify.sources.ort.attention.sessions import (
     OrtGqa,
     attention_upstream,
 )
-from verify.sources.ort.launch import DerivedConfig, bind, header
+from verify.sources.ort.launch import GRIDS, DerivedConfig, bind, header, with_grids
 
 QKV, REDUCE = "FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce"
 #: WGSL's -FLT_MAX, ORT's "no key" tile maximum.
@@ -160,9 +160,30 @@ class OrtDecodeProgram(DerivedConfig, Kernel):
         return f"{header(self.name, config)}{data.line}\n{wgsl}"
 
     def cases(self, config, profile):
+        """ort.gqa's cases with the new tokens of the config's m_tile, each dispatched on a drawn
+        grid (verify.sources.ort.launch.GRIDS: flat, or packed as ORT packs grids past 65535
+        workgroups, under a lowered limit)."""
         low, high = TOKENS[config["m_tile"]]
         gqa = gqa_config(config)
-        return st.integers(low, high).flatmap(lambda new: gqa_cases(gqa, new_tokens=st.just(new)))
+        return with_grids(st.integers(low, high).flatmap(lambda new: gqa_cases(gqa, new_tokens=st.just(new))))
+
+    def corners(self, config):
+        """The split decode programs' corners: their simplest case dispatched on each packed grid
+        (a square and a cube under a lowered maxComputeWorkgroupsPerDimension, as ORT packs grids
+        past 65535 workgroups), so a program that reads a raw workgroup_id.x is caught on every
+        seed. Only the four split decode programs draw grids (GRIDS); others have no corners."""
+        if not self.packs_grids:
+            return []
+        from hypothesis import find, settings
+
+        case = find(self.cases(config, "quick"), lambda case: True, settings=settings(database=None, max_examples=10))
+        return [case.replace(grid=grid) for grid in GRIDS if grid != "flat"]
+
+    #: Whether the launch dispatches by the case's `grid` (the split decode pairs, paged and not).
+    packs_grids = False
+
+    def launch_paths(self, config, case):
+        return (f"grid {case.params['grid']}",) if "grid" in case.params else ()
 
     def split(self, config, case) -> DecodeSplit:
         return DecodeSplit(case.params["batch"], config["num_heads"], config["kv_num_heads"], config["head_size"],
@@ -193,7 +214,7 @@ def tile_states(case: Case, config: dict):
     m = np.full((batch, n, new, tiles), NO_KEY_MAX)
     lsum = np.zeros((batch, n, new, tiles))
     written = np.zeros((batch, tiles), bool)
-    per_tile = []
+    per_tile: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (b, tile, q, k, v, scores)
     scale = h ** -0.5
     for b, past in enumerate(case.params["past"]):
         total = past + new
@@ -246,7 +267,7 @@ def partials_zero_init(check: str, evidence: str) -> KnownFinding | None:
                             finding_id=finding, on_this_adapter=False)
     if check == "implementations":
         return KnownFinding(evidence, outputs=outputs, finding_id=finding, on_this_adapter=False)
-    if check in ("reference", "determinism"):
+    if check in ("reference", "determinism", "large_scores"):
         return KnownFinding(evidence, outputs=outputs, implementations=("wgpu",), finding_id=finding)
     return None
 
@@ -259,9 +280,11 @@ class OrtDecodeQkv(OrtDecodeProgram):
                "tile, the scores' max and exp-sum and the tile's normalised partial output")
     reference = "verify.references.group_query (per 64-key tile), merging to verify.references.group_query.attend"
     program = QKV
+    packs_grids = True
     config_keys = OrtDecodeProgram.config_keys + (SOFTCAP,)
-    #: and `toggles`: its sums start from WGSL's zeroed workgroup memory (docs/findings.md §18.6).
-    checks = OrtDecodeProgram.checks + ("toggles",)
+    #: and `toggles`: its sums start from WGSL's zeroed workgroup memory (docs/findings.md §18.6);
+    #: and `large_scores`: q.k partial sums past f16's range (large_score_cases).
+    checks = OrtDecodeProgram.checks + ("toggles", "large_scores")
     #: The shared configs, and in ci and nightly one with a softcap (§18.1, KNOWN under `reference`).
     gate_shapes = {**OrtDecodeProgram.gate_shapes,
                    **{name: OrtDecodeProgram.gate_shapes[name]
@@ -273,7 +296,7 @@ class OrtDecodeQkv(OrtDecodeProgram):
     def budget_doc(self) -> str:
         import inspect
 
-        return "\n\n".join(inspect.getdoc(f) for f in (tile_state_budget, softcap_errors))
+        return "\n\n".join(inspect.getdoc(f) or "" for f in (tile_state_budget, softcap_errors))
 
     def known_finding(self, check, config):
         """§18.6 as sanitize names it (the uninitialised reads), and as wrong tile states where
@@ -282,12 +305,22 @@ class OrtDecodeQkv(OrtDecodeProgram):
         tile states differ bit for bit). With a softcap, §18.1 under `reference` everywhere: the
         program ORT generates for a softcapped session is the one without (no line applies the
         cap), so every tile's state is the uncapped one; it is stated first, so the record names
-        it, and on wgpu §18.6 comes on top."""
-        if check == "reference" and config.get("softcap"):
+        it, and on wgpu §18.6 comes on top. `large_scores` compares with the same reference, so
+        both show there as under `reference`."""
+        if check in ("reference", "large_scores") and config.get("softcap"):
             return [KnownFinding(SOFTCAP_IGNORED, outputs=("out_split_vx", "metadata"),
                                  finding_id="ort-gqa-softcap-ignored"),
                     partials_zero_init(check, UNINITIALISED_PARTIALS)]
         return partials_zero_init(check, UNINITIALISED_PARTIALS)
+
+    def large_score_cases(self, config, profile):
+        """The `large_scores` check's cases: the program's own cases with sequence 0's queries all
+        c and its new key (the first new one, at m_tile > 1) +c on the first half of each KV head's
+        channels and -c on the other, c the smallest whole number whose half-head partial sum of
+        the alpha-scaled q (H/2 · c · alpha · c) passes 1.1 · 65504 (with_large_scores, as
+        ort.attention.paged_prefill's): that key's score is 0 exactly, and a q.k summed in f16
+        overflows on its way there. Judged by the same reference and budget (ORT sums q.k in f32)."""
+        return self.cases(config, profile).map(lambda case: with_large_scores(case, config))
 
     def launch(self, device, wgsl, config, case):
         split = self.split(config, case)
@@ -298,7 +331,7 @@ class OrtDecodeQkv(OrtDecodeProgram):
             "present_value": present_cache(case, "value", config), "seqlens_k": case["seqlens_k"],
             "out_split_vx": Output(t, split.out_split_shape), "metadata": Output(np.float32, split.metadata_shape)},
             split.qkv_uniforms())
-        run = device.run(pipeline, resources, split.qkv_grid())
+        run = device.run(pipeline, resources, split.qkv_grid(case.params.get("grid", "flat")))
         return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
 
     def expected(self, config, case):
@@ -367,11 +400,13 @@ class OrtDecodeReduce(OrtDecodeProgram):
                "64-key tiles' softmax states merged into the output")
     reference = "verify.references.softmax.merge_many_outputs (base e)"
     program = REDUCE
+    packs_grids = True
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(reduce_budget)
 
     def cases(self, config, profile):
-        return reduce_cases(config)
+        """reduce_cases, each dispatched on a drawn grid (GRIDS, as the QKV's)."""
+        return with_grids(reduce_cases(config))
 
     def launch(self, device, wgsl, config, case):
         batch, n, new, tiles, h = case["out_split_vx"].shape
@@ -382,7 +417,7 @@ class OrtDecodeReduce(OrtDecodeProgram):
         resources = bind(pipeline, {"input": case["out_split_vx"], "metadata": case["metadata"],
                                     "seqlens_k": case["seqlens_k"], "output": Output(t, (batch, new, n * h))},
                          split.reduce_uniforms())
-        run = device.run(pipeline, resources, split.reduce_grid())
+        run = device.run(pipeline, resources, split.reduce_grid(case.params.get("grid", "flat")))
         return Launched(dict(run.outputs), dict(run.guard_intact), run.timing)
 
     def expected(self, config, case):
@@ -481,21 +516,36 @@ class OrtFlashPrefill(OrtDecodeProgram):
     program = FLASH
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(output_budget)
-    # Each program's first compile on lavapipe takes minutes (Mesa caches it), and the gate runs a
-    # subgroup kernel again at every emulated width of its profile (five in ci: each a new program,
-    # about 6 minutes' first compile) and sanitized: so the per-change gates leave this program to
-    # ort.gqa's flash phase, which runs it end to end, and the nightly runs it program by program.
+    # Each program's first compile on lavapipe takes minutes (Mesa caches it), and every emulated
+    # width is a program of its own: so quick leaves this program to ort.gqa's flash phase, which
+    # runs it end to end; ci runs the nightly's f32 config (ort.gqa's ci flash config: its capture
+    # ships) at one emulated width, 32 (gate_subgroup_widths); the nightly at every width.
     gate_shapes = {
         "quick": (),
-        "ci": (),
+        "ci": (dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),),
         "nightly": (dict(dtype="f32", head_size=64, num_heads=4, kv_num_heads=2),
                     dict(dtype="f16", head_size=128, num_heads=8, kv_num_heads=2, max_past=1024)),
     }
 
+    #: The emulated width runs on wgpu where the run has it: Tint's program for lavapipe (Mesa 25)
+    #: took 662 s to compile cold at width 32 on the 2-core machine, Naga's for Mesa 22.3 seconds
+    #: (docs/ort-attention.md §5); the 16-key branch it checks is the same program text under either.
+    emulated_implementation = "wgpu"
+
+    def gate_subgroup_widths(self, profile):
+        """At the ci scale only 32 lanes: the first width past the program's 16-key step
+        (max_k_step), where a subgroup loads min(width, 16) keys a step while its lanes past 16
+        hold none, the branch a bug of wide subgroups lives in (a mutant that scores 8 of the 16
+        keys a step there passes at 8 and 16 lanes and fails at 32: tests/fixtures/mutants). Each
+        emulated width is a first compile of minutes on lavapipe through Dawn, so ci takes this
+        one; the nightly takes every width (4 shows docs/findings.md §18.3)."""
+        chosen = get_profile(profile)
+        return (32,) if chosen.scale == "ci" and 32 in chosen.subgroup_widths else chosen.subgroup_widths
+
     def budget_doc(self) -> str:
         import inspect
 
-        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, output_budget))
+        return "\n\n".join(inspect.getdoc(f) or "" for f in (score_errors, output_budget))
 
     def known_finding(self, check, config):
         """§18.2 wherever the output is compared with the reference (`reference`, at every
