@@ -120,7 +120,7 @@ def output_budget(v, logits2, delta, *, evaluated: str = "kernel") -> np.ndarray
     units. The P·V sum is over n terms in any order (in pi's gamma_n), each split's partial
     output included. With A_d = Σ_j p_j |v_jd|: o_d errs by Σ_j p_j |v_jd| pi_j, and by the
     normalisation, which `evaluated` says: "kernel" (1/Σ, then the product: division_rel + r,
-    the split with one split and the reduce alike), or "float64" (verify divides a split's
+    the split with one split and the reduce alike), or "float64" (the check divides a split's
     stored o_i by its s_i: one float64 rounding); plus (2n + 4) flushed subnormals of the sums
     and products, and the weights that flush: a weight relative to the running max (its exp, or
     a product of its rescale chain, such as a sink far above every score makes) that falls below
@@ -140,7 +140,7 @@ def output_budget(v, logits2, delta, *, evaluated: str = "kernel") -> np.ndarray
 
 
 def lse_budget(logits2, delta) -> np.ndarray:
-    """Budget [...] of a split's log-sum-exp m_i + ln s_i (natural units), which verify evaluates
+    """Budget [...] of a split's log-sum-exp m_i + ln s_i (natural units), evaluated
     in float64 from the stored max m_i and sum s_i, over the split's keys: base-2 logits2 [..., L]
     (-inf where masked or another split's) and their errors delta [..., L] (natural units).
 
