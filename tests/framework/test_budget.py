@@ -92,3 +92,25 @@ def test_a_spent_budget_still_runs_every_corner_and_says_what_it_did_not_reach(t
     assert ran and all(r["corners_complete"] and r["verdict"] == "pass" for r in ran), ran
     assert all(r["examples"] < r["examples_planned"] for r in ran)
     assert all(any("were not reached before the budget was spent" in n for n in r["notes"]) for r in ran)
+
+
+@pytest.mark.webgpu
+def test_a_kernel_without_corners_completes_its_corners_part_with_nothing_to_run(webgpu_device):
+    """A budgeted gate's corners part runs a check's explicit cases alone; a kernel with no corners
+    and no finding cases (rope) has none: the part runs nothing and its corners are complete, where
+    Hypothesis, asked for a test of no cases, would have made it an internal error."""
+    from verify.checks import get_check
+    from verify.checks.context import CheckContext
+    from verify.checks.runner import RunOptions, run_check
+    from verify.kernels.registry import get_kernel
+    from verify.profiles import get_profile
+
+    kernel = get_kernel("rope")
+    config = kernel.config({})
+    ctx = CheckContext(kernel, config, webgpu_device, kernel.wgsl(config), get_profile("ci"))
+    assert not kernel.corners(config) and not kernel.finding_examples("reference", config)
+    corners_only = RunOptions(0, 0, shrink=False, explicit=True, generate=False)
+    result = run_check(get_check("reference"), ctx, corners_only).result
+    assert result.verdict is Verdict.PASS and result.examples == 0, result.reason
+    merged = merge_slices([result], [(0, 2)], planned={0: 0, 1: 10})
+    assert merged.verdict is Verdict.PASS and merged.corners_complete is True

@@ -568,6 +568,13 @@ class OrtFlashPrefill(OrtDecodeProgram):
                     for buffer in ("present_key", "present_value")]
         return None
 
+    def corners(self, config):
+        """FlashAttention's corners: one cached token and 32 new ones in a cache of exactly 33 rows
+        (the last key step past the buffer's end at every step width, and queries past the first
+        16-key step, where every key step's weights and a wide subgroup's 16-key branch show), and
+        65 new tokens over none (a second query workgroup per head, its first query at row 64)."""
+        return [flash_prefill_case(config, 32, past=1), flash_prefill_case(config, 65, seed=6)]
+
     def finding_examples(self, check, config):
         """§18.7's documented case under `sanitize`: a total of 33 (one cached token, 32 new) in a
         cache of exactly 33 rows. 33 is one past a multiple of 16, so the last key step runs past
