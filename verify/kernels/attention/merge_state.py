@@ -16,7 +16,7 @@ from verify.kernels.attention.common import (
     dtype_enables,
     dtype_features,
 )
-from verify.kernels.contract import Kernel
+from verify.kernels.contract import ConfigKey, Kernel
 from verify.kernels.specialize import body, specialize
 from verify.profiles import get_profile
 from verify.references.softmax import merge_outputs
@@ -35,7 +35,7 @@ class MergeState(Kernel):
     family = "attention"
     summary = "v, s <- merge((v, s), (v_other, s_other)) for base-2 LSE states, in place; -inf = empty"
     reference = "verify.references.softmax.merge_outputs"
-    config_keys = (HEAD_DIM, DTYPE)
+    config_keys: tuple[ConfigKey, ...] = (HEAD_DIM, DTYPE)
     checks = ("reference", "determinism", "sanitize", "implementations", "toggles")
     budget_function = staticmethod(merge_budget)
     output_axes = {"v": ("head", "dim"), "s": ("token", "head")}
@@ -44,7 +44,8 @@ class MergeState(Kernel):
         return dtype_features(config)
 
     def gate_configs(self, profile):
-        return [self.config({"head_dim": d, "dtype": t}) for d, t in ((128, "f16"), (64, "f32"), (96, "f16"), (256, "f32"))]
+        return [self.config({"head_dim": d, "dtype": t})
+                for d, t in ((128, "f16"), (64, "f32"), (96, "f16"), (256, "f32"))]
 
     def wgsl(self, config):
         return specialize(
@@ -55,7 +56,8 @@ class MergeState(Kernel):
         )
 
     def cases(self, config, profile):
-        return with_grid_limit(merge_cases(config["head_dim"], config["dtype"], max_tokens=get_profile(profile).max_tokens))
+        return with_grid_limit(merge_cases(config["head_dim"], config["dtype"],
+                                           max_tokens=get_profile(profile).max_tokens))
 
     def corners(self, config):
         return merge_corners(config["head_dim"], config["dtype"])

@@ -42,9 +42,9 @@ FINDINGS = (
     Finding("ort-gqa-softcap-ignored", "GroupQueryAttention ignores softcap on WebGPU: the decode program of a session "
             "with a softcap computes the uncapped scores", "§18.1", Layer.KERNEL, ORT,
             f"{BERT}/group_query_attention.cc, {BERT}/flash_attention.cc"),
-    Finding("ort-flash-carried-scores", "FlashAttention's score accumulators qk_1..qk_4 are a loop body's `var` without "
-            "initializer: right as WGSL re-zeroes them each iteration, wrong on Tint and on Naga before wgpu v30, "
-            "which carry the previous step's scores", "§18.2", Layer.IMPLEMENTATION,
+    Finding("ort-flash-carried-scores", "FlashAttention's score accumulators qk_1..qk_4 are a loop body's `var` "
+            "without initializer: right as WGSL re-zeroes them each iteration, wrong on Tint and on Naga before "
+            "wgpu v30, which carry the previous step's scores", "§18.2", Layer.IMPLEMENTATION,
             "Dawn (Tint) and wgpu-native 29 (Naga before gfx-rs/wgpu#9592)",
             f"the program: {BERT}/flash_attention.wgsl.template (`var qk_1 : vec4<qk_precision>;`)",
             ("var-zero-init",),

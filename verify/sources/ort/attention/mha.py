@@ -21,10 +21,10 @@ What a case draws (`mha_cases`): a batch of 1-3 sequences, and
 `unidirectional=1` masks keys past each query's position P + i (references.group_query
 .visible_keys); `unidirectional=0` attends every key. `attention_bias` (full [B, N, S, P + L] or
 shared [1, 1, S, P + L], N(0, 2²) or a mask of 0 and -10000, as encoders pass padding) is added to
-the scores. Its `key_padding_mask` input 1.30 refuses on WebGPU ("not implemented for webgpu"). The output is judged against
-references.group_query.attend under verify.budgets.ort_attention on the path ORT took (the
-same arithmetic as GroupQueryAttention's: `split` or `flash`), and each launch checks that ORT
-dispatched the programs the rule predicts.
+the scores. Its `key_padding_mask` input 1.30 refuses on WebGPU ("not implemented for webgpu"). The
+output is judged against references.group_query.attend under verify.budgets.ort_attention on the
+path ORT took (the same arithmetic as GroupQueryAttention's: `split` or `flash`), and each launch
+checks that ORT dispatched the programs the rule predicts.
 """
 
 from __future__ import annotations

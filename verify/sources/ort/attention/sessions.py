@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -92,8 +93,8 @@ SOFTCAP_IGNORED = (
     "GroupQueryAttention takes a softcap: with softcap = 2 the decode output differs from the softcapped "
     "reference by about 1.8 and equals the uncapped one to 1e-6. Evidence: tests/sources/ort/test_ort_attention.py::"
     "test_gqa_applies_its_softcap (strict xfail), ::test_with_softcap_gqa_computes_the_uncapped_attention; "
-    "tests/sources/ort/test_ort_attention_softcap_copy.py (FlashAttentionDecodeQKV as shipped, a strict xfail; each score "
-    "capped, the control); docs/findings.md §18.1.")
+    "tests/sources/ort/test_ort_attention_softcap_copy.py (FlashAttentionDecodeQKV as shipped, a strict xfail; "
+    "each score capped, the control); docs/findings.md §18.1.")
 FLASH_LOOP_VAR = (
     "ORT's FlashAttention program relies on a loop-body `var` being re-zeroed every iteration; Dawn does not: "
     "scores carry the previous key step's.\n"
@@ -195,6 +196,22 @@ def attention_upstream(wgsl: str, origin: str) -> Upstream | None:
                     "onnxruntime/contrib_ops/webgpu/bert)", ("onnxruntime/contrib_ops/webgpu/bert/flash_attention.cc",))
 
 
+class SessionModel(Protocol):
+    """What the session kernels read of their op's model (GroupQueryAttentionModel,
+    PagedAttentionModel, MultiHeadAttentionModel): an OrtModel with its op and shared cache."""
+
+    @property
+    def op(self) -> str: ...
+
+    @property
+    def shared_cache(self) -> dict: ...
+
+    @property
+    def onnx_bytes(self) -> bytes: ...
+
+    def describe(self) -> str: ...
+
+
 class OrtAttentionKernel(DerivedConfig, Kernel):
     """What ort.gqa and ort.paged_attention share: ORT's session on a case, judged against the
     float64 reference under verify.budgets.ort_attention."""
@@ -206,11 +223,20 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
     output_axes = {"output": ("token", "channel")}
     budget_function = staticmethod(output_budget)
     programs: dict = {}
+    #: The session's outputs, every one judged unless output_names_of leaves some out (each op names its own).
+    output_names: tuple[str, ...]
+
+    if TYPE_CHECKING:  # each op's kernel builds its model and binds a case to it
+
+        def model(self, config: dict) -> SessionModel: ...
+
+        def feeds(self, model, case: Case) -> dict[str, np.ndarray]: ...
 
     def budget_doc(self) -> str:
         import inspect
 
-        return "\n\n".join(inspect.getdoc(f) for f in (score_errors, softcap_errors, output_budget, rotation_error))
+        return "\n\n".join(inspect.getdoc(f) or ""
+                           for f in (score_errors, softcap_errors, output_budget, rotation_error))
 
     def validate(self, config):
         if config["num_heads"] % config["kv_num_heads"]:
@@ -318,7 +344,8 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
         """The simplest case of the config (Hypothesis' minimal example): one run that takes its path."""
         from hypothesis import find, settings
 
-        return find(self.cases(config, "quick"), lambda case: True, settings=settings(database=None, max_examples=10))
+        return find(self.cases(config, get_profile("quick")), lambda case: True,
+                    settings=settings(database=None, max_examples=10))
 
     def launch(self, device, wgsl, config, case):
         """One run of ORT's session on the case (Timing.dispatch is its wall time); ORT runs on
