@@ -87,6 +87,8 @@ def cmd_list(args) -> int:
         print(f"    reference: {d['reference']}")
         print(f"    config:    {keys or '-'}")
         print(f"    checks:    {', '.join(d['checks'])}")
+        for check, why in d["leaves_out"].items():
+            print(f"    without:   {check} ({why})")
     print("\nchecks:")
     for name, check in sorted(checks.items()):
         print(f"  {name:18} {check.doc}")

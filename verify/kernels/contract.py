@@ -8,7 +8,7 @@ CLI and no report. Families (attention, dp4a) subclass it; sources other than ou
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from verify.budgets.expected import Expected
 from verify.cases import Case
 from verify.errors import UsageError
 from verify.gpu.device import Launched
+from verify.kernels.default_checks import DEFAULT_CHECKS
 from verify.profiles import Profile, get_profile
 
 
@@ -82,9 +83,15 @@ class Kernel(ABC):
     limits: dict = {}
     config_keys: tuple[ConfigKey, ...] = ()
     #: Names of the checks (verify.checks) that apply to this kernel, in the order they run, e.g.
-    #: ("reference", "determinism", "sanitize", "implementations"). A kernel with none verifies
-    #: nothing and is refused (a contract error).
+    #: ("reference", "implementations"). A subclass names its own; read back, the tuple also holds
+    #: each of DEFAULT_CHECKS the kernel does not leave out, placed when the class is made after
+    #: the first it names (its judgement against the reference, as a rule) and before the rest. A
+    #: kernel that names none verifies nothing and is refused (a contract error).
     checks: tuple = ()
+    #: The default checks (DEFAULT_CHECKS) this kernel does not run, each with why, e.g.
+    #: {"sanitize": "ONNX Runtime's session dispatches the programs; each is sanitized as ort.attention.*"}:
+    #: `verify list` shows the reasons, so a check left out is a decision on record, not an omission.
+    leaves_out: Mapping[str, str] = {}
     #: Names of each output's last two axes, for the report's heatmaps, e.g. {"output": ("head", "dim")}.
     output_axes: dict = {}
     #: Kernel the "differential" check compares with (same contract and config keys).
@@ -106,6 +113,24 @@ class Kernel(ABC):
     #: implementation's compiler takes minutes to compile on a software driver, where the
     #: width-bound code they check is the same under either compiler.
     emulated_implementation: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        """Complete the class's `checks` with the default ones it does not leave out. A reason for
+        a check the kernel names, or for one that is not a default, is a contract error: either
+        would say a check is left out that runs, or one is left out that never would."""
+        super().__init_subclass__(**kwargs)
+        unknown = [c for c in cls.leaves_out if c not in DEFAULT_CHECKS]
+        if unknown:
+            raise TypeError(f"{cls.__qualname__}.leaves_out names {', '.join(unknown)}, not a default check "
+                            f"(verify.kernels.default_checks.DEFAULT_CHECKS: {', '.join(DEFAULT_CHECKS)})")
+        named = tuple(cls.__dict__.get("checks", ()))
+        both = [c for c in named if c in cls.leaves_out]
+        if both:
+            raise TypeError(f"{cls.__qualname__} names {', '.join(both)} in checks and leaves it out")
+        declared = tuple(c for c in cls.checks if c not in cls.leaves_out)
+        if declared:  # a class that names none (an abstract base) is refused when planned, not completed
+            defaults = tuple(c for c in DEFAULT_CHECKS if c not in cls.leaves_out)
+            cls.checks = tuple(dict.fromkeys(declared[:1] + defaults + declared[1:]))
 
     # -- config ------------------------------------------------------------------------
     def config(self, overrides: dict | None = None) -> dict:
@@ -228,4 +253,5 @@ class Kernel(ABC):
             "config_keys": {k.name: {"default": k.default, "choices": list(k.choices), "doc": k.doc}
                             for k in self.config_keys},
             "checks": list(self.checks),
+            "leaves_out": dict(self.leaves_out),
         }

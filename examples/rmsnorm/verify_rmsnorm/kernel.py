@@ -34,7 +34,7 @@ class RmsNorm(verify.Kernel):
         verify.ConfigKey("dtype", "f32", ("f16", "f32"), "storage type of x, weight and y; math is f32"),
         verify.ConfigKey("workgroup", 64, (32, 64, 256), "lanes per row (a power of two)"),
     )
-    checks = ("reference", "determinism", "sanitize", "implementations")
+    checks = ("reference", "implementations")  # and the default ones: determinism, sanitize
     budget_function = staticmethod(rms_norm_budget)
     output_axes = {"y": ("row", "hidden")}
 

@@ -57,8 +57,7 @@ class DecodeKernel(Kernel):
     family = "attention"
     reference = "verify.references.decode.decode_attention"
     config_keys: tuple[ConfigKey, ...] = (HEAD_DIM, QO_HEADS, KV_HEADS, DTYPE, PAGE_SIZE, SLIDING_WINDOW) + SCALING_KEYS
-    checks: tuple[str, ...] = ("reference", "determinism", "page_permutation", "split_merge", "sanitize",
-                               "implementations")
+    checks: tuple[str, ...] = ("reference", "page_permutation", "split_merge", "implementations")
     budget_function = staticmethod(decode_budget)
     output_axes = {"output": ("head", "dim"), "lse": ("sequence", "head")}
 

@@ -96,7 +96,7 @@ class Quantize(Kernel):
     summary = "A [..., K] -> int8 codes (4 per u32) and an A-dtype scale per 128 values, as ORT's DP4A path"
     reference = "verify.references.dp4a_quant.quantize_blocks"
     config_keys: tuple[ConfigKey, ...] = (DTYPE, REDUCE, WIDTH)
-    checks = ("reference", "determinism", "sanitize", "implementations", "toggles")
+    checks = ("reference", "implementations", "toggles")
     output_axes = {"codes": ("row", "k"), "scales": ("row", "block")}
     budget_function = staticmethod(legal_outputs)
 

@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 else:
     _KernelMixin = object
 
+#: Why a kernel that runs ORT's session leaves the sanitizer out (Kernel.leaves_out).
+SESSION_LEAVES_OUT = {
+    "sanitize": "ONNX Runtime's session dispatches its programs, where verify cannot instrument them; each program "
+                "is sanitized on its own as an ort.attention.* or ort.dp4a.* kernel",
+}
+
 #: WebGPU's default maxComputeWorkgroupsPerDimension, which ORT normalises its dispatches to.
 MAX_GROUPS = 65535
 #: Lanes of ORT's quantize workgroup, one vec4 of A each (DP4AMatMulQuantizeProgram).

@@ -138,7 +138,7 @@ class OrtPagedPrefill(OrtDecodeProgram):
     summary = ("ONNX Runtime Web 1.30's FlashAttentionPagedPrefill (PagedAttention, 32 or more new tokens, 32-token "
                "blocks): one lane per new token, an online softmax over 32-key steps, all in f16 but the exp")
     reference = "verify.references.group_query.attend"
-    checks = ("reference", "determinism", "sanitize", "implementations", "large_scores")
+    checks = ("reference", "implementations", "large_scores")
     config_keys = (PAGED_DTYPE, HEAD_SIZE, NUM_HEADS, KV_NUM_HEADS, PREFILL_BLOCK_SIZE, MAX_PAST)
     program = PAGED_PREFILL
     output_axes = {"output": ("token", "channel")}

@@ -165,7 +165,7 @@ class OrtQuantize(DerivedConfig, Quantize):
     source = "ort"
     summary = "ONNX Runtime Web 1.30's DP4AMatMulQuantize: A [..., K] -> int8 codes and a scale per 128 values"
     config_keys = (DTYPE,)
-    checks = ("reference", "determinism", "zero_blocks", "sanitize", "toggles")
+    checks = ("reference", "zero_blocks", "toggles")
     derived_keys = ("program",)
 
     def derive(self, config):
@@ -395,7 +395,7 @@ class OrtMatmulSmallM(OrtMatmul):
     name = "ort.dp4a.matmul_small_m"
     summary = ("ONNX Runtime Web 1.30's DP4AMatMulNBitsSmallMProgram (M < 4, f32): Y from int8 A codes and "
                "N-bit weights")
-    checks = ("reference", "determinism", "integer_sums", "quantization_error", "sanitize", "toggles")
+    checks = ("reference", "integer_sums", "quantization_error", "toggles")
     program = SMALL_M
     tile = "small_m"
     capture_m = 1
