@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from verify.sources.llamacpp import programs, selection, source
@@ -51,7 +52,39 @@ CITED = [
     ("rms_norm_mul_instance", S, 2641, 'defines.push_back(std::string("WG_SIZE=") + std::to_string(context.max_wg_size));'),
     ("rms_norm_mul_instance", C, 2649,
      "shader_lib_ctx.max_wg_size = ctx->global_ctx->capabilities.limits.maxComputeInvocationsPerWorkgroup;"),
+    ("rope_instance", S, 3156, "key.type                          = context.dst->type;"),
+    ("rope_instance", S, 3157,
+     "key.inplace                       = ggml_webgpu_tensor_equal(context.src0, context.dst);"),
+    ("rope_instance", S, 3158, "key.has_ff                        = (context.src2 != nullptr);"),
+    ("rope_instance", S, 3170, 'defines.push_back("TYPE_F32");'),
+    ("rope_instance", S, 3174, 'defines.push_back("TYPE_F16");'),
+    ("rope_instance", S, 3182, 'defines.push_back("INPLACE");'),
+    ("rope_instance", S, 3187, 'defines.push_back("FF_FUNC");'),
+    ("rope_instance", S, 3191, 'defines.push_back(std::string("WG_SIZE=") + std::to_string(context.max_wg_size));'),
+    ("rope_instance", C, 2723,
+     "shader_lib_ctx.max_wg_size = ctx->global_ctx->capabilities.limits.maxComputeInvocationsPerWorkgroup;"),
+    ("rope_instance (types)", C, 4595, "supports_op = op->type == GGML_TYPE_F32 || op->type == GGML_TYPE_F16;"),
+    ("rope_host_params", C, 2753, "float theta_scale = powf(freq_base, -2.0f / n_dims);"),
+    ("rope_host_params", C, 2756,
+     "ggml_rope_yarn_corr_dims(n_dims, n_ctx_orig, freq_base, beta_fast, beta_slow, corr_dims);"),
+    ("rope_grid", C, 2769, "(uint32_t) ggml_nelements(src0) / 2,"),
+    ("rope_grid", C, 2799, "uint32_t wg_x = CEIL_DIV(ggml_nelements(dst), decisions->wg_size);"),
     ("rms_norm_mul_grid", C, 2679, "return ggml_backend_webgpu_build(ctx, pipeline, params, entries, ggml_nrows(dst));"),
+    ("get_rows_vectorized", S, 1562,
+     "context.src0->type == GGML_TYPE_F32 && context.dst->ne[0] % 4 == 0 && vec4_aligned;"),
+    ("get_rows_instance", S, 1580, 'defines.push_back("FLOAT_PARALLEL");'),
+    ("get_rows_instance", S, 1596, 'defines.push_back("F16");'),
+    ("get_rows_instance", S, 1617, "case GGML_TYPE_Q4_0:"),
+    ("get_rows_instance", S, 1619, "case GGML_TYPE_Q8_0:"),
+    ("get_rows_instance", S, 1633, 'defines.push_back("SRC_TYPE=u32");'),
+    ("get_rows_instance", S, 1639, 'defines.push_back(std::string("SRC_TYPE=") + type_str);'),
+    ("get_rows_instance", S, 1660, 'defines.push_back("BLOCK_SIZE=32u");'),
+    ("get_rows_instance", S, 1664, 'defines.push_back("BLOCK_SIZE=256u");'),
+    ("get_rows_instance", S, 1676, 'defines.push_back("WG_SIZE=" + std::to_string(context.max_wg_size));'),
+    ("get_rows_vec4_aligned", C, 1528, "const bool vec4_aligned = offset_src % 4 == 0 && offset_dst % 4 == 0"),
+    ("get_rows_grid", C, 1514, "const bool float_parallel = src->type == GGML_TYPE_F32 || src->type == GGML_TYPE_F16"),
+    ("get_rows_grid", C, 1559, "uint32_t total_threads  = float_parallel ? blocks_per_row * total_rows : total_rows;"),
+    ("get_rows_grid", C, 1562, "return ggml_backend_webgpu_build(ctx, pipeline, params, entries, wg_x);"),
 ]
 
 
@@ -139,7 +172,9 @@ def _value_defines(getter_body: str) -> set[str]:
 
 GETTERS = {"flash_attn_vec_split": "get_flash_attn_vec_pipeline", "flash_attn_vec_blk": "get_flash_attn_blk_pipeline",
            "flash_attn_vec_reduce": "get_flash_attn_vec_reduce_pipeline", "quantize_q8": "get_quantize_q8_pipeline",
-           "mul_mat_vec": "get_mul_mat_vec_pipeline", "rms_norm_mul": "get_rms_norm_mul_pipeline"}
+           "mul_mat_vec": "get_mul_mat_vec_pipeline", "rms_norm_mul": "get_rms_norm_mul_pipeline",
+           "rope": "get_rope_pipeline",
+           "get_rows": "get_get_rows_pipeline"}
 
 
 def _instances():
@@ -147,7 +182,10 @@ def _instances():
     plan = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 300, mask=True, sinks=True))
     return [plan.split, plan.blk, plan.reduce, selection.quantize_q8_instance(adapter, "q4_0"),
             selection.mul_mat_vec_instance(adapter, "q4_K", 512, 2), selection.rms_norm_mul_instance(adapter),
-            selection.rms_norm_mul_instance(adapter, "inplace")]
+            selection.rms_norm_mul_instance(adapter, "inplace"),
+            selection.rope_instance(adapter, "f16", inplace=True, freq_factors=True)] + [
+        selection.get_rows_instance(adapter, t, v) for t in selection.GET_ROWS_TYPES
+        for v in ((False, True) if t == "f32" else (False,))]
 
 
 @pytest.mark.parametrize("instance", _instances(), ids=lambda i: i.template)
@@ -202,3 +240,45 @@ def test_rms_norm_mul_takes_the_binding_define_and_the_adapters_invocations_as_i
     assert selection.rms_norm_mul_grid(70000) == (70000, 1)  # no fold: past 65535 rows it cannot dispatch
     with pytest.raises(ValueError, match="one of separate, inplace"):
         selection.rms_norm_mul_instance(adapter, "fused")
+
+
+def test_get_rows_takes_vec4_only_for_aligned_f32_views_and_one_invocation_per_element_or_row():
+    """S L1562 and C L1528-1529: vec4 for an f32 table whose row length, offsets and strides are
+    multiples of 4; S L1633/L1639: q4_0 and q8_0 read as u32 words, q4_1 and the K types as their
+    structs; C L1559-1560: the float types one invocation per element (vec4), blocks one per row."""
+    assert selection.get_rows_vec4_aligned(0, 0, 64, 640, 640)
+    assert not selection.get_rows_vec4_aligned(2, 0, 64, 640, 640)
+    assert not selection.get_rows_vec4_aligned(0, 0, 65, 650, 650)
+    assert selection.get_rows_vectorized("f32", 64, True) and not selection.get_rows_vectorized("f16", 64, True)
+    assert not selection.get_rows_vectorized("f32", 66, True)
+    adapter = Adapter(max_invocations=256)
+    vec = selection.get_rows_instance(adapter, "f32", True)
+    assert vec.variant == "get_rows_f32_vec" and "SRC_TYPE=vec4<f32>" in vec.defines and "BLOCK_SIZE=4u" in vec.defines
+    assert selection.get_rows_instance(adapter, "q4_0").defines[:2] == ("SRC_TYPE=u32", "U32_DEQUANT_HELPERS")
+    q4k = selection.get_rows_instance(adapter, "q4_K")
+    assert q4k.defines[0] == "SRC_TYPE=q4_K" and "Q4_K_SCALE_MIN" in q4k.defines and "BLOCK_SIZE=256u" in q4k.defines
+    assert q4k.defines[-1] == "WG_SIZE=256" and q4k.variant == "get_rows_q4_K"
+    assert selection.get_rows_grid(adapter, "f32", True, 1024, 3) == (3, 1)  # 256 vec4 a row, 3 rows
+    assert selection.get_rows_grid(adapter, "f16", False, 1024, 3) == (12, 1)
+    assert selection.get_rows_grid(adapter, "q8_0", False, 1024, 300) == (2, 1)  # one invocation a row
+    with pytest.raises(ValueError, match="f32 source only"):
+        selection.get_rows_instance(adapter, "f16", True)
+
+
+def test_rope_is_keyed_by_type_binding_and_frequency_factors_and_takes_two_elements_an_invocation():
+    """S L3156-3191: TYPE_F32/TYPE_F16, INPLACE (src0 is dst), FF_FUNC (src2 bound), WG_SIZE =
+    maxComputeInvocationsPerWorkgroup (C L2723); the mode is no define. C L2799: ceil(nelements /
+    WG_SIZE) workgroups, not folded, while n_threads = nelements / 2 (C L2769). C L2753-2756: the
+    host's f32 theta_scale and YaRN correction dims."""
+    adapter = Adapter(max_invocations=256)
+    assert selection.rope_instance(adapter) == selection.Instance("rope", ("TYPE_F32", "WG_SIZE=256"), "rope_f32")
+    both = selection.rope_instance(Adapter(max_invocations=64), "f16", inplace=True, freq_factors=True)
+    assert both.defines == ("TYPE_F16", "INPLACE", "FF_FUNC", "WG_SIZE=64") and both.variant == "rope_f16_inplace_ff"
+    with pytest.raises(ValueError, match="one of f32, f16"):
+        selection.rope_instance(adapter, "q8_0")
+    # 2 tokens x 32 heads x 128 channels = 8192 elements: 32 workgroups of 256, 4096 invocations at work
+    assert selection.rope_grid(8192, 256) == (32, 1)
+    assert selection.rope_grid(10 * 3 * 5, 64) == (3, 1)
+    theta_scale, low, high = selection.rope_host_params(10000.0, 128, 4096, 32.0, 1.0)
+    assert theta_scale == float(np.float32(np.float32(10000.0) ** np.float32(-2.0 / 128)))
+    assert (low, high) == (20.0, 46.0)  # as references.ggml_rope.yarn_corr_dims in float64

@@ -401,3 +401,150 @@ def rms_norm_mul_grid(rows: int) -> tuple[int, int]:
     """C L2679: one workgroup per row of dst (ggml_nrows(dst)) along x, y = 1: no fold into 2-D,
     so more than maxComputeWorkgroupsPerDimension rows cannot be dispatched."""
     return rows, 1
+
+
+# -- row ops: GET_ROWS ----------------------------------------------------------------------------------
+#: The source types verify instantiates get_rows for: the float ones and i32 (FLOAT_PARALLEL, one
+#: invocation per element or vec4) and the block types references.ggml_quants decodes (one
+#: invocation per row). S L1616-1634 lists the block types read as u32 words; the others as structs.
+GET_ROWS_TYPES = ("f32", "f16", "i32", "q4_0", "q4_1", "q8_0", "q2_K", "q4_K")
+_GET_ROWS_U32_TYPES = frozenset({"q4_0", "q8_0"})  # of GET_ROWS_TYPES, those S L1616-1634 reads as u32 words
+
+
+def get_rows_vec4_aligned(offset_src: int, offset_dst: int, stride_src1: int, stride_src2: int,
+                          stride_src3: int) -> bool:
+    """C L1528-1529: the source and destination offsets and the source's strides (in elements) are
+    multiples of 4."""
+    return all(v % 4 == 0 for v in (offset_src, offset_dst, stride_src1, stride_src2, stride_src3))
+
+
+def get_rows_vectorized(src_type: str, ne0: int, vec4_aligned: bool) -> bool:
+    """S L1562: vec4 only for an f32 source whose row length is a multiple of 4, vec4-aligned."""
+    return src_type == "f32" and ne0 % 4 == 0 and vec4_aligned
+
+
+def get_rows_instance(adapter: Adapter, src_type: str, vectorized: bool = False) -> Instance:
+    """S L1561-1686 get_get_rows_pipeline: FLOAT_PARALLEL with F32_VEC or F32 (vec4<f32> or f32,
+    BLOCK_SIZE 4u or 1u), F16 (f16 to f32) or I32; a block type pushes SRC_TYPE (u32 with
+    U32_DEQUANT_HELPERS for the types of S L1616-1634, else the type's struct, S L1639), BYTE_HELPERS
+    and <TYPE>_T, <TYPE>, <TYPE>_SCALE_MIN, <TYPE>_TABLES, <TYPE>_GRID, <TYPE>_LUT, DST_TYPE=f32 and
+    BLOCK_SIZE (32u for q4_0..q8_1, S L1660; 256u for the K types, S L1664); then WG_SIZE =
+    maxComputeInvocationsPerWorkgroup (S L1676). The variant is get_rows_<type>[_vec] (S L1673)."""
+    if src_type not in GET_ROWS_TYPES:
+        raise ValueError(f"get_rows source type {src_type!r}: one of {', '.join(GET_ROWS_TYPES)}")
+    if vectorized and src_type != "f32":
+        raise ValueError("get_rows is vectorized for an f32 source only (S L1562)")
+    defines: tuple[str, ...]
+    if src_type == "f32":
+        defines = (("FLOAT_PARALLEL", "F32_VEC", "SRC_TYPE=vec4<f32>", "DST_TYPE=vec4<f32>", "BLOCK_SIZE=4u")
+                   if vectorized else ("FLOAT_PARALLEL", "F32", "SRC_TYPE=f32", "DST_TYPE=f32", "BLOCK_SIZE=1u"))
+    elif src_type == "f16":
+        defines = ("FLOAT_PARALLEL", "F16", "SRC_TYPE=f16", "DST_TYPE=f32", "BLOCK_SIZE=1u")
+    elif src_type == "i32":
+        defines = ("FLOAT_PARALLEL", "I32", "SRC_TYPE=i32", "DST_TYPE=i32", "BLOCK_SIZE=1u")
+    else:
+        upper = src_type.upper()
+        source = (("SRC_TYPE=u32", "U32_DEQUANT_HELPERS") if src_type in _GET_ROWS_U32_TYPES
+                  else (f"SRC_TYPE={src_type}",))
+        block = 256 if src_type.endswith("_K") else 32
+        defines = source + ("BYTE_HELPERS", f"{upper}_T", upper, f"{upper}_SCALE_MIN", f"{upper}_TABLES",
+                            f"{upper}_GRID", f"{upper}_LUT", "DST_TYPE=f32", f"BLOCK_SIZE={block}u")
+    variant = f"get_rows_{type_name(src_type)}" + ("_vec" if vectorized else "")
+    return Instance("get_rows", defines + (f"WG_SIZE={adapter.max_invocations}",), variant)
+
+
+def get_rows_grid(adapter: Adapter, src_type: str, vectorized: bool, ne0: int, rows: int) -> tuple[int, int]:
+    """C L1514, L1557-1562: the float types (f32, f16, i32) run one invocation per element (per
+    vec4 when vectorized), a block type one per row; ceil(threads / WG_SIZE) workgroups along x,
+    y = 1 (not folded: the program reads gid.x alone)."""
+    float_parallel = src_type in ("f32", "f16", "i32")
+    per_row = ne0 // (4 if vectorized else 1)
+    threads = per_row * rows if float_parallel else rows
+    return ceil_div(threads, adapter.max_invocations), 1
+
+
+# -- row ops: SOFT_MAX ----------------------------------------------------------------------------------
+#: The mask types get_soft_max_pipeline instantiates (S L3220-3230: MASK_F32, MASK_F16; any other
+#: aborts), and no mask.
+SOFT_MAX_MASKS = ("none", "f32", "f16")
+
+
+def soft_max_instance(adapter: Adapter, mask: str = "none", sinks: bool = False, inplace: bool = False) -> Instance:
+    """S L3203-3253 get_soft_max_pipeline: HAS_MASK with MASK_F32 or MASK_F16 where the op has a
+    mask (src1, S L3218-3230), HAS_SINK where it has sinks (src2, S L3234-3237), INPLACE where dst
+    is src0 (S L3208, L3239-3242), in that order, then WG_SIZE = context.max_wg_size (S L3244),
+    which the host sets to the adapter's maxComputeInvocationsPerWorkgroup (C L2928). The
+    variant name grows by `_mask_<type>`, `_sink`, `_inplace` in the same order."""
+    if mask not in SOFT_MAX_MASKS:
+        raise ValueError(f"soft_max mask {mask!r}: one of {', '.join(SOFT_MAX_MASKS)}")
+    defines: tuple[str, ...] = ()
+    variant = "soft_max"
+    if mask != "none":
+        defines += ("HAS_MASK", f"MASK_{mask.upper()}")
+        variant += f"_mask_{mask}"
+    if sinks:
+        defines += ("HAS_SINK",)
+        variant += "_sink"
+    if inplace:
+        defines += ("INPLACE",)
+        variant += "_inplace"
+    return Instance("soft_max", defines + (f"WG_SIZE={adapter.max_invocations}",), variant)
+
+
+def soft_max_grid(rows: int) -> tuple[int, int]:
+    """C L2985: one workgroup per row of dst (ggml_nrows(dst) = ne01 ne02 ne03) along x, y = 1; the
+    program splits wid.x into (i3, i2, i1) itself. Not folded into 2-D: more rows than
+    maxComputeWorkgroupsPerDimension cannot be dispatched."""
+    return rows, 1
+
+
+def soft_max_alibi(max_bias: float, heads: int) -> tuple[float, float, float]:
+    """(n_head_log2, m0, m1) the soft_max host passes (C L2937-2939): the same f32 computation as
+    flash attention's (`alibi`, C L1986-1988), from src0->ne[2] heads."""
+    return alibi(max_bias, heads)
+
+
+# -- ROPE ------------------------------------------------------------------------------------------------
+#: The storage types ggml-webgpu's ROPE takes (C L4594-4595: supports_op for an f32 or f16 dst).
+ROPE_TYPES = ("f32", "f16")
+
+
+def rope_instance(adapter: Adapter, dtype: str = "f32", inplace: bool = False, freq_factors: bool = False) -> Instance:
+    """S L3154-3200 get_rope_pipeline: keyed by dst's type, whether src0 is dst (INPLACE) and
+    whether a frequency-factor tensor src2 is bound (FF_FUNC) (S L3156-3158); TYPE_F32 or TYPE_F16
+    (S L3170, L3174), INPLACE (S L3182), FF_FUNC (S L3187) in that order, then WG_SIZE =
+    context.max_wg_size (S L3191), the adapter's maxComputeInvocationsPerWorkgroup (C L2723). The
+    mode (normal, NeoX, multi-section, vision) is no define: the one program reads it from params."""
+    if dtype not in ROPE_TYPES:
+        raise ValueError(f"rope type {dtype!r}: one of {', '.join(ROPE_TYPES)}")
+    defines = (f"TYPE_{dtype.upper()}",) + (("INPLACE",) if inplace else ()) + (("FF_FUNC",) if freq_factors else ())
+    variant = f"rope_{dtype}" + ("_inplace" if inplace else "") + ("_ff" if freq_factors else "")
+    return Instance("rope", defines + (f"WG_SIZE={adapter.max_invocations}",), variant)
+
+
+def rope_grid(elements: int, wg_size: int) -> tuple[int, int]:
+    """C L2799: ceil(ggml_nelements(dst) / WG_SIZE) workgroups along x, y = 1, while the program
+    gives each invocation two elements (`n_threads` = ggml_nelements(src0) / 2, C L2769) and
+    returns from the second half: half the workgroups idle. Not folded into 2-D: past 65535
+    workgroups (about 16.7M elements at 256 lanes) it cannot be dispatched."""
+    return ceil_div(elements, wg_size), 1
+
+
+def rope_host_params(freq_base: float, n_dims: int, n_ctx_orig: int, beta_fast: float,
+                     beta_slow: float) -> tuple[float, float, float]:
+    """(theta_scale, corr_dim0, corr_dim1) as the host computes them in f32 (C L2753,
+    `powf(freq_base, -2.0f / n_dims)`; C L2756, ggml.c's `ggml_rope_yarn_corr_dims`: n_dims
+    logf(n_ctx_orig / (n_rot 2 pi)) / (2 logf(base)), floored or ceiled, clamped to [0, n_dims - 1])."""
+    import numpy as np
+
+    f32 = np.float32
+    with np.errstate(divide="ignore"):
+        theta_scale = f32(freq_base) ** (f32(-2.0) / f32(n_dims))
+
+        def corr(n_rot: float):
+            ratio = f32(n_ctx_orig) / (f32(n_rot) * f32(2) * f32(np.pi))
+            return f32(n_dims) * np.log(ratio) / (f32(2) * np.log(f32(freq_base)))
+
+        low = max(f32(0), np.floor(corr(beta_fast)))
+        high = min(f32(n_dims - 1), np.ceil(corr(beta_slow)))
+    return float(theta_scale), float(low), float(high)
