@@ -67,6 +67,17 @@ REDUCE_READS_PAST_STATS = (
     "llamacpp.attention.flash_attn_vec_reduce ('out-of-bounds read of storage buffer tmp: ... "
     "(tmp[stats_base + 2u * thread + 0u])'); docs/findings.md §19.5.")
 
+GET_ROWS_READS_PAST_TABLE = (
+    "ggml-webgpu's get_rows reads one word past the table for q4_0, q8_0 and the other block types it reads as u32 "
+    "words: load_u32_at_src loads the next word before it knows it needs it.\n"
+    "load_u32_at_src (common_decls.tmpl L29-36, the src twin of §19.3's load_u32_at_src0) reads src[word_idx + 1u] "
+    "for every load and discards it with select() where the offset is word-aligned; the last block's last load then "
+    "reads the word past a binding ggml-webgpu sizes to the tensor's bytes rounded up to 4 (ggml-webgpu.cpp "
+    "L403-406): e.g. q8_0 (34-byte blocks) with an even number of blocks after the last row gathered. The value is "
+    "never used, so the rows are right; robust buffer access keeps the read inside the buffer, a runtime without "
+    "it reads past the allocation. Evidence: the `sanitize` check of llamacpp.ops.get_rows ('out-of-bounds read of "
+    "storage buffer src ... (src[word_idx + 1u])', q8_0); docs/findings.md §19.6.")
+
 FINDINGS = (
     Finding("llamacpp-quantize-q8-subgroups-of-4", "quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's "
             "scale and sum come from half the block", "§19.1", Layer.KERNEL, PROJECT,
@@ -82,4 +93,7 @@ FINDINGS = (
     Finding("llamacpp-vec-reduce-reads-past-stats", "flash_attn_vec_reduce reads the split statistics of inactive "
             "lanes, past the scratch binding for the last row", "§19.5", Layer.KERNEL, PROJECT,
             f"{BACKEND}/wgsl-shaders/flash_attn_vec_reduce.wgsl L57-60"),
+    Finding("llamacpp-get-rows-reads-past-table", "get_rows reads one word past the table binding in "
+            "load_u32_at_src", "§19.6", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/common_decls.tmpl L29-36 (load_u32_at_src)"),
 )
