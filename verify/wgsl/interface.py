@@ -115,7 +115,30 @@ def interface_of(module: Module, declarations: Declarations) -> Interface:
             continue  # a struct verify cannot lay out (e.g. of a type it does not model) is not bindable data
     entries = [_entry_point(node, module, declarations) for node in declarations.functions.values()
                if _is_compute(node)]
+    bindings = _without_unnamed_aliases(bindings, module.source)
     return Interface(tuple(sorted(bindings, key=lambda b: (b.group, b.binding))), structs, tuple(entries))
+
+
+def _without_unnamed_aliases(bindings: list[Binding], source: str) -> list[Binding]:
+    """Bindings less those that share their (group, binding) with another and whose name the module
+    never uses outside its own declaration. WGSL forbids two resource variables at one slot only
+    where one entry point statically uses both (llama.cpp's soft_max.wgsl declares `dst` and, with
+    INPLACE, `params` at the same binding and reads `dst` only without INPLACE), and a pipeline
+    layout holds the used one; a variable named nowhere else is used by no entry point. Where
+    every sharer is named the module keeps them all and the device reports the conflict."""
+    import re
+    from collections import Counter
+
+    slots = Counter((b.group, b.binding) for b in bindings)
+    if all(count == 1 for count in slots.values()):
+        return bindings
+
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)  # a name in a comment is no use
+
+    def named_elsewhere(b: Binding) -> bool:
+        return len(re.findall(rf"(?<![\w.]){re.escape(b.name)}(?!\w)", code)) > 1
+
+    return [b for b in bindings if slots[(b.group, b.binding)] == 1 or named_elsewhere(b)]
 
 
 def _attributes(attributes: Tree) -> dict[str, Tree]:

@@ -85,6 +85,21 @@ CITED = [
     ("get_rows_grid", C, 1514, "const bool float_parallel = src->type == GGML_TYPE_F32 || src->type == GGML_TYPE_F16"),
     ("get_rows_grid", C, 1559, "uint32_t total_threads  = float_parallel ? blocks_per_row * total_rows : total_rows;"),
     ("get_rows_grid", C, 1562, "return ggml_backend_webgpu_build(ctx, pipeline, params, entries, wg_x);"),
+    ("soft_max_instance", S, 3206, "key.has_mask                          = (context.src1 != nullptr);"),
+    ("soft_max_instance", S, 3207, "key.has_sink                          = (context.src2 != nullptr);"),
+    ("soft_max_instance", S, 3208, "= ggml_webgpu_tensor_equal(context.src0, context.dst);"),
+    ("soft_max_instance", S, 3219, 'defines.push_back("HAS_MASK");'),
+    ("soft_max_instance", S, 3222, 'defines.push_back("MASK_F32");'),
+    ("soft_max_instance", S, 3226, 'defines.push_back("MASK_F16");'),
+    ("soft_max_instance", S, 3235, 'defines.push_back("HAS_SINK");'),
+    ("soft_max_instance", S, 3240, 'defines.push_back("INPLACE");'),
+    ("soft_max_instance", S, 3244, 'defines.push_back(std::string("WG_SIZE=") + std::to_string(context.max_wg_size));'),
+    ("soft_max_instance", C, 2928,
+     "shader_lib_ctx.max_wg_size = ctx->global_ctx->capabilities.limits.maxComputeInvocationsPerWorkgroup;"),
+    ("soft_max_alibi", C, 2937, "float      n_head_log2 = float(1u << (uint32_t) floor(log2(src0->ne[2])));"),
+    ("soft_max_alibi", C, 2938, "float      m0          = powf(2.0f, -(max_bias) / n_head_log2);"),
+    ("soft_max_alibi", C, 2939, "float      m1          = powf(2.0f, -(max_bias / 2.0f) / n_head_log2);"),
+    ("soft_max_grid", C, 2985, "return ggml_backend_webgpu_build(ctx, pipeline, params, entries, ggml_nrows(dst));"),
 ]
 
 
@@ -174,7 +189,7 @@ GETTERS = {"flash_attn_vec_split": "get_flash_attn_vec_pipeline", "flash_attn_ve
            "flash_attn_vec_reduce": "get_flash_attn_vec_reduce_pipeline", "quantize_q8": "get_quantize_q8_pipeline",
            "mul_mat_vec": "get_mul_mat_vec_pipeline", "rms_norm_mul": "get_rms_norm_mul_pipeline",
            "rope": "get_rope_pipeline",
-           "get_rows": "get_get_rows_pipeline"}
+           "get_rows": "get_get_rows_pipeline", "soft_max": "get_soft_max_pipeline"}
 
 
 def _instances():
@@ -185,7 +200,9 @@ def _instances():
             selection.rms_norm_mul_instance(adapter, "inplace"),
             selection.rope_instance(adapter, "f16", inplace=True, freq_factors=True)] + [
         selection.get_rows_instance(adapter, t, v) for t in selection.GET_ROWS_TYPES
-        for v in ((False, True) if t == "f32" else (False,))]
+        for v in ((False, True) if t == "f32" else (False,))] + [
+        selection.soft_max_instance(adapter, "f16", sinks=True),
+        selection.soft_max_instance(adapter, "f32", inplace=True), selection.soft_max_instance(adapter)]
 
 
 @pytest.mark.parametrize("instance", _instances(), ids=lambda i: i.template)
@@ -282,3 +299,19 @@ def test_rope_is_keyed_by_type_binding_and_frequency_factors_and_takes_two_eleme
     theta_scale, low, high = selection.rope_host_params(10000.0, 128, 4096, 32.0, 1.0)
     assert theta_scale == float(np.float32(np.float32(10000.0) ** np.float32(-2.0 / 128)))
     assert (low, high) == (20.0, 46.0)  # as references.ggml_rope.yarn_corr_dims in float64
+
+
+def test_soft_max_takes_mask_sink_and_inplace_defines_in_the_getters_order():
+    """S L3218-3244: HAS_MASK with MASK_F32 or MASK_F16, HAS_SINK, INPLACE, then WG_SIZE =
+    maxComputeInvocationsPerWorkgroup (C L2928); the variant grows in the same order; one workgroup
+    per row (C L2985); ALiBi's constants as flash attention's (C L2937-2939)."""
+    adapter = Adapter(max_invocations=256)
+    assert selection.soft_max_instance(adapter) == selection.Instance("soft_max", ("WG_SIZE=256",), "soft_max")
+    full = selection.soft_max_instance(Adapter(max_invocations=1024), "f16", sinks=True, inplace=True)
+    assert full.defines == ("HAS_MASK", "MASK_F16", "HAS_SINK", "INPLACE", "WG_SIZE=1024")
+    assert full.variant == "soft_max_mask_f16_sink_inplace"
+    assert selection.soft_max_instance(adapter, "f32").variant == "soft_max_mask_f32"
+    assert selection.soft_max_grid(70000) == (70000, 1)  # no fold: past 65535 rows it cannot dispatch
+    assert selection.soft_max_alibi(8.0, 12) == (8.0, 0.5, float(np.float32(2**-0.5)))
+    with pytest.raises(ValueError, match="one of none, f32, f16"):
+        selection.soft_max_instance(adapter, "bf16")

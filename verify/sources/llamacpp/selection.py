@@ -548,3 +548,48 @@ def rope_host_params(freq_base: float, n_dims: int, n_ctx_orig: int, beta_fast: 
         low = max(f32(0), np.floor(corr(beta_fast)))
         high = min(f32(n_dims - 1), np.ceil(corr(beta_slow)))
     return float(theta_scale), float(low), float(high)
+
+
+# -- row ops: SET_ROWS ----------------------------------------------------------------------------------
+#: The destination types ggml-webgpu's SET_ROWS takes (C L4429-4433): f32 and f16 through
+#: set_rows.wgsl, q8_0 and q4_0 through set_rows_quant.wgsl; the source is f32, the indices i32 or i64.
+SET_ROWS_DST_TYPES = ("f32", "f16", "q8_0", "q4_0")
+
+
+def set_rows_vec4(dst_type: str, ne0: int) -> bool:
+    """S L1391-1392: vec4 for an f32 or f16 destination whose rows are a multiple of 4 long."""
+    return dst_type in ("f32", "f16") and ne0 % 4 == 0
+
+
+def set_rows_instance(adapter: Adapter, dst_type: str, vec4: bool = False, i64_idx: bool = False,
+                      pair_blocks: bool = False) -> Instance:
+    """S L1387-1450 get_set_rows_pipeline: DST_F32, DST_F16, DST_Q8_0 or DST_Q4_0 (S L1404-1423),
+    then VEC4, I64_IDX (an i64 index tensor, S L1393) and PAIR_BLOCKS (a block type with an even
+    number of blocks a row, S L1394) where they hold, WG_SIZE = maxComputeInvocationsPerWorkgroup
+    (S L1438); set_rows_quant.wgsl for the block types, set_rows.wgsl else (S L1440)."""
+    if dst_type not in SET_ROWS_DST_TYPES:
+        raise ValueError(f"set_rows destination type {dst_type!r}: one of {', '.join(SET_ROWS_DST_TYPES)}")
+    quantized = dst_type in QUANTIZED
+    if vec4 and quantized or pair_blocks and not quantized:
+        raise ValueError("set_rows: vec4 is for f32 and f16 destinations, pair_blocks for block types (S L1391-1394)")
+    defines = [f"DST_{dst_type.upper()}"]
+    variant = f"set_rows_dst{dst_type}"
+    for on, define, suffix in ((vec4, "VEC4", "_vec4"), (i64_idx, "I64_IDX", "_i64idx"),
+                               (pair_blocks, "PAIR_BLOCKS", "_pair_blocks")):
+        if on:
+            defines.append(define)
+            variant += suffix
+    defines.append(f"WG_SIZE={adapter.max_invocations}")
+    return Instance("set_rows_quant" if quantized else "set_rows", tuple(defines), variant)
+
+
+def set_rows_grid(adapter: Adapter, dst_type: str, vec4: bool, pair_blocks: bool, ne0: int,
+                  rows: int) -> tuple[int, int]:
+    """C L1489-1499: one invocation per block (per pair of blocks) of each source row for a block
+    type, per vec4, else per element; ceil(threads / WG_SIZE) workgroups along x, y = 1."""
+    if dst_type in QUANTIZED:
+        blocks = ne0 // BLOCKS[dst_type][0]
+        threads = rows * (blocks // 2 if pair_blocks else blocks)
+    else:
+        threads = rows * (ne0 // 4 if vec4 else ne0)
+    return ceil_div(threads, adapter.max_invocations), 1
