@@ -3,4 +3,6 @@
 - `kernels`: rms_norm_mul, instantiated and launched as ggml-webgpu's host code does.
 - `cases`: row lengths around the workgroup's 256 lanes, verify's value kinds, all-zero rows, rows
   whose squares sit at f32's extremes.
+- `rope`, `rope_cases`: ROPE (rope.wgsl, normal and NeoX with YaRN, frequency factors and a moved
+  window) and its cases.
 """
