@@ -259,6 +259,13 @@ def soft_max_logit_errors(x, mask=None, *, scale: float, max_bias: float = 0.0, 
 
 
 def soft_max_budget(s, delta, sinks, y_exact) -> np.ndarray:
+    """See _soft_max_budget; logits so large that their errors overflow the bound's exponentials
+    (|s| near 1e30: exp(max delta) is inf) take the range bound."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _soft_max_budget(s, delta, sinks, y_exact)
+
+
+def _soft_max_budget(s, delta, sinks, y_exact) -> np.ndarray:
     """Budget [B, H, R, n] of ggml-webgpu's soft_max against references.ggml_softmax.soft_max_ext,
     from the exact logits s (-inf where masked), their errors delta (soft_max_logit_errors), the
     sinks [H] or None and the exact result.
@@ -328,3 +335,25 @@ def soft_max_budget(s, delta, sinks, y_exact) -> np.ndarray:
     budget = np.where(np.isfinite(bound), np.minimum(bound, cap), cap)
     budget = budget + (terms[..., None] + 10) * unit_roundoff("f64") * p_safe
     return np.where(valid & nonempty[..., None], budget, 0.0)
+
+
+def set_rows_budget(dst_type: str, expected, written) -> tuple[np.ndarray, np.ndarray]:
+    """(budget, exact mask) of ggml-webgpu's set_rows (set_rows.wgsl) against references.ggml_rows:
+    `dst[row] = DST_TYPE(src[...])`, element by element (or vec4 by vec4), and nothing else.
+
+    - Rows no index names (`written` False), and rows an i64 index with a non-zero high word would
+      name (the program flags them and returns before writing): the destination's own bits, bit for
+      bit.
+    - Rows written into an f32 destination: a load and a store, bit for bit.
+    - Rows written into an f16 destination: `f16(x)` of an f32 within f16's range, which WGSL
+      rounds to either neighbour (not necessarily ggml's CPU round-to-nearest-even), and a result
+      below f16's smallest normal may be flushed: faithful_rounding_bound(x, "f16"). The float64
+      reference holds the f32 source exactly.
+    """
+    expected = np.asarray(expected, np.float64)
+    written = np.broadcast_to(np.asarray(written, bool), expected.shape)
+    if dst_type == "f32":
+        return np.zeros(expected.shape), np.ones(expected.shape, bool)
+    if dst_type != "f16":
+        raise ValueError(f"set_rows budget for {dst_type!r}: f32 or f16")
+    return np.where(written, faithful_rounding_bound(expected, "f16"), 0.0), ~written

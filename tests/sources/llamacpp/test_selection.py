@@ -85,6 +85,19 @@ CITED = [
     ("get_rows_grid", C, 1514, "const bool float_parallel = src->type == GGML_TYPE_F32 || src->type == GGML_TYPE_F16"),
     ("get_rows_grid", C, 1559, "uint32_t total_threads  = float_parallel ? blocks_per_row * total_rows : total_rows;"),
     ("get_rows_grid", C, 1562, "return ggml_backend_webgpu_build(ctx, pipeline, params, entries, wg_x);"),
+    ("set_rows_vec4", S, 1392,
+     "(context.dst->type == GGML_TYPE_F32 || context.dst->type == GGML_TYPE_F16) && context.src0->ne[0] % 4 == 0;"),
+    ("set_rows_instance", S, 1393, "key.i64_idx     = context.src1->type == GGML_TYPE_I64;"),
+    ("set_rows_instance", S, 1394, "key.pair_blocks = quantized && ((context.src0->ne[0] / ggml_blck_size("),
+    ("set_rows_instance", S, 1406, 'defines.push_back("DST_F32");'),
+    ("set_rows_instance", S, 1410, 'defines.push_back("DST_F16");'),
+    ("set_rows_instance", S, 1426, 'defines.push_back("VEC4");'),
+    ("set_rows_instance", S, 1430, 'defines.push_back("I64_IDX");'),
+    ("set_rows_instance", S, 1438, 'defines.push_back(std::string("WG_SIZE=") + std::to_string(context.max_wg_size));'),
+    ("set_rows_instance", S, 1440, "const auto & shader_source      = quantized ? wgsl_set_rows_quant : wgsl_set_rows;"),
+    ("set_rows_grid", C, 1494, "threads = (src->ne[1] * src->ne[2] * src->ne[3]) * (src->ne[0] / 4);"),
+    ("set_rows_grid", C, 1496, "threads = src->ne[0] * src->ne[1] * src->ne[2] * src->ne[3];"),
+    ("set_rows_grid", C, 1499, "return ggml_backend_webgpu_build(ctx, pipeline, params, entries, wg_x, 1);"),
     ("soft_max_instance", S, 3206, "key.has_mask                          = (context.src1 != nullptr);"),
     ("soft_max_instance", S, 3207, "key.has_sink                          = (context.src2 != nullptr);"),
     ("soft_max_instance", S, 3208, "= ggml_webgpu_tensor_equal(context.src0, context.dst);"),
@@ -189,7 +202,8 @@ GETTERS = {"flash_attn_vec_split": "get_flash_attn_vec_pipeline", "flash_attn_ve
            "flash_attn_vec_reduce": "get_flash_attn_vec_reduce_pipeline", "quantize_q8": "get_quantize_q8_pipeline",
            "mul_mat_vec": "get_mul_mat_vec_pipeline", "rms_norm_mul": "get_rms_norm_mul_pipeline",
            "rope": "get_rope_pipeline",
-           "get_rows": "get_get_rows_pipeline", "soft_max": "get_soft_max_pipeline"}
+           "get_rows": "get_get_rows_pipeline", "soft_max": "get_soft_max_pipeline",
+           "set_rows": "get_set_rows_pipeline"}
 
 
 def _instances():
@@ -201,6 +215,8 @@ def _instances():
             selection.rope_instance(adapter, "f16", inplace=True, freq_factors=True)] + [
         selection.get_rows_instance(adapter, t, v) for t in selection.GET_ROWS_TYPES
         for v in ((False, True) if t == "f32" else (False,))] + [
+        selection.set_rows_instance(adapter, t, v, i) for t in ("f32", "f16") for v in (False, True)
+        for i in (False, True)] + [
         selection.soft_max_instance(adapter, "f16", sinks=True),
         selection.soft_max_instance(adapter, "f32", inplace=True), selection.soft_max_instance(adapter)]
 
@@ -315,3 +331,22 @@ def test_soft_max_takes_mask_sink_and_inplace_defines_in_the_getters_order():
     assert selection.soft_max_alibi(8.0, 12) == (8.0, 0.5, float(np.float32(2**-0.5)))
     with pytest.raises(ValueError, match="one of none, f32, f16"):
         selection.soft_max_instance(adapter, "bf16")
+
+
+def test_set_rows_takes_vec4_for_float_rows_of_a_multiple_of_4_and_i64_indices_with_their_error_word():
+    """S L1391-1394: VEC4 for f32/f16 destinations with ne0 % 4 == 0, I64_IDX for i64 indices,
+    PAIR_BLOCKS for a block type with an even block count; C L1489-1499: one invocation per element,
+    vec4 or block (pair)."""
+    assert selection.set_rows_vec4("f16", 128) and not selection.set_rows_vec4("f16", 130)
+    assert not selection.set_rows_vec4("q8_0", 128)
+    adapter = Adapter(max_invocations=256)
+    inst = selection.set_rows_instance(adapter, "f16", True, True)
+    assert inst == selection.Instance("set_rows", ("DST_F16", "VEC4", "I64_IDX", "WG_SIZE=256"),
+                                      "set_rows_dstf16_vec4_i64idx")
+    quant = selection.set_rows_instance(adapter, "q8_0", pair_blocks=True)
+    assert quant.template == "set_rows_quant" and quant.variant == "set_rows_dstq8_0_pair_blocks"
+    assert selection.set_rows_grid(adapter, "f32", True, False, 1024, 3) == (3, 1)
+    assert selection.set_rows_grid(adapter, "f32", False, False, 1025, 3) == (13, 1)
+    assert selection.set_rows_grid(adapter, "q4_0", False, True, 1024, 32) == (2, 1)  # 16 pairs a row
+    with pytest.raises(ValueError, match="vec4 is for f32 and f16"):
+        selection.set_rows_instance(adapter, "q4_0", vec4=True)

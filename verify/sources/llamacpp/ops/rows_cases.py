@@ -141,3 +141,44 @@ def get_rows_cases(draw, profile, src_type: str, vec4: bool) -> Case:
     return get_rows_case(src_type, vec4, draw(st.integers(1, sizes.max_batches)), draw(st.integers(1, sizes.max_rows)),
                          draw(st.integers(1, sizes.max_indices)), n, values, draw(st.sampled_from(INDEX_KINDS)),
                          draw(st.integers(0, 2**32 - 1)))
+
+
+#: Value kinds of SET_ROWS sources: verify's, without `large` for an f16 destination (f32 values past
+#: f16's range have no f16 to round to: WGSL leaves the conversion's result unspecified there).
+SET_KINDS = {"f32": FLOAT_KINDS, "f16": tuple(k for k in FLOAT_KINDS if k != "large")}
+#: Where a case's indices come from: rows of the destination, or (i64 only) some with a non-zero high
+#: word (-1, 2^32 + r), which set_rows.wgsl flags in its error word and does not write.
+SET_INDEX_KINDS = ("in_range", "high_word")
+
+
+def set_rows_case(dst_type: str, vec4: bool, i64: bool, batches: int, rows: int, count: int, n: int, values: str,
+                  indices: str, seed: int) -> Case:
+    """A SET_ROWS case: `dst` [B, R, n] (what the destination holds before), `src` [B, N, n] f32, `idx`
+    [B, N] distinct rows (i32, or i64 with `high_word` entries); n rounded to the vec4 path's multiple
+    of 4 or away from it."""
+    rng = np.random.default_rng(seed)
+    if vec4:
+        n = max(4, n - n % 4)
+    elif n % 4 == 0:
+        n += 1  # ggml takes the vec4 path for rows of a multiple of 4
+    count = min(count, rows)
+    dst = float_values(rng, "normal", (batches, rows, n), dst_type)
+    src = float_values(rng, values, (batches, count, n), "f32")
+    idx = row_indices(rng, "shuffled", batches, count, rows, unique=True).astype(np.int64 if i64 else np.int32)
+    if i64 and indices == "high_word":
+        wrong = rng.random(idx.shape) < 0.3
+        wrong.flat[rng.integers(0, wrong.size)] = True
+        idx = np.where(wrong, np.where(rng.random(idx.shape) < 0.5, -1, 2**32 + idx), idx)
+    return Case({"dst": dst, "src": src, "idx": idx},
+                {"batches": batches, "rows": rows, "count": count, "n": n, "values": values,
+                 "indices": indices if i64 else "in_range", "seed": seed})
+
+
+@st.composite
+def set_rows_cases(draw, profile, dst_type: str, vec4: bool, i64: bool) -> Case:
+    sizes = SIZES(profile)
+    return set_rows_case(dst_type, vec4, i64, draw(st.integers(1, sizes.max_batches)),
+                         draw(st.integers(1, sizes.max_rows)), draw(st.integers(1, sizes.max_indices)),
+                         draw(row_lengths(sizes.max_n, vec4)), draw(st.sampled_from(SET_KINDS[dst_type])),
+                         draw(st.sampled_from(SET_INDEX_KINDS if i64 else ("in_range",))),
+                         draw(st.integers(0, 2**32 - 1)))
