@@ -77,3 +77,16 @@ def test_planted_bugs_fail_the_contract(webgpu_device, label, old, new):
     # the normal mode at full width: the pairing bug is invisible here (NeoX's pairs are not used)
     plain = make_case("f32", False, (64, 64, 0), "normal", (1, 3, 2), "normal", 92, max_position=2048)
     assert over_budget(webgpu_device, config, plain) == []
+
+
+def test_frequency_factors_read_at_the_channel_instead_of_the_pair_fail_the_contract(webgpu_device):
+    """FF_FUNC divides pair k's angle by src2[k] (ggml's freq_factors[i0/2]); reading src2[2k]
+    takes another pair's factor (llama 3's ramp: 1 for the first pairs, 8 for the last)."""
+    kernel = get_kernel(NAME)
+    config = kernel.config({"freq_factors": True, "binding": "inplace", "wg_size": 128})
+    wgsl = kernel.wgsl(config)
+    old, new = "return src2[params.offset_src2 + i/2];", "return src2[params.offset_src2 + min(i, 31u)];"
+    assert wgsl.count(old) == 1
+    case = make_case("f32", True, (64, 64, 0), "normal", (1, 3, 2), "normal", 93, max_position=4096, ff_kind="llama3")
+    assert over_budget(webgpu_device, config, case) == []
+    assert over_budget(webgpu_device, config, case, wgsl.replace(old, new)) == ["y"]
