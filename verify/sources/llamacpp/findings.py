@@ -78,6 +78,18 @@ GET_ROWS_READS_PAST_TABLE = (
     "it reads past the allocation. Evidence: the `sanitize` check of llamacpp.ops.get_rows ('out-of-bounds read of "
     "storage buffer src ... (src[word_idx + 1u])', q8_0); docs/findings.md §19.6.")
 
+SOFT_MAX_FLOOR = (
+    "ggml-webgpu's soft_max without sinks starts each row's max at -1e30: a row whose logits all lie below -1e30 "
+    "comes out NaN where ggml's op defines its softmax.\n"
+    "soft_max.wgsl's lower_max_bound returns -1e30 where the op has no sinks, and the row max is taken over it: "
+    "for finite logits all below -1e30 the max stays -1e30, every exp(s - max) underflows to 0, the sum is 0 and "
+    "each output 0 · (1/0) = NaN. ggml's CPU op starts its max at -INFINITY and returns the row's softmax (e.g. "
+    "[0.5, 0, 0, 0.5] for [-2e30, -2.5e30, -3e30, -2e30]). With a sink the max starts at the sink and the output "
+    "is right. Logits that low are legal f32 values of the op but far from what a model computes. Evidence: "
+    "tests/sources/llamacpp/test_soft_max_kernel.py::test_logits_below_the_programs_floor_get_their_softmax "
+    "(strict xfail without a sink, passing with one); the corner `below_floor` of llamacpp.ops.soft_max's "
+    "`reference` check; docs/findings.md §19.7.")
+
 FINDINGS = (
     Finding("llamacpp-quantize-q8-subgroups-of-4", "quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's "
             "scale and sum come from half the block", "§19.1", Layer.KERNEL, PROJECT,
@@ -96,4 +108,7 @@ FINDINGS = (
     Finding("llamacpp-get-rows-reads-past-table", "get_rows reads one word past the table binding in "
             "load_u32_at_src", "§19.6", Layer.KERNEL, PROJECT,
             f"{BACKEND}/wgsl-shaders/common_decls.tmpl L29-36 (load_u32_at_src)"),
+    Finding("llamacpp-soft-max-floor", "soft_max without sinks returns NaN for a row of logits all below -1e30, "
+            "where ggml's op defines its softmax", "§19.7", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/soft_max.wgsl L114-116 (lower_max_bound), L144"),
 )

@@ -19,10 +19,13 @@ import numpy as np
 
 from verify.budgets.expected import Expected
 from verify.budgets.llamacpp_ops import soft_max_budget, soft_max_logit_errors
+from verify.errors import FailureKind
 from verify.gpu import InOut, Output
 from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.references.ggml_softmax import logits, soft_max_ext
+from verify.results.record import KnownFinding
 from verify.sources.llamacpp import programs, selection
+from verify.sources.llamacpp.findings import SOFT_MAX_FLOOR
 from verify.sources.llamacpp.launch import Program, adapter_of, bind, header, upstream
 from verify.sources.llamacpp.ops.soft_max_cases import make_case, soft_max_cases
 
@@ -62,8 +65,12 @@ class SoftMax(Kernel):
         return header(self.name, config) + programs.load(self.instance(config))
 
     def gate_configs(self, profile):
+        """Every define drawn at random: an f16 mask with sinks; an f32 mask in place without sinks at
+        64 lanes; no mask with sinks at 128. The op without mask or sinks is where §19.7 lives: its
+        corners (the last one the floor's) are its config's record, KNOWN at the floor."""
         return [self.config({}), self.config({"mask": "f32", "sinks": False, "mode": "inplace", "wg_size": 64}),
-                self.config({"mask": "none", "sinks": False, "wg_size": 128})]
+                self.config({"mask": "none", "sinks": True, "wg_size": 128}),
+                self.config({"mask": "none", "sinks": False})]
 
     def upstream(self, config, wgsl):
         return upstream([Program(self.instance(config).variant, ("wgsl-shaders/soft_max.wgsl",))])
@@ -74,7 +81,9 @@ class SoftMax(Kernel):
     def corners(self, config):
         """One column; 17 columns (one past the private cache) in 12 heads with ALiBi over a mask
         shared by the heads; a row one past the lanes with rows hidden entirely; large logits two
-        lanes' worth long with a per-head mask padded by 2 rows."""
+        lanes' worth long with a per-head mask padded by 2 rows; for the op without mask or sinks,
+        last, logits all below the program's -1e30 floor (§19.7: the check stops there, so the
+        configs with a mask or sinks do not take it and keep their drawn examples)."""
         lanes, mask, sinks = config["wg_size"], config["mask"], config["sinks"]
         return [make_case(mask, sinks, batch=1, heads=1, rows=1, n=1, seed=81),
                 make_case(mask, sinks, batch=1, heads=12, rows=2, n=17, mask_kind="alibi", max_bias=8.0,
@@ -82,7 +91,17 @@ class SoftMax(Kernel):
                 make_case(mask, sinks, batch=2, heads=2, rows=3, n=lanes + 1, mask_kind="hidden_rows", mask_batch=2,
                           seed=83),
                 make_case(mask, sinks, batch=1, heads=4, rows=2, n=2 * lanes - 1, logits="large", mask_kind="uniform",
-                          mask_heads=4, pad=2, seed=84)]
+                          mask_heads=4, pad=2, seed=84)] + ([
+                make_case(mask, sinks, batch=1, heads=2, rows=1, n=lanes // 2 + 3, logits="below_floor", seed=85)]
+            if mask == "none" and not sinks else [])
+
+    def known_finding(self, check, config):
+        """§19.7 under `reference` without sinks: a row of logits all below -1e30 (the corner
+        `below_floor`, or a case of the user's) comes out NaN where ggml's op defines its softmax."""
+        if check == "reference" and not config["sinks"]:
+            return KnownFinding(SOFT_MAX_FLOOR, outputs=("y",), kinds=(FailureKind.NAN,),
+                                finding_id="llamacpp-soft-max-floor")
+        return None
 
     def launch(self, device, wgsl, config, case):
         x = np.ascontiguousarray(case["x"], np.float32)

@@ -47,7 +47,9 @@ MAX_BIASES = (0.0, 8.0)
 
 def logit_values(rng: np.random.Generator, kind: str, shape: tuple[int, ...]) -> np.ndarray:
     """f32 logits of `kind`: N(0, 1); `wide` N(0, 10²); `tied` one value per row; `spiky` N(0, 0.05²)
-    with 1% of N(0, 30²); `large` N(0, 1) times 2^8..2^15 (differences far past exp's range)."""
+    with 1% of N(0, 30²); `large` N(0, 1) times 2^8..2^15 (differences far past exp's range);
+    `below_floor` (not drawn) -(1 + U(0, 1)) 2^101, every logit below soft_max.wgsl's initial max of
+    -1e30 (docs/findings.md §19.7)."""
     if kind == "normal":
         x = rng.standard_normal(shape)
     elif kind == "wide":
@@ -60,6 +62,8 @@ def logit_values(rng: np.random.Generator, kind: str, shape: tuple[int, ...]) ->
         x[spikes] = 30 * rng.standard_normal(int(spikes.sum()))
     elif kind == "large":
         x = np.ldexp(rng.standard_normal(shape), rng.integers(8, 16, shape))
+    elif kind == "below_floor":
+        x = -(1 + rng.random(shape)) * 2.0**101  # all below the program's -1e30 floor (a corner, never drawn)
     else:
         raise ValueError(f"unknown logit kind {kind!r}; one of {LOGIT_KINDS}")
     return np.ascontiguousarray(x, np.float32)
