@@ -5,4 +5,6 @@
   whose squares sit at f32's extremes.
 - `rope`, `rope_cases`: ROPE (rope.wgsl, normal and NeoX with YaRN, frequency factors and a moved
   window) and its cases.
+- `rows`, `rows_cases`: GET_ROWS (get_rows.wgsl: float and block-quantized tables) and SET_ROWS
+  (set_rows.wgsl: f32/f16 tables, i32/i64 indices with the error word) and their cases.
 """
