@@ -242,7 +242,7 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
     ctx.timer.entering("drawing cases")
     run = run_check(check, ctx, RunOptions(job.examples, job.slice_seed, explicit=job.part != "random",
                                            generate=job.part != "corners"), base,
-                    progress=lambda done, total: emit(Progress(done, total)))
+                    progress=lambda done, total: emit(Progress(done, total)), finding=finding)
     checked = run.result
     if job.out_dir and (run.shrunk is not None or run.worst is not None):
         checked = save_check_cases(checked, run.shrunk.case if run.shrunk is not None else None,

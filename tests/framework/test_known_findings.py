@@ -183,3 +183,37 @@ def test_tvms_merge_with_heads_it_does_not_cover_is_known_as_dropped_heads(tmp_p
                            examples=2, out_dir=tmp_path)
     assert results["reference"].verdict.value == "known"
     assert results["reference"].finding_headline.startswith("TVM's merge leaves heads 12-13 of 14 unmerged")
+
+
+# -- a known finding does not end the check (verify.checks.runner) -----------------------------------------------
+def _documented(tmp_path, new_bug: int):
+    import os
+    from pathlib import Path
+
+    plugin = Path(__file__).resolve().parents[1] / "fixtures" / "plugin"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugin), *sys.path]))
+    out = tmp_path / f"new{new_bug}"
+    result = subprocess.run([sys.executable, "-m", "verify", "check", "verify_toy.documented:Documented",
+                             "--config", f"new_bug={new_bug}", "--profile", "quick", "--examples", "60",
+                             "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
+    [record] = json.loads((out / "results.json").read_text())["records"]
+    return result, record
+
+
+@pytest.mark.webgpu
+def test_a_known_finding_is_known_only_once_every_example_ran_and_failed_as_it(tmp_path):
+    result, record = _documented(tmp_path, new_bug=0)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert record["verdict"] == "known" and record["finding_reproduced"] is True
+    assert record["examples"] == 60  # the check went on past the finding's first example
+    [note] = [n for n in record["notes"] if "failed as the documented finding" in n]
+    assert int(note.split()[0]) >= 1
+
+
+@pytest.mark.webgpu
+def test_a_new_bug_beside_a_known_finding_fails_the_check(tmp_path):
+    result, record = _documented(tmp_path, new_bug=1)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert record["verdict"] == "fail" and record["failure_kind"] == "over budget"
+    assert any("failed as the documented finding" in n for n in record["notes"])
+    assert any(n.startswith("not the documented finding") for n in record["notes"])

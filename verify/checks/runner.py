@@ -3,6 +3,10 @@
 Hypothesis draws cases, climbs toward the worst err/budget with `target`, and on a failure
 shrinks to a minimal case. The record keeps both: the *shrunk* case (easy to read) and the
 *worst* case seen (the biggest violation), each saved as a replayable case file.
+
+A failure that has the signature of one of the kernel's documented findings does not end the
+check: the examples left still run, so a new bug in a config with a known one is still found
+(a FAIL), and the check is KNOWN only where every failing example is the finding's.
 """
 
 from __future__ import annotations
@@ -80,6 +84,9 @@ class _State:
     infrastructure: InfrastructureError | None = None
     setup: SetupError | None = None
     limit: VerifyLimit | None = None
+    #: The first failing example a documented finding accounts for, and how many there were.
+    known: Outcome | None = None
+    known_count: int = 0
 
 
 @dataclass
@@ -92,13 +99,27 @@ class CheckRun:
 
 
 def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult | None = None,
-              progress=None) -> CheckRun:
+              progress=None, finding=None) -> CheckRun:
     """Run `check` over `options.examples` drawn cases: `base` (the job's record; by default one
-    naming just the kernel, check and config) with the outcome filled in, and the cases to keep."""
+    naming just the kernel, check and config) with the outcome filled in, and the cases to keep.
+
+    `finding` is what the kernel documents for this check (Kernel.known_finding): a failing
+    example it accounts for (CheckResult.with_known_finding, judged on `base`'s adapter and width)
+    is kept and the check goes on; the first failure it does not account for ends the check as
+    usual. A run whose failures were all the finding's ends as a FAIL with the first of them as
+    its case, which the caller's with_known_finding then records as KNOWN."""
     if base is None:
         base = CheckResult(kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=Verdict.PASS)
     started = time.perf_counter()
     state = _State()
+    axes = ctx.kernel.output_axes
+
+    def documented(outcome: Outcome) -> bool:
+        if not finding:
+            return False
+        alone = replace(base, verdict=Verdict.FAIL, reason=outcome.message(), failure_kind=outcome.failure_kind,
+                        shrunk=_summarise(outcome, axes), worst=None)
+        return alone.with_known_finding(finding).verdict is Verdict.KNOWN
 
     def body(case):
         entered = time.perf_counter()
@@ -138,6 +159,14 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
                 state.samples.append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
                 progress(state.generated, examples)
+        if not outcome.passed and documented(outcome):
+            # The documented finding again: kept, and the check goes on looking for a failure that
+            # is not it (the search is not steered toward it: its score is not a target). While
+            # shrinking a failure that is not it, the finding's cases are not that failure either.
+            if not shrinking:
+                state.known = state.known or outcome
+                state.known_count += 1
+            return
         worst = state.worst
         if worst is None or _rank(outcome) > _rank(worst):
             state.worst = outcome
@@ -189,6 +218,14 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         verdict, trace = Verdict.ERROR, traceback.format_exc()
         reason, kind = raised_by(exc, ctx.kernel)
 
+    notes = []
+    if state.known is not None:
+        notes.append(f"{state.known_count} of {state.generated} examples failed as the documented finding; "
+                     "the check ran the rest, looking for a failure that is not it")
+        if verdict is Verdict.PASS:  # every failure was the finding's: the caller records it as KNOWN
+            verdict, shrunk = Verdict.FAIL, state.known
+            reason, kind = shrunk.message(), shrunk.failure_kind
+            state.worst = _worse(state.worst, state.known)
     if state.setup is not None:  # the machine, not the kernel nor verify: not verified here, saying why
         verdict, reason, kind = Verdict.SKIP, str(state.setup), None
         shrunk, trace = None, None
@@ -198,7 +235,6 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
     if state.infrastructure is not None:  # whatever Hypothesis made of it (a flaky failure, a shrink)
         verdict, reason, kind = Verdict.ERROR, infrastructure_reason(state.infrastructure), FailureKind.CRASH
         shrunk, trace = None, None
-    axes = ctx.kernel.output_axes
     # Everything outside the examples themselves: Hypothesis drawing (and building) cases,
     # targeting and shrinking.
     ctx.timer.seconds["generation"] = max(0.0, time.perf_counter() - started - state.in_body)
@@ -209,9 +245,13 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         duration_s=round(time.perf_counter() - started, 3),
         worst=_summarise(state.worst, axes), shrunk=_summarise(shrunk, axes), samples=state.samples,
         timing=StageTiming(**timing), traceback=trace, launch_paths=dict(sorted(state.paths.items())),
-        notes=list(base.notes) + [n for n in ctx.notes if n not in base.notes])
+        notes=list(base.notes) + [n for n in ctx.notes + notes if n not in base.notes])
     return CheckRun(result, shrunk if verdict is Verdict.FAIL else None,
                     state.worst if verdict is Verdict.FAIL else None)
+
+
+def _worse(worst: Outcome | None, outcome: Outcome) -> Outcome:
+    return outcome if worst is None or _rank(outcome) > _rank(worst) else worst
 
 
 def _rank(outcome: Outcome) -> tuple:

@@ -90,6 +90,19 @@ SOFT_MAX_FLOOR = (
     "(strict xfail without a sink, passing with one); the corner `below_floor` of llamacpp.ops.soft_max's "
     "`reference` check; docs/findings.md §19.7.")
 
+SPLIT_READS_PAST_MASK = (
+    "ggml-webgpu's flash_attn_vec_split loads the mask through select(): for the key columns of the last KV tile "
+    "past seq_len_kv it reads the mask past the row, and for the last row past the binding.\n"
+    "The mask tile is loaded as `mask_shmem[elem_idx] = select(0.0f, f32(mask[mask_idx]), mask_in_bounds)` with "
+    "mask_idx = mask_global_offset + global_k_col and mask_in_bounds = q_row_start < seq_len_q && global_k_col < "
+    "seq_len_kv; WGSL evaluates both operands of select, so where seq_len_kv is not a multiple of KV_TILE the last "
+    "tile's columns past it read the next row's mask and, for the last row of the last batch, past the mask binding. "
+    "The value is discarded, so the output is right; robust buffer access keeps the read inside the buffer, a "
+    "runtime without it reads past the allocation. A mask whose key dimension is padded (kv_padded) past the last "
+    "tile is never read past its end. Evidence: the `sanitize` check of llamacpp.attention.flash_attn_vec_split "
+    "('out-of-bounds read of storage buffer mask: index 354 is not below the length 354 (mask[mask_idx])' at head "
+    "dim 128, KV_TILE 29, seq_len_kv 59, 8 lanes), found beside §19.4 in the same check; docs/findings.md §19.8.")
+
 FINDINGS = (
     Finding("llamacpp-quantize-q8-subgroups-of-4", "quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's "
             "scale and sum come from half the block", "§19.1", Layer.KERNEL, PROJECT,
@@ -111,4 +124,7 @@ FINDINGS = (
     Finding("llamacpp-soft-max-floor", "soft_max without sinks returns NaN for a row of logits all below -1e30, "
             "where ggml's op defines its softmax", "§19.7", Layer.KERNEL, PROJECT,
             f"{BACKEND}/wgsl-shaders/soft_max.wgsl L114-116 (lower_max_bound), L144"),
+    Finding("llamacpp-vec-split-reads-past-mask", "flash_attn_vec_split's mask load reads past the mask binding "
+            "for key columns past seq_len_kv", "§19.8", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/flash_attn_vec_split.wgsl L259-265 (the mask tile's load)"),
 )

@@ -44,7 +44,7 @@ from verify.references.softmax import merge_many_outputs, softmax_state, state_t
 from verify.results.record import KnownFinding
 from verify.sources.llamacpp import programs, selection
 from verify.sources.llamacpp.attention.cases import SIZES, attention_cases, make_case
-from verify.sources.llamacpp.findings import REDUCE_READS_PAST_STATS, SPLIT_READS_PAST_TILE
+from verify.sources.llamacpp.findings import REDUCE_READS_PAST_STATS, SPLIT_READS_PAST_MASK, SPLIT_READS_PAST_TILE
 from verify.sources.llamacpp.launch import (
     SUBGROUP_MAX,
     SUBGROUP_MIN,
@@ -476,13 +476,18 @@ class FlashAttnVecSplit(_VecAttention):
 
     def known_finding(self, check, config):
         """§19.4 under `sanitize`: the softmax's select() reads inter_shmem and mask_shmem past
-        KV_TILE where the subgroup size does not divide the tile (a 29-row tile at any width)."""
+        KV_TILE where the subgroup size does not divide the tile (a 29-row tile at any width);
+        §19.8: the mask tile's select() reads the mask past its binding for columns past
+        seq_len_kv in the last row."""
         if check != "sanitize":
             return None
-        return [KnownFinding(SPLIT_READS_PAST_TILE, kinds=(FailureKind.SANITIZER,),
-                             reasons=(f"out-of-bounds read of workgroup array {array}:",), on_this_adapter=False,
-                             finding_id="llamacpp-vec-split-reads-past-tile")
-                for array in ("inter_shmem", "mask_shmem")]
+        return [*(KnownFinding(SPLIT_READS_PAST_TILE, kinds=(FailureKind.SANITIZER,),
+                               reasons=(f"out-of-bounds read of workgroup array {array}:",), on_this_adapter=False,
+                               finding_id="llamacpp-vec-split-reads-past-tile")
+                  for array in ("inter_shmem", "mask_shmem")),
+                KnownFinding(SPLIT_READS_PAST_MASK, kinds=(FailureKind.SANITIZER,),
+                             reasons=("out-of-bounds read of storage buffer mask:",), on_this_adapter=False,
+                             finding_id="llamacpp-vec-split-reads-past-mask")]
 
     def launch(self, device, wgsl, config, case):
         check_width(device, config)
