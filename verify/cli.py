@@ -177,18 +177,22 @@ def _outputs(args):
     return Outputs.checked(args.out, junit=args.junit, sarif=args.sarif)
 
 
-def _schedule(args):
+def _schedule(args, profile_budget: bool = True):
+    """How the run is scheduled. `profile_budget` False: without --budget every planned example
+    runs (`verify check` asks for --examples per check, and gets them), where the gate takes the
+    profile's budget (ci's 165 s)."""
     from verify.run import Schedule
 
+    budget = args.budget if args.budget is not None or profile_budget else 0
     return Schedule(workers=args.jobs, reuse=None if args.reuse is None else [Path(p) for p in args.reuse],
-                    slice_examples=args.slice_examples, budget=args.budget)
+                    slice_examples=args.slice_examples, budget=budget)
 
 
-def _execute(plan, outputs, args) -> int:
+def _execute(plan, outputs, args, profile_budget: bool = True) -> int:
     """Run the plan (verify.run.Run) and say what its skips cost; the exit code of the run."""
     from verify.run import Run
 
-    outcome = Run(plan, outputs, _schedule(args), argv=sys.argv[1:]).execute()
+    outcome = Run(plan, outputs, _schedule(args, profile_budget), argv=sys.argv[1:]).execute()
     if outcome.skips and not args.allow_skip and not outcome.interrupted:
         from verify.display import skip_summary
 
@@ -211,7 +215,7 @@ def cmd_check(args) -> int:
                       time_limit=args.time_limit, adapter=args.adapter, implementation=args.implementation,
                       wgsl=read_wgsl(args.wgsl) if args.wgsl else None,
                       wgsl_origin=os.path.abspath(args.wgsl) if args.wgsl else "")
-    return _execute(plan, outputs, args)
+    return _execute(plan, outputs, args, profile_budget=False)
 
 
 def cmd_gate(args) -> int:
@@ -461,8 +465,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exit 0 even if checks were skipped (e.g. the adapter lacks shader-f16); "
                        "by default a skip fails the run, since it verified nothing")
         p.add_argument("--budget", type=_duration, metavar="DURATION",
-                       help="the time the checks are given (e.g. 90s, 3m; default: the profile's, none for quick "
-                       "and nightly): every check first runs its corner cases, all of them, then random examples "
+                       help="the time the checks are given (e.g. 90s, 3m; default for the gate: the profile's, 165s "
+                       "for ci, none for quick and nightly; `verify check` runs its --examples unless given one): "
+                       "every check first runs its corner cases, all of them, then random examples "
                        "in rounds of 10 until the budget is spent; each record says how many of its planned "
                        "examples ran, and a check whose corners did not complete is never a pass (0: no budget)")
         p.add_argument("--slice-examples", type=int, metavar="N",

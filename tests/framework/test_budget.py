@@ -114,3 +114,30 @@ def test_a_kernel_without_corners_completes_its_corners_part_with_nothing_to_run
     assert result.verdict is Verdict.PASS and result.examples == 0, result.reason
     merged = merge_slices([result], [(0, 2)], planned={0: 0, 1: 10})
     assert merged.verdict is Verdict.PASS and merged.corners_complete is True
+
+
+def test_the_gate_takes_the_profiles_budget_and_verify_check_its_examples():
+    """ci's gate is budgeted by default (165 s, docs/ci.md §8); `verify check` runs the examples it
+    is asked for unless it is given --budget; --budget 0 turns the gate's off."""
+    from argparse import Namespace
+
+    from verify.cli import _schedule
+    from verify.profiles import get_profile
+
+    ci, quick = get_profile("ci"), get_profile("quick")
+    args = Namespace(budget=None, jobs=1, reuse=None, slice_examples=None)
+    assert _schedule(args).budget_s(ci) == 165.0 and _schedule(args).budget_s(quick) is None
+    assert _schedule(args, profile_budget=False).budget_s(ci) is None
+    assert _schedule(Namespace(**{**vars(args), "budget": 0.0})).budget_s(ci) is None
+    assert _schedule(Namespace(**{**vars(args), "budget": 30.0}), profile_budget=False).budget_s(ci) == 30.0
+
+
+@pytest.mark.webgpu
+def test_verify_check_under_the_ci_profile_runs_every_example_it_asks_for(tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "verify", "check", "merge_state", "--config", "head_dim=64,dtype=f32",
+                             "--checks", "reference", "--examples", "15", "--implementation", "wgpu", "--out", str(out)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = json.loads((out / "results.json").read_text())["records"]
+    assert record["examples"] >= 15 and not any(n.startswith("budget:") for n in record["notes"])

@@ -112,6 +112,15 @@ class GetRows(Kernel):
                                 finding_id="llamacpp-get-rows-reads-past-table")
         return None
 
+    def finding_examples(self, check, config):
+        """§19.6's case, run first under `sanitize` whatever the seed draws: a two-row table of two
+        blocks a row, nothing past it in its buffer, its last row gathered, so the last block's
+        last load reads the word past the binding."""
+        if check != "sanitize" or config["src_type"] not in ("q4_0", "q8_0"):
+            return []
+        case = get_rows_case(config["src_type"], False, 1, 2, 1, 64, "random", "shuffled", 84)
+        return [case.replace({"idx": np.ones_like(case["idx"])}, offset=0, pad=0)]
+
     def cases(self, config, profile):
         return get_rows_cases(profile, config["src_type"], config["vec4"])
 
