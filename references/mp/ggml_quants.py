@@ -139,3 +139,30 @@ def quantize_q8_1_block(values) -> tuple[Fraction, Fraction, list[int]]:
     inverse = f32(1 / d) if d else Fraction(0)
     q = [round_half_away(f32(v * inverse)) for v in x]
     return f16(d), f16(f32(sum(q) * d)), q
+
+
+def quantize_q8_0_block(values) -> tuple[Fraction, list[int]]:
+    """(d, q) of quantize_row_q8_0_ref on exact values: quantize_q8_1_block without the sum."""
+    d, _, q = quantize_q8_1_block(values)
+    return d, q
+
+
+def trunc_toward_zero(x: Fraction) -> int:
+    """C's conversion of an exact value to an integer: toward zero."""
+    whole = abs(x.numerator) // x.denominator
+    return whole if x >= 0 else -whole
+
+
+def quantize_q4_0_block(values) -> tuple[Fraction, list[int]]:
+    """(d, q) of quantize_row_q4_0_ref on exact values: M the first value of largest magnitude,
+    d = f32(M / -8), id = f32(1 / d) (0 for d = 0), q = min(15, trunc(f32(f32(x id) + 8.5))), stored
+    d = f16(d); q the nibbles 0..15 in value order."""
+    x = [Fraction(float(v)) for v in values]
+    peak = Fraction(0)
+    for v in x:
+        if abs(peak) < abs(v):
+            peak = v
+    d = f32(peak / -8)
+    inverse = f32(1 / d) if d else Fraction(0)
+    q = [min(15, trunc_toward_zero(f32(f32(v * inverse) + Fraction(17, 2)))) for v in x]
+    return f16(d), q

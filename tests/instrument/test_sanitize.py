@@ -294,3 +294,44 @@ def quantize_examples(kernel, config, count: int = 1) -> list:
 
     collect()
     return found
+
+
+#: Each lane merges its bit into a shared word with a compare-exchange loop (set_rows_quant.wgsl's
+#: merge_store_dst_word); lane 0 of group 1 also tries a word a million past the end.
+_COMPARE_EXCHANGE = """
+@group(0) @binding(0) var<storage, read_write> words: array<atomic<u32>>;
+fn merge(word: u32, bits: u32) {
+  loop {
+    let old = atomicLoad(&words[word]);
+    let result = atomicCompareExchangeWeak(&words[word], old, old | bits);
+    if (result.exchanged) { return; }
+  }
+}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+  merge(group.x * 2u + lane / 32u, 1u << (lane % 32u));
+  if (FAR && group.x == 1u && lane == 0u) { merge(1000000u, 1u); }
+}
+"""
+
+
+@pytest.mark.parametrize("far", [False, True])
+def test_compare_exchange_loops_are_instrumented_and_one_past_the_end_is_reported(webgpu_device, sanitizing, far):
+    """atomicCompareExchangeWeak is rewritten as the other atomics are (its result a struct of the
+    same members the instrumentation declares): merging bits into shared words is clean and
+    computes what the plain run does; a compare-exchange past the buffer is an OutOfBounds finding,
+    not performed, and its loop still ends (the stopped access reports `exchanged`)."""
+    source = _COMPARE_EXCHANGE.replace("FAR", "true" if far else "false")
+    resources = {"words": Output(np.uint32, (2 * GROUPS,))}
+    plain = webgpu_device.run(webgpu_device.pipeline(source), resources, GROUPS)
+    checked = sanitizing.run(sanitizing.pipeline(source), resources, GROUPS)
+    report = sanitizing.take_report()
+    assert np.all(checked.outputs["words"] == 0xFFFFFFFF) and same_outputs(plain.outputs, checked.outputs)
+    if not far:
+        assert report.clean, report.messages()
+        return
+    kinds = {type(f) for f in report.findings}
+    assert OutOfBounds in kinds, report.messages()
+    bad = [f for f in report.findings if isinstance(f, OutOfBounds)]
+    assert {f.index for f in bad} == {1000000} and {f.access.site.kind for f in bad} <= {AccessKind.ATOMIC_LOAD,
+                                                                                           AccessKind.ATOMIC_RMW}

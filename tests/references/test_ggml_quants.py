@@ -124,3 +124,20 @@ def test_a_row_that_is_not_whole_blocks_or_an_unknown_type_is_refused():
         gq.quantize("q5_0", np.zeros(32, np.float32))
     with pytest.raises(ValueError, match="18 bytes"):
         gq.dequantize("q4_0", np.zeros((1, 20), np.uint8))
+
+
+@pytest.mark.parametrize("kind", ["q8_0", "q4_0"])
+def test_q8_0_and_q4_0_agree_with_their_twins_bit_for_bit_ties_included(kind):
+    """The quantizers set_rows_quant's contract is checked against (ggml's CPU ones), block by
+    block against their exact restatements: the golden rows and blocks of exact ties (x id
+    halfway between two codes: roundf away from zero in q8_0, q4_0's x id + 8.5 truncated)."""
+    from verify.sources.llamacpp.ops.rows_quant_cases import source_values
+
+    twin = mq.quantize_q8_0_block if kind == "q8_0" else mq.quantize_q4_0_block
+    rows = [np.load(GOLDEN)["x"][:2].reshape(-1, 32),
+            source_values(np.random.default_rng(3), kind, "ties", (4, 64)).reshape(-1, 32)]
+    for x in np.concatenate(rows):
+        block = gq.quantize(kind, x)[0]
+        d_mp, q_mp = twin(x)
+        assert Fraction(float(gq.f16_field(block, 0))) == d_mp
+        assert gq.codes(kind, block).tolist() == q_mp

@@ -60,6 +60,16 @@ _FIXED = {
 _ATOMICS = frozenset("atomicLoad atomicAdd atomicSub atomicMax atomicMin atomicAnd atomicOr atomicXor "
                      "atomicExchange".split())
 _COMPARISONS = frozenset(("==", "!=", "<", "<=", ">", ">="))
+#: atomicCompareExchangeWeak's result, __atomic_compare_exchange_result<T>, has no name a module can
+#: spell; the instrumentation types it as a struct of the same members that it declares itself
+#: (verify.instrument.sanitize declares it where its helper returns one), named with this prefix.
+COMPARE_EXCHANGE_PREFIX = "_san_compare_exchange_"
+
+
+def compare_exchange_result(element) -> Struct:
+    """The struct standing for atomicCompareExchangeWeak's result on an atomic of `element`:
+    members old_value (the element) and exchanged (bool), as the built-in's."""
+    return Struct(f"{COMPARE_EXCHANGE_PREFIX}{element.wgsl}", (("old_value", element), ("exchanged", BOOL)))
 
 
 class Scope:
@@ -226,6 +236,10 @@ def _call_type(node: Tree, scope: Scope):
         return store.element if isinstance(store, Atomic) else store
     if name == "workgroupUniformLoad":
         return type_of(args[0], scope).store
+    if name == "atomicCompareExchangeWeak":
+        pointer = type_of(args[0], scope)
+        store = pointer.store if isinstance(pointer, Pointer) else pointer
+        return compare_exchange_result(store.element if isinstance(store, Atomic) else store)
     arg_types = [type_of(a, scope) for a in args]
     if name in _SAME_AS_ARGUMENT:
         if name == "select":

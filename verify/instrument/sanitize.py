@@ -47,7 +47,7 @@ from verify.instrument.access_helpers import (
     operand_type,
     wgsl_type,
 )
-from verify.instrument.infer import abstract_default
+from verify.instrument.infer import abstract_default, compare_exchange_result
 from verify.instrument.memory import (
     TRACKED_SPACES,
     Index,
@@ -356,13 +356,10 @@ class _Instrumenter:
         if name == "arrayLength":
             return
         target = alias_target(args[0], scope, self.variables, self.aliases) if args else None
-        if target is not None and name in _ATOMIC_RMW + tuple(_ATOMIC_KINDS):
+        if target is not None and name in _ATOMIC_RMW + tuple(_ATOMIC_KINDS) + ("atomicCompareExchangeWeak",):
             return self._atomic(node, name, target, args[1:], scope)
         if target is not None and name == "workgroupUniformLoad":
             return self._uniform_load(node, target, scope)
-        if target is not None and name == "atomicCompareExchangeWeak":
-            raise UnsupportedWgsl(f"line {node.meta.line}: atomicCompareExchangeWeak on {target.variable.name} is "
-                                  "not instrumented (its result type cannot be spelled in WGSL)")
         for arg in args:
             self._visit(arg, scope)
 
@@ -434,6 +431,17 @@ class _Instrumenter:
         if name == "atomicStore":
             body = [*helper.check(), helper.log(site), f"if (bad == 0u) {{ {call}; }}"]
             returns = None
+        elif name == "atomicCompareExchangeWeak":
+            # Its result type has no name in WGSL: the helper returns a struct of the same members
+            # (infer.compare_exchange_result), declared once with the helpers. An access the
+            # sanitizer stops reports `exchanged`, so a compare-exchange loop around it ends.
+            result = compare_exchange_result(ref.type.element)
+            members = ", ".join(f"{member}: {type_.wgsl}" for member, type_ in result.members)
+            self.helpers.setdefault(f"struct {result.name} {{ {members} }}", "")
+            body = [*helper.check(), helper.log(site), f"var result = {result.name}({element}(), true);",
+                    f"if (bad == 0u) {{ let exchanged = {call}; "
+                    f"result = {result.name}(exchanged.old_value, exchanged.exchanged); }}", "return result;"]
+            returns = result.name
         else:
             body = [*helper.check(), helper.log(site), f"var result: {element};",
                     f"if (bad == 0u) {{ result = {call}; }}", "return result;"]
