@@ -150,3 +150,25 @@ def test_ggmls_roundf_in_place_of_wgsls_round_is_one_the_contract_allows(webgpu_
     case = set_rows_quant_case("q8_0", False, False, 2, 9, 6, 5, "ties", "in_range", 96)
     assert failing(webgpu_device, config, case) == []
     assert failing(webgpu_device, config, case, wgsl.replace(old, new)) == []
+
+
+MID_WORD = "llamacpp-set-rows-quant-pair-mid-word: each pair lands 2 bytes before its blocks"
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("dst_type", ["q8_0", "q4_0"])
+@pytest.mark.parametrize("offset, pad", [
+    pytest.param(0, 0, id="packed"), pytest.param(2, 2, id="even"),
+    pytest.param(1, 0, id="odd_offset", marks=pytest.mark.xfail(strict=True, reason=MID_WORD)),
+    pytest.param(0, 1, id="odd_stride", marks=pytest.mark.xfail(strict=True, reason=MID_WORD))])
+def test_the_pair_program_writes_a_view_whose_pairs_start_mid_word(webgpu_device, dst_type, offset, pad):
+    """docs/findings.md §19.10: PAIR_BLOCKS is chosen by the number of blocks a row alone (S L1394),
+    but its stores take the pair's first word as dst_block_byte / 4 and write from the word's start;
+    a destination view (supports_op accepts any, C L4429-4433) whose pairs start at an odd block
+    (an odd offset or row stride in blocks, 18- and 34-byte blocks) has them start mid-word, so each
+    pair lands 2 bytes early. Every row of the view is written, so an odd stride puts odd rows
+    mid-word. Word-aligned views (packed, even) pass; the others are the finding."""
+    kernel = get_kernel(NAME)
+    config = kernel.config({"dst_type": dst_type, "pair_blocks": True})
+    case = set_rows_quant_case(dst_type, False, True, 1, 4, 4, 2, "normal", "in_range", 5, offset=0, pad=0)
+    assert failing(webgpu_device, config, case.replace(offset=offset, pad=pad)) == []

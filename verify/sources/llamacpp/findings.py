@@ -103,6 +103,37 @@ SPLIT_READS_PAST_MASK = (
     "('out-of-bounds read of storage buffer mask: index 354 is not below the length 354 (mask[mask_idx])' at head "
     "dim 128, KV_TILE 29, seq_len_kv 59, 8 lanes), found beside §19.4 in the same check; docs/findings.md §19.8.")
 
+SET_ROWS_QUANT_PAIR_MID_WORD = (
+    "ggml-webgpu's set_rows into q8_0 or q4_0 writes each pair of blocks 2 bytes early where a destination view's "
+    "pairs start mid-word (an odd block offset or row stride, with an even number of blocks a row).\n"
+    "get_set_rows_pipeline chooses PAIR_BLOCKS by the number of blocks a row alone (ggml-webgpu-shader-lib.hpp "
+    "L1394), and supports_op takes any destination view (ggml-webgpu.cpp L4429-4433); the pair program then calls "
+    "quantize_block(src_block, dst_word_idx, 0u) and (.., BLOCK_BYTES) with dst_word_idx = dst_block_byte / 4u "
+    "(set_rows_quant.wgsl L217-220), dropping dst_block_byte & 3. Blocks of 34 (q8_0) and 18 (q4_0) bytes make that "
+    "2 at every odd block, so a pair starting there is written from the word's start: the previous block's last 2 "
+    "bytes are overwritten and the pair's own last 2 are left stale. The one-block program (an odd number of blocks "
+    "a row) passes the offset on and is right at every alignment; a contiguous destination with an even number of "
+    "blocks a row (llama.cpp's quantized KV cache, test-backend-ops' SET_ROWS cases) starts every pair on a word. "
+    "Evidence: tests/sources/llamacpp/test_rows_quant_kernel.py::"
+    "test_the_pair_program_writes_a_view_whose_pairs_start_mid_word (strict xfail at an odd offset and an odd row "
+    "stride, q8_0 and q4_0: the bytes before the written blocks, their scales and codes fail; the packed and even "
+    "views pass); docs/findings.md §19.10.")
+
+TILE_READS_PAST_Q = (
+    "ggml-webgpu's flash_attn_tile loads Q through select(): for the query rows of the last 4-row tile past "
+    "seq_len_q it reads the next head's rows and, for the last head of the last batch, past the Q binding.\n"
+    "Each workgroup stages Q_TILE = 4 query rows as `q_shmem[elem_idx] = select(0.0, Q_TYPE(Q[global_q_row_offset "
+    "+ q_col]) * params.scale, head_q_row < params.seq_len_q)`; WGSL evaluates both operands of select, so where "
+    "seq_len_q is not a multiple of 4 the rows past it are read anyway: the next head's Q (in bounds, discarded) "
+    "and, for the last head of the last batch, up to 3 rows past the binding, which ggml-webgpu sizes to the "
+    "tensor. The value is discarded (the row is inactive: its subgroup writes nothing), so the output is right; "
+    "robust buffer access keeps the read inside the buffer, a runtime without it reads past the allocation. "
+    "Evidence: the `sanitize` check of llamacpp.attention.flash_attn_tile ('out-of-bounds read of storage buffer "
+    "Q: index 21632 is not below the length 21504 (Q[global_q_row_offset + q_col])' at head dim 128, 8 heads, 21 "
+    "query rows: 384 reads, 3 rows of 128), its first corner; tests/sources/llamacpp/"
+    "test_flash_attn_tile_kernel.py::test_q_is_read_past_its_binding_only_where_the_rows_leave_a_partial_tile; "
+    "docs/findings.md §19.11.")
+
 FINDINGS = (
     Finding("llamacpp-quantize-q8-subgroups-of-4", "quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's "
             "scale and sum come from half the block", "§19.1", Layer.KERNEL, PROJECT,
@@ -127,4 +158,7 @@ FINDINGS = (
     Finding("llamacpp-vec-split-reads-past-mask", "flash_attn_vec_split's mask load reads past the mask binding "
             "for key columns past seq_len_kv", "§19.8", Layer.KERNEL, PROJECT,
             f"{BACKEND}/wgsl-shaders/flash_attn_vec_split.wgsl L259-265 (the mask tile's load)"),
+    Finding("llamacpp-set-rows-quant-pair-mid-word", "set_rows into q8_0 or q4_0 writes each pair of blocks 2 bytes "
+            "early where a destination view's pairs start mid-word", "§19.10", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/set_rows_quant.wgsl L217-220 (PAIR_BLOCKS's quantize_block calls)"),
 )
