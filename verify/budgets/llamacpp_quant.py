@@ -15,6 +15,7 @@ import numpy as np
 
 from verify.budgets.roundoff import faithful_rounding_bound, gamma, smallest_normal, unit_roundoff
 from verify.budgets.wgsl_accuracy import division_rel, rounding_rel
+from verify.references import ggml_mul_mat
 from verify.references import ggml_quants as gq
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -158,4 +159,118 @@ def mmvq_budget(weight_kind: str, weights, activations, exact):
     w = np.abs(gq.dequantize_row(weight_kind, weights))
     a = np.abs(gq.dequantize_row("q8_1", activations))
     budget = budget + gamma(w.shape[-1] + 1, unit_roundoff("f64")) * (a @ w.T)
+    return np.where(np.abs(np.asarray(exact)) > F32_MAX, np.inf, budget)
+
+
+# -- the float and dequantizing mat-vec (mul_mat_vec.wgsl with mul_mat_vec_acc.tmpl) ------------------------
+#: Values each thread adds into its block's row_sum (ELEMS_PER_THREAD of the legacy formats).
+_LEGACY_ELEMS_PER_THREAD = 8
+#: Threads that share a legacy weight block (THREADS_PER_BLOCK).
+_LEGACY_THREADS = 4
+#: f32 roundings in decoding a legacy block value: q4_0 (q - 8) d and q8_0 q d are exact in f32
+#: (4 or 8 bits times f16's 11); q4_1's q d + m rounds once (q d is exact; fused or not, one rounding).
+_DEQUANT_ROUNDINGS = {"q4_0": 0, "q8_0": 0, "q4_1": 1}
+
+
+def _weight_flush(weight_kind: str, weights) -> np.ndarray:
+    """[M, K]: how far each weight value may move if the program flushes a subnormal it reads. An
+    f32 weight below 2^-126 or an f16 weight below 2^-14 may read as 0 (|w|); a block's f16 scale d
+    below 2^-14 may read as 0, taking |q d| (all of q4_0's and q8_0's values), and q4_1's minimum m
+    likewise |m|. WGSL lets an implementation flush subnormals wherever it computes with them."""
+    if weight_kind in ("f32", "f16"):
+        w = np.abs(np.asarray(weights, np.float64))
+        return np.where(w < smallest_normal(weight_kind), w, 0.0)
+    w = gq.dequantize(weight_kind, weights)  # [M, B, 32]
+    d = np.abs(gq.f16_field(weights, 0))[..., None]
+
+    def tiny(v):
+        return (v > 0) & (v < smallest_normal("f16"))
+
+    if weight_kind == "q4_1":
+        m = np.abs(gq.f16_field(weights, 2))[..., None]
+        scaled = np.abs(w - gq.f16_field(weights, 2)[..., None])
+        moved = np.where(tiny(d), scaled, 0.0) + np.where(tiny(m), m, 0.0)
+    else:
+        moved = np.where(tiny(d), np.abs(w), 0.0)
+    return moved.reshape(moved.shape[0], -1)
+
+
+def mul_mat_vec_depth(weight_kind: str, activation_kind: str, vectorized: bool, k: int, lanes: int = 256) -> int:
+    """The most f32 roundings one product w_k x_k passes on its way to y in mul_mat_vec.wgsl with
+    mul_mat_vec_acc.tmpl (a workgroup of `lanes` threads writing OUTPUTS_PER_WG rows):
+
+    - its product: f32 x f32 and f16 x f32 round once (24 + 24 or 11 + 24 significant bits);
+      f16 x f16 (SCALAR with f16 activations) is exact in f32: 11 + 11 = 22 bits, and every such
+      nonzero product lies in [2^-48, 65504^2], inside f32's normal range, so 0 roundings. The
+      legacy formats add their decoding's roundings (_DEQUANT_ROUNDINGS);
+    - VEC (f32/f16 weights, K a multiple of 4): dot(vec4, vec4), four products summed in an order
+      WGSL leaves open, 3 additions (f16 x f16 takes its dot in f16: mul_mat_vec_budget counts it
+      apart, so 0 f32 roundings here);
+    - each thread's running sum over the terms it takes, k = thread, thread + lanes, ...:
+      ceil(K / width / lanes) additions into acc (the first, into 0, is exact: counted anyway); the
+      legacy formats first add a block's 8 values into row_sum (8 additions), and a thread takes
+      ceil(blocks / (lanes / 4)) blocks;
+    - the lanes' sums: the subgroup reduction (subgroupAdd, the partial sums per subgroup, a lane's
+      loop over them, subgroupAdd again) or the workgroup tree; whichever, the 256 lane sums meet in
+      a tree of two-input additions, in which no leaf passes more than lanes - 1 of them. An order
+      WGSL leaves open (subgroupAdd's) is any such tree, so lanes - 1 bounds every width.
+    """
+    if weight_kind in ("f32", "f16"):
+        width = 4 if vectorized else 1
+        f16_dot = vectorized and activation_kind == "f16"
+        product = 0 if (activation_kind == "f16" and weight_kind == "f16") else 1
+        inner = 0 if f16_dot else product + width - 1
+        per_thread = -(-(k // width) // lanes)
+        return inner + per_thread + lanes - 1
+    blocks = k // gq.block_values(weight_kind)
+    per_thread = -(-blocks // (lanes // _LEGACY_THREADS))
+    return _DEQUANT_ROUNDINGS[weight_kind] + 1 + _LEGACY_ELEMS_PER_THREAD + per_thread + lanes - 1
+
+
+def mul_mat_vec_budget(weight_kind: str, activation_kind: str, vectorized: bool, weights, x, exact,
+                       lanes: int = 256):
+    """Budget [N, M] of ggml-webgpu's float/dequantizing mat-vec against references.ggml_mul_mat.
+
+    With r = 2u_f32 (WGSL rounds either way), each product w_k x_k reaches y through at most D f32
+    roundings (mul_mat_vec_depth), so |y - ŷ| <= gamma_D(r) Σ_k |w_k x_k| (Higham §3.1: each term
+    carries a factor Π(1 + δ) of at most D roundings whatever the order of the sums). This is the
+    order the program fixes per lane (a thread's chain) and the worst any lane reduction allows
+    across lanes, far below gamma_{K-1} for long rows (K = 4096: D = 271 against 4095).
+
+    VEC with f16 activations (f16 weights, the only f16 activations MUL_MAT takes) computes
+    `dot(vec4<f16>, vec4<f16>)` in f16, as WGSL types it, then f32(): four f16-rounded products and
+    three f16 additions, gamma_7(2u_f16) of the four |w x|, and each of those seven operations may
+    flush below 2^-14 (at most min(2^-14, its magnitude)); the f32 roundings after it act on those
+    terms. A vec4 whose products or partial sums pass 65504 overflows f16 where ggml's f32 result is
+    finite: no rounding makes that, so the budget does not admit it.
+
+    Flushes: an activation below f32's (f16's) smallest normal may read as 0 (|w x|), a weight as
+    _weight_flush says, and each f32 product or sum may flush (2^-126 each, 3K + 2 lanes of them).
+    The float64 reference errs by gamma_{K+1}(u_64) Σ|w x|. Where |exact| passes f32's range the
+    budget is inf (the output may be anything an f32 can hold, or inf)."""
+    w = ggml_mul_mat.weight_values(weight_kind, weights)
+    x = np.asarray(x, np.float64)
+    k = w.shape[-1]
+    aw, ax = np.abs(w), np.abs(x)
+    magnitude = ax @ aw.T
+    r = rounding_rel("f32")
+    depth = mul_mat_vec_depth(weight_kind, activation_kind, vectorized, k, lanes)
+    budget = np.zeros_like(magnitude)
+    if vectorized and activation_kind == "f16":
+        tiny16 = smallest_normal("f16")
+        products = ax[:, None, :] * aw[None, :, :]  # [N, M, K]
+        quads = products.reshape(products.shape[:2] + (-1, 4))
+        quad_mag = quads.sum(-1)
+        quad_error = gamma(7, rounding_rel("f16")) * quad_mag
+        quad_error = quad_error + np.minimum(quads, tiny16).sum(-1) + 3 * np.minimum(tiny16, quad_mag + quad_error)
+        budget = budget + quad_error.sum(-1)
+        magnitude_f32 = magnitude + quad_error.sum(-1)
+    else:
+        magnitude_f32 = magnitude
+    budget = budget + gamma(depth, r) * magnitude_f32
+    x_tiny = ax < smallest_normal(activation_kind)
+    budget = budget + np.where(x_tiny, ax, 0.0) @ aw.T
+    budget = budget + ax @ _weight_flush(weight_kind, weights).T
+    budget = budget + (3 * k + 2 * lanes) * smallest_normal("f32")
+    budget = budget + gamma(k + 1, unit_roundoff("f64")) * magnitude
     return np.where(np.abs(np.asarray(exact)) > F32_MAX, np.inf, budget)

@@ -45,6 +45,18 @@ CITED = [
     ("mul_mat_vec_instance", S, 2099, 'defines.push_back(std::string("NUM_COLS=") + std::to_string(key.num_cols));'),
     ("quantize_q8_grid", C, 1609, "const uint32_t wg_per_vec     = (src0->ne[0] / 4 + (q8_wg_size - 1)) / q8_wg_size;"),
     ("mul_mat_vec_grid", C, 1718, "uint32_t output_groups = CEIL_DIV(dst->ne[0], decisions->outputs_per_wg);"),
+    ("uses_mat_vec", C, 1624, "bool use_mat_vec = (dst->ne[1] <= 4);"),
+    ("mul_mat_vec_vectorized", S, 1972, "key.vectorized = (context.src0->ne[0] % 4 == 0 &&"),
+    ("mul_mat_vec_vectorized", S, 1973,
+     "(context.src0->type == GGML_TYPE_F32 || context.src0->type == GGML_TYPE_F16)) ?"),
+    ("mul_mat_vec_dequant_instance", S, 1993, 'defines.push_back("SRC0_INNER_TYPE=f32");'),
+    ("mul_mat_vec_dequant_instance", S, 1999, 'defines.push_back("MUL_ACC_FLOAT");'),
+    ("mul_mat_vec_dequant_instance", S, 2014, 'defines.push_back("SRC0_INNER_TYPE=u32");'),
+    ("mul_mat_vec_dequant_instance", S, 2019, "if (key.use_mmvq) {"),
+    ("mul_mat_vec_dequant_instance", S, 2061, 'defines.push_back("SRC1_INNER_TYPE=f16");'),
+    ("mul_mat_vec_dequant_instance", S, 2069, 'defines.push_back(key.vectorized ? "VEC" : "SCALAR");'),
+    ("mul_mat_vec_dequant_instance", S, 2097, 'variant += "_vectorized";'),
+    ("mul_mat_vec_dequant_instance (f16 activations)", C, 4445, "supports_op |= (src0->type == GGML_TYPE_F16);"),
     ("compute_2d_workgroups", C, 41, "wg_y = std::max(1u, CEIL_DIV(total_wg, max_per_dim));"),
     ("rms_norm_mul_instance", S, 2627, 'std::string              op_name = "RMS_NORM_MUL";'),
     ("rms_norm_mul_instance", S, 2630, "if (key.inplace) {"),
@@ -193,6 +205,33 @@ def test_mmvq_is_taken_only_on_amd_intel_and_nvidia_with_dot_products_and_few_co
     assert not selection.can_use_mmvq(Adapter(), "q5_0", 512, 1)
 
 
+def test_the_float_mat_vec_takes_vec4_for_float_rows_of_a_multiple_of_4_and_no_mmvq_defines():
+    lavapipe = Adapter(vendor="mesa", min_subgroup=8, max_subgroup=8)
+    vec = selection.mul_mat_vec_dequant_instance(lavapipe, "f16", "f32", 4096, 1)
+    assert vec.defines == ("SRC0_INNER_TYPE=f16", "MUL_ACC_FLOAT", "SRC1_INNER_TYPE=f32", "VEC", "WG_SIZE=256",
+                           "OUTPUTS_PER_WG=4", "USE_SUBGROUP_REDUCTION", "NUM_COLS=1")
+    assert vec.variant == "mul_mat_vec_f16_f32_sg_reduce_vectorized"
+    scalar = selection.mul_mat_vec_dequant_instance(Adapter(subgroups=False), "f32", "f32", 4097, 3)
+    assert "SCALAR" in scalar.defines and scalar.variant == "mul_mat_vec_f32_f32_wg_reduce"
+    q4 = selection.mul_mat_vec_dequant_instance(lavapipe, "q4_0", "f32", 4096, 2)
+    assert q4.defines[:4] == ("BYTE_HELPERS", "MUL_ACC_Q4_0", "U32_DEQUANT_HELPERS", "SRC0_INNER_TYPE=u32")
+    assert "SCALAR" in q4.defines and "MMVQ" not in q4.defines and "LEGACY_QUANTS" not in q4.defines
+    assert q4.variant == "mul_mat_vec_q4_0_f32_sg_reduce"
+    assert not selection.mul_mat_vec_vectorized("q8_0", 4096) and not selection.mul_mat_vec_vectorized("f32", 4094)
+    assert selection.uses_mat_vec(4) and not selection.uses_mat_vec(5)
+
+
+def test_the_float_mat_vec_refuses_what_ggml_sends_elsewhere():
+    with pytest.raises(ValueError, match="MMVQ path"):  # an NVIDIA adapter with DP4A takes MMVQ for q4_0
+        selection.mul_mat_vec_dequant_instance(Adapter(), "q4_0", "f32", 4096, 1)
+    with pytest.raises(ValueError, match="f16 weights only"):
+        selection.mul_mat_vec_dequant_instance(Adapter(), "f32", "f16", 4096, 1)
+    with pytest.raises(ValueError, match="tiled programs"):
+        selection.mul_mat_vec_dequant_instance(Adapter(), "f16", "f32", 4096, 5)
+    # f16 x f16 never takes MMVQ, on any adapter (can_use_mmvq wants f32 activations)
+    assert selection.mul_mat_vec_dequant_instance(Adapter(), "f16", "f16", 64, 1).variant.endswith("_vectorized")
+
+
 def test_the_grids_fold_into_two_dimensions_as_compute_2d_workgroups_does():
     assert selection.compute_2d_workgroups(70_000, 65535) == (35_000, 2)
     assert selection.quantize_q8_grid(Adapter(), 4096, 3) == (12, 1)  # 4096/4 = 1024 lanes: 4 workgroups a row
@@ -216,6 +255,8 @@ def _instances():
     plan = selection.vec_attention_plan(adapter, AttentionShape(64, 64, 1, 8, 2, 300, mask=True, sinks=True))
     return [plan.split, plan.blk, plan.reduce, selection.quantize_q8_instance(adapter, "q4_0"),
             selection.mul_mat_vec_instance(adapter, "q4_K", 512, 2), selection.rms_norm_mul_instance(adapter),
+            selection.mul_mat_vec_dequant_instance(Adapter(vendor="mesa"), "q4_1", "f32", 512, 3),
+            selection.mul_mat_vec_dequant_instance(adapter, "f16", "f16", 512, 1),
             selection.rms_norm_mul_instance(adapter, "inplace"),
             selection.rope_instance(adapter, "f16", inplace=True, freq_factors=True)] + [
         selection.get_rows_instance(adapter, t, v) for t in selection.GET_ROWS_TYPES

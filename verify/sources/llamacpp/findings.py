@@ -134,6 +134,21 @@ TILE_READS_PAST_Q = (
     "test_flash_attn_tile_kernel.py::test_q_is_read_past_its_binding_only_where_the_rows_leave_a_partial_tile; "
     "docs/findings.md §19.11.")
 
+F16_DOT_OVERFLOW = (
+    "ggml-webgpu's mat-vec takes f16 x f16 dot products in f16: where a vec4 of products passes 65504 y is inf or "
+    "NaN while ggml's f32 result is finite.\n"
+    "For f16 weights and f16 activations (MUL_MAT's f16 x f16, ggml-webgpu.cpp L4443-4446) whose rows are a "
+    "multiple of 4 long, get_mul_mat_vec_pipeline takes VEC (ggml-webgpu-shader-lib.hpp L1972-1975), and "
+    "mul_mat_vec_acc.tmpl's inner_dot returns f32(dot(vec4<f16>(w), x)) with x a vec4<f16>: WGSL computes that dot "
+    "in f16, so four products of 256 x 256 (65536 each) overflow to inf, and y with them, where ggml's op gives "
+    "4 x 65536 = 262144 in its f32 dst. The SCALAR program (rows not a multiple of 4) converts each value to f32 "
+    "first and is right on the same values; the f32-activation programs are unaffected. Below the overflow the f16 "
+    "dot also rounds each product and partial sum to f16 (11 bits), which the budget admits as the program's "
+    "declared arithmetic. Evidence: tests/sources/llamacpp/test_mul_mat_vec_kernel.py::"
+    "test_the_f16_mat_vec_is_finite_where_its_products_pass_f16s_range (strict xfail: y = inf for K = 8, expected "
+    "524288; the SCALAR control at K = 7 gives 458752); the finding example of llamacpp.quant.mul_mat_vec's "
+    "`native_width` check with f16 activations; docs/findings.md §19.9.")
+
 FINDINGS = (
     Finding("llamacpp-quantize-q8-subgroups-of-4", "quantize_q8 assumes subgroups of at least 8 lanes: at 4 a block's "
             "scale and sum come from half the block", "§19.1", Layer.KERNEL, PROJECT,
@@ -161,4 +176,7 @@ FINDINGS = (
     Finding("llamacpp-set-rows-quant-pair-mid-word", "set_rows into q8_0 or q4_0 writes each pair of blocks 2 bytes "
             "early where a destination view's pairs start mid-word", "§19.10", Layer.KERNEL, PROJECT,
             f"{BACKEND}/wgsl-shaders/set_rows_quant.wgsl L217-220 (PAIR_BLOCKS's quantize_block calls)"),
+    Finding("llamacpp-mul-mat-vec-f16-dot", "the mat-vec takes f16 x f16 dot products in f16: y is inf where a vec4 "
+            "of products passes 65504", "§19.9", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/mul_mat_vec_acc.tmpl L26-28 (inner_dot)"),
 )

@@ -593,3 +593,58 @@ def set_rows_grid(adapter: Adapter, dst_type: str, vec4: bool, pair_blocks: bool
     else:
         threads = rows * (ne0 // 4 if vec4 else ne0)
     return ceil_div(threads, adapter.max_invocations), 1
+
+
+# -- the float and dequantizing mat-vec (MUL_MAT without MMVQ) -------------------------------------------
+#: C L4443-4446: MUL_MAT takes f16 activations (src1) only with f16 weights; f32 activations with any
+#: weight type of C L4448-4473.
+MUL_MAT_VEC_ACTIVATIONS = ("f32", "f16")
+#: The weight types verify runs on this program: the float ones (MUL_ACC_FLOAT) and the legacy block
+#: formats references.ggml_quants decodes (MUL_ACC_Q4_0, MUL_ACC_Q4_1, MUL_ACC_Q8_0).
+MUL_MAT_VEC_WEIGHTS = ("f32", "f16", "q4_0", "q4_1", "q8_0")
+
+
+def uses_mat_vec(cols: int) -> bool:
+    """C L1624: MUL_MAT takes mul_mat_vec.wgsl where dst has at most 4 columns (dst->ne[1] <= 4),
+    else the tiled programs (get_mul_mat_fast_pipeline, C L1651-1658)."""
+    return cols <= 4
+
+
+def mul_mat_vec_vectorized(weight_type: str, k: int) -> bool:
+    """S L1972-1975: `vectorized` (the VEC define, vec4 loads) for f32 and f16 weights whose rows
+    are a multiple of 4 long (src0->ne[0] % 4 == 0); block types and other lengths are SCALAR."""
+    return k % 4 == 0 and weight_type in ("f32", "f16")
+
+
+def mul_mat_vec_dequant_instance(adapter: Adapter, weight_type: str, activation_type: str, k: int,
+                                 cols: int) -> Instance:
+    """S L1968-2111 get_mul_mat_vec_pipeline where MMVQ is not taken (can_use_mmvq false: any
+    adapter for f32/f16 weights, an adapter without DP4A, or a vendor other than AMD, Intel or
+    NVIDIA, as lavapipe's, for the block types). In the C++'s order: SRC0_INNER_TYPE=f32 or f16 with
+    MUL_ACC_FLOAT (S L1992-2001), or for a block type BYTE_HELPERS, MUL_ACC_<TYPE>,
+    U32_DEQUANT_HELPERS, SRC0_INNER_TYPE=u32 (S L2011-2014; LEGACY_QUANTS only with MMVQ,
+    S L2019-2021); SRC1_INNER_TYPE (S L2055-2063); VEC or SCALAR (S L2069, by
+    mul_mat_vec_vectorized); WG_SIZE=256, OUTPUTS_PER_WG=4 (S L2071-2080, L2092-2093); the
+    reduction (S L2094); NUM_COLS = dst->ne[1] (S L2099). The variant: mul_mat_vec_<w>_<a>, then
+    _sg_reduce or _wg_reduce and _vectorized (S L2095-2098)."""
+    if not uses_mat_vec(cols):
+        raise ValueError(f"{cols} columns: MUL_MAT takes the tiled programs, not the mat-vec (C L1624)")
+    if weight_type not in MUL_MAT_VEC_WEIGHTS or activation_type not in MUL_MAT_VEC_ACTIVATIONS:
+        raise ValueError(f"mul_mat_vec weight {weight_type!r}, activations {activation_type!r}: verify runs "
+                         f"{', '.join(MUL_MAT_VEC_WEIGHTS)} with {', '.join(MUL_MAT_VEC_ACTIVATIONS)}")
+    if activation_type == "f16" and weight_type != "f16":
+        raise ValueError("ggml-webgpu's MUL_MAT takes f16 activations with f16 weights only (C L4443-4446)")
+    if activation_type == "f32" and can_use_mmvq(adapter, weight_type, k, cols):
+        raise ValueError(f"ggml-webgpu takes the MMVQ path for {weight_type} on this adapter (S L1172-1198)")
+    if weight_type in ("f32", "f16"):
+        defines = [f"SRC0_INNER_TYPE={weight_type}", "MUL_ACC_FLOAT"]
+    else:
+        defines = ["BYTE_HELPERS", f"MUL_ACC_{weight_type.upper()}", "U32_DEQUANT_HELPERS", "SRC0_INNER_TYPE=u32"]
+    vectorized = mul_mat_vec_vectorized(weight_type, k)
+    reduce = "USE_SUBGROUP_REDUCTION" if adapter.subgroups else "USE_WORKGROUP_REDUCTION"
+    defines += [f"SRC1_INNER_TYPE={activation_type}", "VEC" if vectorized else "SCALAR",
+                f"WG_SIZE={MUL_MAT_VEC_WG_SIZE}", f"OUTPUTS_PER_WG={MUL_MAT_VEC_OUTPUTS_PER_WG}", reduce,
+                f"NUM_COLS={cols}"]
+    variant = (f"mul_mat_vec_{type_name(weight_type)}_{activation_type}_{'sg' if adapter.subgroups else 'wg'}_reduce"
+               + ("_vectorized" if vectorized else ""))
+    return Instance("mul_mat_vec", tuple(defines), variant)
