@@ -37,6 +37,7 @@ from verify.kernels.dp4a.common import (
 )
 from verify.kernels.dp4a.fastpath import MatmulInputs, remembered
 from verify.kernels.dp4a.matmul_cases import matmul_cases
+from verify.kernels.finding_cases import first_drawn
 from verify.kernels.specialize import body, specialize
 from verify.references.dp4a_quant import unpack_codes
 from verify.references.nbits import (
@@ -165,6 +166,13 @@ class Matmul(Kernel):
         if check == "accumulator_range" and config["acc"] == "f16":
             return KnownFinding(F16_ACCUMULATION, outputs=("y",), finding_id="dp4a-f16-accumulation")
         return None
+
+    def finding_examples(self, check, config):
+        """accumulator_range's first case (its simplest: K = 512, or 2048 for small_m, running sums
+        to about 81880), which overflows an f16 accumulator on every seed and budget."""
+        if check != "accumulator_range" or config["acc"] != "f16":
+            return []
+        return [first_drawn(self, check, config)]
 
     def wgsl(self, config):
         source = body(__package__, "matmul_common.wgsl") + "\n" + body(__package__, TILES[config["tile"]][2])

@@ -41,6 +41,7 @@ from verify.cases import Case
 from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Kernel, Launched
+from verify.kernels.finding_cases import first_drawn
 from verify.profiles import get_profile
 from verify.references.group_query import attend, softcapped, visible_keys
 from verify.references.softmax import merge_many_outputs
@@ -312,6 +313,14 @@ class OrtDecodeQkv(OrtDecodeProgram):
                                  finding_id="ort-gqa-softcap-ignored"),
                     partials_zero_init(check, UNINITIALISED_PARTIALS)]
         return partials_zero_init(check, UNINITIALISED_PARTIALS)
+
+    def finding_examples(self, check, config):
+        """With a softcap, large_scores' simplest case of two sequences: §18.1 on every seed (the
+        first sequence's one score is q.k = 0 exactly, which the cap leaves as it is; the second's
+        are not, and its tile states come back uncapped)."""
+        if check != "large_scores" or not config.get("softcap"):
+            return []
+        return [first_drawn(self, check, config, lambda case: case.params["batch"] >= 2)]
 
     def large_score_cases(self, config, profile):
         """The `large_scores` check's cases: the program's own cases with sequence 0's queries all

@@ -31,6 +31,7 @@ from verify.cases import Case
 from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
+from verify.kernels.finding_cases import first_drawn
 from verify.profiles import get_profile
 from verify.references.group_query import attend, rotate_with_tables, visible_keys
 from verify.results.record import KnownFinding
@@ -41,6 +42,7 @@ from verify.sources.ort.attention.cases import (
     GQA_PROGRAMS,
     MAX_FLASH_TOKENS,
     PAGED_PROGRAMS,
+    Q_SPREADS,
     OrtDispatchRuleError,
     gqa_cases,
     paged_cases,
@@ -87,6 +89,9 @@ BLOCK_SIZE = ConfigKey("block_size", 16, (16, 32), "tokens per block of the page
 PAGED_DTYPE = ConfigKey("dtype", "f16", ("f16",), "PagedAttention's type constraint allows f16 (and bf16) only")
 
 # -- findings ----------------------------------------------------------------------------------------
+#: Cached tokens of each sequence in ort.gqa's softcap case (OrtGqa.finding_examples): keys enough
+#: for the cap to reweigh them.
+GQA_SOFTCAP_PAST = 16
 SOFTCAP_IGNORED = (
     "GroupQueryAttention ignores softcap on WebGPU: the output is the uncapped attention.\n"
     "onnxruntime-web 1.30 accepts the softcap attribute but none of the programs it dispatches for "
@@ -456,6 +461,20 @@ class OrtGqa(OrtAttentionKernel):
     def cases(self, config, profile):
         return gqa_cases(config)
 
+    def finding_examples(self, check, config):
+        """Where ORT takes FlashAttention (§18.2), the check's simplest case: every case of 32 new
+        tokens or more carries scores over. With a softcap (§18.1), the simplest case whose every
+        sequence has GQA_SOFTCAP_PAST cached tokens and the sharpest queries: scores spread well past
+        the cap, where one key alone (no past) is weighed 1 with the cap or without."""
+        if check not in ("reference", "large_scores"):
+            return []
+        if self.takes_flash(config):
+            return [first_drawn(self, check, config)]
+        if config.get("softcap"):
+            return [first_drawn(self, check, config, lambda case: min(case.params["past"]) >= GQA_SOFTCAP_PAST
+                                and case.params["q_spread"] == max(Q_SPREADS))]
+        return []
+
     def expected(self, config, case):
         """Per sequence, references.group_query over its cached rows and its new tokens; the new
         cache rows are the (rotated) new keys and values, every other row comes back bit for bit."""
@@ -551,6 +570,9 @@ class OrtPagedAttention(OrtAttentionKernel):
         """Where ORT takes FlashAttention (§18.2), a case that shows its carried-over scores above
         the f16 budget: the simplest case of the config with queries of spread 2 (measured here:
         err/budget 4.9 on the output, where the drawn cases of flat queries reach 1.2-1.5)."""
+        if check == "large_scores" and self.takes_paged_prefill(config):
+            # §18.4: large_scores' simplest case overflows the f16 scores (every case does).
+            return [first_drawn(self, check, config)]
         if check not in ("reference", "large_scores") or not self.takes_flash(config):
             return []
         from hypothesis import find, settings

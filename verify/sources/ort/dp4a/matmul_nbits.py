@@ -38,6 +38,7 @@ from verify.kernels.dp4a.matmul import (
     centred_weights,
 )
 from verify.kernels.dp4a.matmul_cases import matmul_cases
+from verify.kernels.finding_cases import first_drawn
 from verify.results.record import KnownFinding
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE
@@ -122,6 +123,13 @@ class OrtMatmulNBits(DerivedConfig, Kernel):
         if check == "accumulator_range" and config["acc"] == "f16":
             return KnownFinding(F16_ACCUMULATION, outputs=("y",), finding_id="ort-f16-accumulation")
         return None
+
+    def finding_examples(self, check, config):
+        """accumulator_range's first case at acc=f16 (K = 512, running sums to about 81880): the
+        overflow on every seed and budget."""
+        if check != "accumulator_range" or config["acc"] != "f16":
+            return []
+        return [first_drawn(self, check, config)]
 
     # -- what ORT runs -------------------------------------------------------------------------------
     def captures(self, config) -> list[CaptureConfig]:

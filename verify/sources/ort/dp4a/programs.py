@@ -48,6 +48,7 @@ from verify.kernels.dp4a.matmul import (
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.dp4a.quantize import Quantize
 from verify.kernels.dp4a.quantize_cases import quantize_cases
+from verify.kernels.finding_cases import first_drawn
 from verify.references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
 from verify.results.record import KnownFinding
 from verify.sources.ort.capture import PROGRAM_FILES, QUANTIZE, SMALL_M, SOURCE_FOLDER, TILE
@@ -188,6 +189,10 @@ class OrtQuantize(DerivedConfig, Quantize):
     def known_finding(self, check, config):
         return (KnownFinding(ZERO_BLOCK_CODES, outputs=("codes",), finding_id="ort-quantize-zero-block")
                 if check == "zero_blocks" else None)
+
+    def finding_examples(self, check, config):
+        """zero_blocks' first case (one row of K = 128, its one block all zero): the finding's codes."""
+        return [first_drawn(self, check, config)] if check == "zero_blocks" else []
 
     def wgsl(self, config):
         return header(self.name, config) + captured_programs(CaptureConfig(config["dtype"])).wgsl(QUANTIZE)
@@ -336,6 +341,14 @@ class OrtMatmul(DerivedConfig, Matmul):
                                          implementations=() if check == "implementations" else ("wgpu",),
                                          finding_id="ort-tile-naga-refuses"))
         return tuple(findings)
+
+    def finding_examples(self, check, config):
+        """accumulator_range's first case at acc=f16 (Matmul's), and the program's first case under
+        `sanitize`, whose accesses show the sanitizer's findings on every case (the uninitialised
+        reads of tile_A, the reads of scales_a past the end): a budgeted gate's first part runs them."""
+        if check == "sanitize" and self.sanitize_findings:
+            return [first_drawn(self, check, config)]
+        return super().finding_examples(check, config)
 
     def wgsl(self, config):
         capture = CaptureConfig(config["dtype"], config["bits"], config["block_size"], bool(config["has_zero_points"]),

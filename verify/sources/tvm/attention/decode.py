@@ -55,6 +55,7 @@ from verify.kernels.attention.rope_variant import (
     RopeVariant,
 )
 from verify.kernels.contract import ConfigKey, Launched, Upstream
+from verify.kernels.finding_cases import first_drawn
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
 from verify.references.decode import LOG2E
@@ -245,7 +246,11 @@ class TvmDecode(DecodeKernel):
         return None
 
     def finding_examples(self, check, config):
-        """A batch of 3 with the packing threshold at 3, so the grid packs an odd x on every seed."""
+        """A batch of 3 with the packing threshold at 3, so the grid packs an odd x on every seed;
+        below_floor's first case (one sequence of one token, every logit below the floor), which
+        every case below the floor fails as the finding."""
+        if check == "below_floor":
+            return [first_drawn(self, check, config)]
         if check != "packed_grid":
             return []
         sliding = ([0, 1, 0], [0, 1, 0]) if config["sliding_window"] else None
@@ -528,6 +533,10 @@ class TvmMergeState(MergeState):
         if check == "infinite_empty":
             return KnownFinding(INFINITE_EMPTY, outputs=("s", "v"), finding_id="tvm-merge-infinite-empty")
         return None
+
+    def finding_examples(self, check, config):
+        """infinite_empty's first case (one token, both sides' lse -inf): the NaN on every seed."""
+        return [first_drawn(self, check, config)] if check == "infinite_empty" else []
 
     def wgsl(self, config):
         build = merge_build(heads=config["heads"], head_dim=config["head_dim"], dtype=config["dtype"])

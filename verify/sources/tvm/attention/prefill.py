@@ -59,6 +59,7 @@ from verify.kernels.attention.prefill_eval import PrefillProblem, remembered
 from verify.kernels.attention.rope_variant import LLAMA_3_1, SCALING_KEYS, RopeVariant, trim_config, validate_variant
 from verify.kernels.attention.sizes import SIZES
 from verify.kernels.contract import ConfigKey, Kernel, Launched
+from verify.kernels.finding_cases import first_drawn
 from verify.profiles import get_profile
 from verify.references.decode import LOG2E
 from verify.results.record import KnownFinding
@@ -102,6 +103,9 @@ V_HEAD_DIM = ConfigKey("v_head_dim", 0, (0, 64, 128, 256), "head dim of v and th
 #: were split for (tree_attn.py `get_tile_size`, L514-522 and L1147-1155, and `apply_to_qkv_load`,
 #: L524-532), among the head dims the contracts offer: the extra warp writes past Q_smem/K_smem/V_smem.
 TREE_EXTRA_WARP = {("f32", 96), ("f32", 160), ("f32", 192)}
+#: Tokens of one tree from which the extra warp's stores show as wrong outputs (TvmTreeAttention.finding_examples;
+#: measured on lavapipe at D = 96: trees of 1-3 tokens pass, every simplest case with a tree of 4 or more fails).
+TREE_WRONG_TOKENS = 4
 
 TREE_OUT_OF_BOUNDS = (
     "TVM's tree kernels run an extra warp that writes past its workgroup arrays: wrong outputs at this head dim.\n"
@@ -338,6 +342,13 @@ class TvmPrefillKernel(Kernel):
 
     def known_finding(self, check, config):
         return None
+
+    def finding_examples(self, check, config):
+        """below_floor's first case where the kernel documents the floor: every case below it fails
+        as the finding (the lse comes back TVM's -5e4), so its simplest does on every seed."""
+        if check == "below_floor" and self.known_finding(check, config) is not None:
+            return [first_drawn(self, check, config)]
+        return []
 
     # -- hooks of the prefill checks (verify.kernels.attention.checks) ------------------------------------------
     def split_chunk(self, config, case):
@@ -609,6 +620,18 @@ class TvmTreeAttention(TvmPrefillKernel):
             return KnownFinding(TREE_EXTRA_WARP_RACE, outputs=("output", "lse"), finding_id="tvm-tree-extra-warp")
         return None
 
+    def finding_examples(self, check, config):
+        """`sanitize`'s first case (one tree of one token), whose accesses show the mask read past
+        the tree on every config and the extra warp's stores where the head dim has one; under
+        `reference`, where the extra warp's stores show as wrong outputs, the simplest case with a
+        tree of TREE_WRONG_TOKENS tokens (the simplest case, one token, passes: the wrong outputs
+        show from a tree's fourth row on)."""
+        if check == "sanitize":
+            return [first_drawn(self, check, config)]
+        if check == "reference" and (config["dtype"], config["head_dim"]) in TREE_EXTRA_WARP:
+            return [first_drawn(self, check, config, lambda case: max(case.params["qo_lens"]) >= TREE_WRONG_TOKENS)]
+        return []
+
 
 class TvmTreeAttentionPaged(TvmTreeAttention):
     """`tree_attn_paged_kv`: token trees as the last rows of a paged context (tree_attn.py L808-889);
@@ -680,6 +703,15 @@ class TvmSequencePrefill(TvmPrefillKernel):
         grid takes the packed path (x halved, rounding up, z doubled)."""
         return st.tuples(self.cases(config, profile), st.sampled_from([2, 3])).map(
             lambda pair: pair[0].replace(grid_limit=pair[1]))
+
+    def finding_examples(self, check, config):
+        """packed_grid's simplest case of a batch of 3 over a threshold of 2: the grid packs 3
+        workgroups into x = 2, z doubled, and the workgroup past the batch writes past output and
+        lse on every seed (a batch the packing divides evenly shows nothing)."""
+        if check != "packed_grid":
+            return []
+        return [first_drawn(self, check, config,
+                            lambda case: case["q"].shape[0] == 3 and case.params["grid_limit"] == 2)]
 
     def lse_dtype(self, config):
         return config["dtype"]
