@@ -253,3 +253,84 @@ def test_the_correct_butterfly_passes_when_emulated_wide(webgpu_device, width):
     kernel = get_kernel("dp4a.quantize")
     wgsl = kernel.wgsl(kernel.config({"reduce": "subgroup", "dtype": "f32"}))
     assert reference_verdict(webgpu_device, wgsl, "f32", width)["verdict"] == "pass"
+
+
+RECONVERGING = """
+@group(0) @binding(0) var<storage, read> values: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lane: u32) {
+  var acc = 0u;
+  for (var tile = 0u; tile < 4u; tile += 1u) {
+    if (lane < 32u) {
+      for (var slot = 0u; slot < 3u; slot += 1u) {
+        if (values[lane] > slot) {
+          LEAVE
+        }
+        acc += slot;
+      }
+    }
+    acc = subgroupAdd(acc);
+  }
+  out[lane] = acc;
+}
+"""
+
+
+@pytest.mark.parametrize("leave, uniform", [("continue;", True), ("break;", True), ("return;", False)])
+def test_a_branch_whose_inner_loop_takes_its_own_continue_reconverges(leave, uniform):
+    """flash_attn_tile's shape: a `continue` (or `break`) of a loop nested in a divergent branch
+    leaves that loop, not the branch, so the branch ends where it began and a built-in after it is
+    in uniform control flow (WGSL §15.2: the `if` has behaviour {Next}); a `return` there leaves
+    the branch and the call after it is refused."""
+    program = RECONVERGING.replace("LEAVE", leave)
+    if uniform:
+        assert "_sg_" in emulate_subgroups(program, 8)
+    else:
+        with pytest.raises(UnsupportedWgsl, match="subgroupAdd in control flow that is not uniform"):
+            emulate_subgroups(program, 8)
+
+
+@pytest.mark.parametrize("loop, uniform", [
+    ("for (var i = lane; i < 64u; i += 64u) { sh[i] = values[i]; }", True),
+    ("for (var i = 0u; i < 4u; i += 1u) { if (values[lane] > i) { break; } }", True),
+    ("for (var i = lane; i < 64u; i += 64u) { if (values[i] > 3u) { return; } }", False),
+])
+def test_control_flow_after_a_loop_is_as_uniform_as_before_it_unless_an_invocation_returned(loop, uniform):
+    """A cooperative load (`for (i = lane; i < n; i += WG)`) or a loop left by a divergent break
+    ends with every invocation at the statement after it (flash_attn_tile stages Q so before its
+    subgroupMax); a divergent `return` inside the loop leaves some invocations behind."""
+    program = ("@group(0) @binding(0) var<storage, read> values: array<u32>;\n"
+               "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
+               "var<workgroup> sh: array<u32, 64>;\n"
+               "@compute @workgroup_size(64)\n"
+               "fn main(@builtin(local_invocation_index) lane: u32) {\n"
+               f"  {loop}\n"
+               "  out[lane] = subgroupAdd(sh[lane]);\n"
+               "}\n")
+    if uniform:
+        assert "_sg_" in emulate_subgroups(program, 8)
+    else:
+        with pytest.raises(UnsupportedWgsl, match="subgroupAdd in control flow that is not uniform"):
+            emulate_subgroups(program, 8)
+
+
+def test_an_entry_point_whose_last_parameters_are_all_subgroup_inputs_keeps_a_valid_list():
+    """flash_attn_tile declares subgroup_id, subgroup_size, num_subgroups and
+    subgroup_invocation_id last: each removal takes one comma, the last the comma after the last
+    parameter kept, so the lane input the emulation adds follows a list without a dangling comma."""
+    from verify.wgsl.parser import parse
+
+    program = ("@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+               "@compute @workgroup_size(64)\n"
+               "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+               "        @builtin(local_invocation_id) lid: vec3<u32>,\n"
+               "        @builtin(subgroup_id) sg: u32,\n"
+               "        @builtin(subgroup_size) size: u32,\n"
+               "        @builtin(subgroup_invocation_id) lane: u32) {\n"
+               "  out[lid.x] = subgroupAdd(sg * size + lane + wg.x);\n"
+               "}\n")
+    emulated = emulate_subgroups(program, 8)
+    parse(emulated)
+    assert "lid: vec3<u32>\n" in emulated and ",," not in emulated.replace(" ", "").replace("\n", "")

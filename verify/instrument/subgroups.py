@@ -144,14 +144,18 @@ class _Emulation:
             if not (isinstance(node, Tree) and node.data == "struct_decl"):
                 continue
             members = node.children[1:]
+            removed = frozenset(k for k, m in enumerate(members) if builtin_of(m.children[0]) in _INPUTS)
             for k, member in enumerate(members):
                 builtin = builtin_of(member.children[0])
                 if builtin in _INPUTS:
                     self.removed_members[(token_text(node.children[0]), token_text(member.children[1]))] = builtin
-                    self._remove_listed(member, members, k)
+                    self._remove_listed(member, members, k, removed)
 
-    def _remove_listed(self, item: Tree, items: list, k: int) -> None:
-        """Remove item k of a comma-separated list (struct members, parameters) with one comma."""
+    def _remove_listed(self, item: Tree, items: list, k: int, removed: frozenset = frozenset()) -> None:
+        """Remove item k of a comma-separated list (struct members, parameters) with one comma.
+        `removed`: the indices of every item removed from the list; the last item (without a
+        trailing comma) takes the comma after the last item kept, since the one before it is the
+        comma a removed predecessor already took (flash_attn_tile's last four parameters)."""
         self.rewriter.replace(item, "")
         source = self.module.source
         comma: int | None
@@ -159,8 +163,9 @@ class _Emulation:
             comma = source.index(",", item.meta.end_pos)
         else:
             after = source[item.meta.end_pos:].lstrip()
+            kept = [j for j in range(k) if j not in removed]
             comma = item.meta.end_pos + source[item.meta.end_pos:].index(",") if after.startswith(",") else \
-                source.rindex(",", 0, item.meta.start_pos) if k > 0 else None
+                source.index(",", items[kept[-1]].meta.end_pos) if kept else None
         if comma is not None:
             self.rewriter.erase(comma)
 
@@ -169,10 +174,11 @@ class _Emulation:
         scopes = statement_scopes(function, self.declarations)
         lets = []
         params = parameters(function)
+        removed = frozenset(k for k, p in enumerate(params) if builtin_of(p.children[0]) in _INPUTS)
         for k, param in enumerate(params):
             builtin = builtin_of(param.children[0])
             if builtin in _INPUTS:
-                self._remove_listed(param, params, k)
+                self._remove_listed(param, params, k, removed)
                 lets.append(f"let {token_text(param.children[1])} = {self._input(builtin)};")
         for node in function.iter_subtrees_topdown():
             if id(node) in scopes:

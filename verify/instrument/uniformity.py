@@ -11,7 +11,9 @@ subgroup_invocation_id/subgroup_id, workgroup memory, read_write storage, privat
 atomics or subgroup results, or from anything computed from those; function-scope variables are
 non-uniform if any assignment gives them such a value or happens in non-uniform control flow.
 Control flow is non-uniform inside a branch or loop on a non-uniform value, and after a
-`return`, `break` or `continue` taken in non-uniform control flow. Function parameters are
+`return`, `break` or `continue` taken in non-uniform control flow, to the end of what it leaves:
+a branch whose only exits are into a loop nested in it, and a loop no invocation returns from,
+end as uniform as they began. Function parameters are
 non-uniform if any call passes a non-uniform argument; the analysis iterates to a fixed point.
 It errs on the side of "non-uniform", like the specification's.
 """
@@ -72,6 +74,30 @@ def non_uniform_calls(module, targets: frozenset) -> list[NonUniformCall]:
     """Calls of the built-ins `targets` that are (or may be) reached in non-uniform control flow."""
     return _Analysis(module, targets).run()
 
+
+
+_LOOPS = ("loop_statement", "for_statement", "while_statement")
+
+
+def _leaves(node: Tree, loop: bool = False, switch: bool = False) -> bool:
+    """Whether a statement may leave the branch it is in: a `return` or `discard` anywhere, a
+    `break`, `break if` or `continue` that belongs to no loop inside the branch (and a `break` to
+    no switch inside it). A loop nested in the branch takes its own breaks and continues, so the
+    branch still ends where it began (WGSL §15.2: the `if` then has behaviour {Next} and control
+    flow after it is as uniform as before it)."""
+    for child in node.children:
+        if not isinstance(child, Tree):
+            continue
+        kind = child.data
+        if kind in ("return_statement", "discard_statement"):
+            return True
+        if kind in ("break_statement", "break_if_statement") and not (loop or switch):
+            return True
+        if kind == "continue_statement" and not loop:
+            return True
+        if _leaves(child, loop or kind in _LOOPS, (switch or kind == "switch_statement") and kind not in _LOOPS):
+            return True
+    return False
 
 class _Analysis:
     def __init__(self, module, targets):
@@ -208,10 +234,7 @@ class _FunctionAnalysis:
     def _exits_non_uniformly(self, block: Tree, branch: bool) -> bool:
         """Analyse a branch; True if it may leave (return/break/continue) in non-uniform control flow."""
         self._block(block, branch)
-        leaves = any(isinstance(n, Tree) and n.data in ("return_statement", "break_statement", "continue_statement",
-                                                          "break_if_statement", "discard_statement")
-                     for n in block.iter_subtrees())
-        return branch and leaves
+        return branch and _leaves(block)
 
     def _loop(self, node: Tree, cf: bool) -> bool:
         body_cf = cf
@@ -239,7 +262,13 @@ class _FunctionAnalysis:
                 elif child.data == "for_update":
                     self._statement(child.children[0], inner)
             body_cf = body_cf or inner
-        return body_cf
+        # Every invocation that leaves the loop goes on from the statement after it, whatever its
+        # trip count: control flow there is as uniform as before the loop (WGSL §15.2; a cooperative
+        # load `for (i = lane; i < n; i += WG)` followed by a barrier is the common case), unless an
+        # invocation may have returned inside it in non-uniform control flow.
+        returns = any(isinstance(n, Tree) and n.data in ("return_statement", "discard_statement")
+                      for n in node.iter_subtrees())
+        return cf or (body_cf and returns)
 
     # -- stores -----------------------------------------------------------------------------
     def _assign(self, name: str, state) -> None:

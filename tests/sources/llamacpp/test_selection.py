@@ -29,6 +29,37 @@ CITED = [
     ("vec_attention_plan (split WG_SIZE)", S, 2924, "decisions.wg_size = context.max_subgroup_size;"),
     ("flash_attn_d_split", S, 2938, "std::min(std::min(context.min_subgroup_size, 4u), std::max(D_lsb / 4u, 1u))"),
     ("vec_attention_plan (blk WG_SIZE)", S, 2966, "while ((wg_size << 1) <= context.max_wg_size)"),
+    ("FLASH_ATTN_TILE_MAX_KV_TILE", S, 23, "#define GGML_WEBGPU_FLASH_ATTN_TILE_MAX_KV_TILE      64u"),
+    ("FLASH_ATTN_PREFERRED_WG_SIZE", S, 24, "#define GGML_WEBGPU_FLASH_ATTN_PREFERRED_WG_SIZE     128u"),
+    ("FLASH_ATTN_TILE_Q_TILE", S, 678, "GGML_WEBGPU_FLASH_ATTN_TILE_Q_TILE       = 4u;"),
+    ("flash_attn_can_use_subgroup_matrix_path", S, 953,
+     "return supports_subgroup_matrix && Q->ne[0] % sg_mat_k == 0 && V->ne[0] % sg_mat_n == 0;"),
+    ("tile_attention_plan (Q_TILE)", S, 2836,
+     "decisions.q_tile = decisions.use_sg_matrix ? context.sg_mat_m : GGML_WEBGPU_FLASH_ATTN_TILE_Q_TILE;"),
+    ("tile_attention_plan (no direct loads)", S, 2841,
+     "key.common.k_direct &= decisions.use_sg_matrix && key.common.k_type == GGML_TYPE_F16;"),
+    ("tile_attention_plan (no direct loads)", S, 2842,
+     "key.common.v_direct &= decisions.use_sg_matrix && key.common.v_type == GGML_TYPE_F16;"),
+    ("flash_attn_tile_kv_tile", S, 2867, "std::min(GGML_WEBGPU_FLASH_ATTN_TILE_MAX_KV_TILE, max_kv_tile);"),
+    ("flash_attn_tile_wg_size", S, 2871,
+     "std::min(context.max_wg_size, std::max(GGML_WEBGPU_FLASH_ATTN_PREFERRED_WG_SIZE,"),
+    ("flash_attn_tile_wg_size", S, 2872, "GGML_WEBGPU_FLASH_ATTN_TILE_Q_TILE * context.max_subgroup_size));"),
+    ("tile_attention_plan (variant)", S, 2886,
+     'std::string              variant = decisions.use_sg_matrix ? "flash_attn" : "flash_attn_tile";'),
+    ("tile_attention_plan (MIN_SUBGROUP_SIZE)", S, 2892,
+     'defines.push_back("MIN_SUBGROUP_SIZE=" + std::to_string(context.min_subgroup_size) + "u");'),
+    ("tile_attention_plan (MAX_SUBGROUP_SIZE)", S, 2893,
+     'defines.push_back("MAX_SUBGROUP_SIZE=" + std::to_string(context.max_subgroup_size) + "u");'),
+    ("tile_attention_plan (grid)", C, 2083,
+     "uint32_t        wg_per_head = CEIL_DIV(op.shader_lib_ctx.src0->ne[1], decisions->q_tile);"),
+    ("tile_attention_plan (grid)", C, 2084,
+     "uint32_t        wg_x        = wg_per_head * op.shader_lib_ctx.src0->ne[2] * op.shader_lib_ctx.src0->ne[3];"),
+    ("flash_attn_uses_tile_path", C, 2281, "return ggml_webgpu_flash_attn_direct(ctx, op);"),
+    ("flash_attn_tile_supported", C, 4567, "capabilities.limits.maxComputeInvocationsPerWorkgroup >="),
+    ("flash_attn_tile_supported", C, 4568, "GGML_WEBGPU_FLASH_ATTN_TILE_Q_TILE * capabilities.max_subgroup_size;"),
+    ("flash_attn_tile_supported", C, 4569,
+     "const bool use_tile = !use_subgroup_matrix && capabilities.supports_subgroups && float_vec4_aligned &&"),
+    ("flash_attn_tile_supported", C, 4586, "supports_op = max_kv_tile > 0;"),
     ("flash_attn_vec_nwg", C, 2074, "while ((2u * nwg * kv_span) < (uint64_t) seq_len_kv && nwg < vec_nwg_cap)"),
     ("flash_attn_vec_nwg (cap)", C, 2105,
      "const uint32_t vec_nwg_cap = ctx->global_ctx->capabilities.min_subgroup_size;"),
@@ -396,3 +427,67 @@ def test_set_rows_takes_vec4_for_float_rows_of_a_multiple_of_4_and_i64_indices_w
     assert selection.set_rows_grid(adapter, "q4_0", False, True, 1024, 32) == (2, 1)  # 16 pairs a row
     with pytest.raises(ValueError, match="vec4 is for f32 and f16"):
         selection.set_rows_instance(adapter, "q4_0", vec4=True)
+
+
+# -- flash attention's tile path ---------------------------------------------------------------------
+def test_the_tile_kv_tile_is_what_the_f32_estimate_fits_at_four_query_rows_up_to_64():
+    # 16 KiB, head dim 128, a mask: 4·128 (q) + 4·128 (o) + 8 stats = 1032 words, 128 + 4 + 4 = 136
+    # words a KV row: (4096 - 1032) / 136 = 22; head dim 64: (4096 - 520) / 72 = 49; 32 KiB: 64
+    adapter = Adapter(min_subgroup=4, max_subgroup=64)
+    assert selection.flash_attn_tile_kv_tile(adapter, AttentionShape(128, 128, 32, 8, 2, 300)) == 22
+    assert selection.flash_attn_tile_kv_tile(adapter, AttentionShape(64, 64, 32, 8, 2, 300)) == 49
+    assert selection.flash_attn_tile_kv_tile(Adapter(max_workgroup_storage=32768),
+                                             AttentionShape(64, 64, 32, 8, 2, 300)) == 64
+    assert selection.flash_attn_tile_kv_tile(Adapter(max_workgroup_storage=32768),
+                                             AttentionShape(256, 256, 32, 8, 1, 300)) == 23
+
+
+def test_the_tile_workgroup_holds_four_subgroups_of_the_widest_size():
+    assert selection.flash_attn_tile_wg_size(Adapter(min_subgroup=4, max_subgroup=64)) == 256
+    assert selection.flash_attn_tile_wg_size(Adapter(min_subgroup=8, max_subgroup=32)) == 128
+    assert selection.flash_attn_tile_wg_size(Adapter(min_subgroup=8, max_subgroup=8)) == 128
+    assert selection.flash_attn_tile_wg_size(Adapter(max_subgroup=128, max_invocations=1024)) == 512
+
+
+def test_the_tile_path_is_taken_for_prefills_without_subgroup_matrices_and_refused_past_the_invocations():
+    shape = AttentionShape(128, 128, 20, 8, 2, 300)
+    adapter = Adapter(min_subgroup=4, max_subgroup=64)
+    assert selection.flash_attn_uses_tile_path(adapter, shape)
+    assert not selection.flash_attn_uses_tile_path(adapter, AttentionShape(128, 128, 19, 8, 2, 300))  # vec path
+    assert not selection.flash_attn_uses_tile_path(adapter, shape, subgroup_matrix=(8, 8, 8))
+    assert selection.flash_attn_uses_tile_path(adapter, AttentionShape(40, 40, 20, 8, 2, 300), (8, 16, 16))
+    assert not selection.flash_attn_uses_tile_path(Adapter(min_subgroup=4, max_subgroup=128), shape)  # 4·128 > 256
+    assert not selection.flash_attn_uses_tile_path(Adapter(subgroups=False), shape)
+    assert selection.flash_attn_uses_tile_path(adapter, AttentionShape(128, 128, 20, 8, 2, 300, "q8_0", "f16"))
+    assert not selection.flash_attn_uses_tile_path(adapter, AttentionShape(40, 40, 20, 8, 2, 300, "q8_0", "f16"))
+    with pytest.raises(ValueError, match="tile path"):
+        selection.tile_attention_plan(adapter, AttentionShape(128, 128, 8, 8, 2, 300))
+
+
+def test_the_tile_plan_has_no_direct_loads_and_one_workgroup_per_four_rows_of_a_head():
+    adapter = Adapter(min_subgroup=4, max_subgroup=64)
+    plan = selection.tile_attention_plan(adapter, AttentionShape(64, 64, 33, 8, 2, 512, sinks=True, batch=2))
+    assert plan.q_tile == 4 and plan.kv_tile == 49 and plan.wg_size == 256
+    assert plan.grid == (9 * 8 * 2, 1)
+    assert "K_DIRECT" not in plan.instance.defines and "V_DIRECT" not in plan.instance.defines  # KV of 512
+    assert plan.instance.defines[-2:] == ("MIN_SUBGROUP_SIZE=4u", "MAX_SUBGROUP_SIZE=64u")
+    assert plan.instance.variant == "flash_attn_tile_kf16_vf16_qf32_dstf32_mask_sinks_hsqk64_hsv64_tile_sg4_64"
+
+
+def test_every_value_define_the_tile_getter_passes_is_set():
+    """get_flash_attn_pipeline's NAME=VALUE defines on the tile branch (the common ones, MIN_ and
+    MAX_SUBGROUP_SIZE; SG_MAT_* belong to the subgroup-matrix branch) are all set."""
+    folder = _extracted_or_skip()
+    shader_lib = (folder / source.BACKEND / S).read_text()
+    start = shader_lib.index("webgpu_pipeline get_flash_attn_pipeline(")
+    body = shader_lib[start:shader_lib.index("} else {\n            shader_src = wgsl_flash_attn;", start)]
+    common = shader_lib.index("inline std::vector<std::string> ggml_webgpu_flash_attn_common_defines(")
+    body += shader_lib[common:shader_lib.index("\n}\n", common)]
+    instance = selection.tile_attention_plan(Adapter(min_subgroup=4, max_subgroup=64),
+                                             AttentionShape(128, 128, 20, 8, 2, 300)).instance
+    set_here = {d.split("=", 1)[0] for d in instance.defines if "=" in d}
+    assert _value_defines(body) <= set_here
+    text = Preprocessor().preprocess(programs.embedded("flash_attn_tile"), instance.defines)
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    for name in ("WG_SIZE", "HEAD_DIM_QK", "HEAD_DIM_V", "KV_TILE", "Q_TILE", "MIN_SUBGROUP_SIZE", "K_TYPE", "Q_TYPE"):
+        assert not re.search(rf"\b{name}\b", text), f"{name} left unexpanded"

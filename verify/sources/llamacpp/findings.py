@@ -179,4 +179,7 @@ FINDINGS = (
     Finding("llamacpp-mul-mat-vec-f16-dot", "the mat-vec takes f16 x f16 dot products in f16: y is inf where a vec4 "
             "of products passes 65504", "§19.9", Layer.KERNEL, PROJECT,
             f"{BACKEND}/wgsl-shaders/mul_mat_vec_acc.tmpl L26-28 (inner_dot)"),
+    Finding("llamacpp-tile-reads-past-q", "flash_attn_tile's Q load reads past the Q binding for the rows of the "
+            "last 4-row tile past seq_len_q", "§19.11", Layer.KERNEL, PROJECT,
+            f"{BACKEND}/wgsl-shaders/flash_attn_tile.wgsl L80-89 (the Q tile's load)"),
 )

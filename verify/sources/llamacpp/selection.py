@@ -186,9 +186,12 @@ def flash_attn_vec_nwg(adapter: Adapter, kv_tile: int, kv_len: int) -> int:
     return min(nwg, cap)
 
 
-def flash_attn_common_defines(shape: AttentionShape, q_tile: int, kv_tile: int, wg_size: int) -> tuple[list[str], str]:
+def flash_attn_common_defines(shape: AttentionShape, q_tile: int, kv_tile: int, wg_size: int, *,
+                              direct: tuple[bool, bool] | None = None) -> tuple[list[str], str]:
     """S L729-843 ggml_webgpu_flash_attn_common_defines: (defines, variant suffix) of the types,
-    mask, sinks, softcap, direct loads, K/V overlap, head dims, tiles and workgroup size."""
+    mask, sinks, softcap, direct loads, K/V overlap, head dims, tiles and workgroup size.
+    `direct`: the key's (k_direct, v_direct) where the getter overrides them (the tile path clears
+    both, S L2841-2842); by default the vec path's flash_attn_k_direct / flash_attn_v_direct."""
     defines, variant = [], ""
     names = {"f32": "F32", "f16": "F16", "q4_0": "Q4_0", "q8_0": "Q8_0"}
     for role, kind in (("K", shape.k_type), ("V", shape.v_type)):
@@ -200,7 +203,7 @@ def flash_attn_common_defines(shape: AttentionShape, q_tile: int, kv_tile: int, 
     variant += "_qf32"
     defines.append("DST_F32")
     variant += "_dstf32"
-    k_direct, v_direct = flash_attn_k_direct(shape), flash_attn_v_direct(shape)
+    k_direct, v_direct = direct if direct is not None else (flash_attn_k_direct(shape), flash_attn_v_direct(shape))
     for flag, define, suffix in ((shape.mask, "MASK", "_mask"), (shape.sinks, "SINKS", "_sinks"),
                                  (shape.softcap != 0.0, "LOGIT_SOFTCAP", "_lgsc"), (k_direct, "K_DIRECT", "_k_direct"),
                                  (v_direct, "V_DIRECT", "_v_direct"), (shape.kv_overlap, "KV_OVERLAP", "_kv_overlap")):
@@ -323,6 +326,115 @@ def alibi(max_bias: float, heads: int) -> tuple[float, float, float]:
     m0 = np.float32(np.power(np.float32(2.0), np.float32(-np.float32(max_bias) / n_head_log2)))
     m1 = np.float32(np.power(np.float32(2.0), np.float32(-(np.float32(max_bias) / np.float32(2.0)) / n_head_log2)))
     return float(n_head_log2), float(m0), float(m1)
+
+
+# -- flash attention, tile path (prefill without subgroup matrices) ----------------------------------
+#: S L23-24, L678: the tile path's largest KV tile, its preferred workgroup size and the query rows a
+#: workgroup takes (one subgroup each).
+FLASH_ATTN_TILE_MAX_KV_TILE = 64
+FLASH_ATTN_PREFERRED_WG_SIZE = 128
+FLASH_ATTN_TILE_Q_TILE = 4
+
+
+def flash_attn_can_use_subgroup_matrix_path(shape: AttentionShape,
+                                            subgroup_matrix: tuple[int, int, int] | None = None) -> bool:
+    """S L948-954 ggml_webgpu_flash_attn_can_use_subgroup_matrix_path: the adapter reports an f16
+    subgroup-matrix config (M, N, K) (chromium_experimental_subgroup_matrix, C L4150-4172; None
+    without it, as on lavapipe and in browsers) and D_qk % K == 0, D_v % N == 0."""
+    if subgroup_matrix is None:
+        return False
+    _, n, k = subgroup_matrix
+    return shape.head_dim_qk % k == 0 and shape.head_dim_v % n == 0
+
+
+def flash_attn_tile_supported(adapter: Adapter, shape: AttentionShape,
+                              subgroup_matrix: tuple[int, int, int] | None = None) -> bool:
+    """C L4527-4587 supports_op for FLASH_ATTN_EXT where the subgroup-matrix path is not taken
+    (f32 Q and dst, f32/f16/q4_0/q8_0 K and V: every shape verify makes): subgroups, head dims a
+    multiple of 4 for float K/V or of the block for quantized ones (L4558-4565), and
+    maxComputeInvocationsPerWorkgroup >= Q_TILE (4) x the max subgroup size (L4566-4568), so a
+    workgroup holds a subgroup per query row at every width; then some KV row must fit the
+    workgroup storage at Q_TILE 4 without direct loads (L4576-4586). K/V offsets are vec4-aligned
+    (L4553-4557): verify binds every tensor at offset 0."""
+    if flash_attn_can_use_subgroup_matrix_path(shape, subgroup_matrix):
+        return False
+    k_align = BLOCKS[shape.k_type][0] if shape.k_type in QUANTIZED else TILE_KV_VEC_WIDTH
+    v_align = BLOCKS[shape.v_type][0] if shape.v_type in QUANTIZED else TILE_KV_VEC_WIDTH
+    aligned = shape.head_dim_qk % k_align == 0 and shape.head_dim_v % v_align == 0
+    rows_fit = adapter.max_invocations >= FLASH_ATTN_TILE_Q_TILE * adapter.max_subgroup
+    if not (adapter.subgroups and aligned and rows_fit):
+        return False
+    return flash_attn_max_kv_tile(adapter.max_workgroup_storage, FLASH_ATTN_TILE_Q_TILE, 1, shape.head_dim_qk,
+                                  shape.head_dim_v, shape.mask, False) > 0
+
+
+def flash_attn_uses_tile_path(adapter: Adapter, shape: AttentionShape,
+                              subgroup_matrix: tuple[int, int, int] | None = None) -> bool:
+    """C L2277-2281: FLASH_ATTN_EXT takes the vec path where flash_attn_use_vec_path holds (fewer
+    than 20 query rows), else ggml_webgpu_flash_attn_direct, whose get_flash_attn_pipeline
+    instantiates flash_attn_tile.wgsl where the subgroup-matrix path cannot be used (S L2832-2836,
+    L2890-2891), on an adapter supports_op accepts it for."""
+    return (not flash_attn_use_vec_path(adapter, shape)
+            and flash_attn_tile_supported(adapter, shape, subgroup_matrix))
+
+
+@dataclass(frozen=True)
+class TileAttentionPlan:
+    """What get_flash_attn_pipeline (S L2831-2907) and ggml_webgpu_flash_attn_direct (C
+    L2080-2086) decide for one shape on the tile path: the program, its query and KV tiles, its
+    workgroup size and its grid."""
+
+    instance: Instance
+    q_tile: int
+    kv_tile: int
+    wg_size: int
+    grid: tuple[int, int]
+
+
+def flash_attn_tile_wg_size(adapter: Adapter) -> int:
+    """S L2868-2872 (tile path): WG_SIZE = min(maxComputeInvocationsPerWorkgroup, max(128, Q_TILE x
+    the max subgroup size)), so that Q_TILE subgroups exist at every width the adapter may run."""
+    return min(adapter.max_invocations, max(FLASH_ATTN_PREFERRED_WG_SIZE,
+                                            FLASH_ATTN_TILE_Q_TILE * adapter.max_subgroup))
+
+
+def flash_attn_tile_kv_tile(adapter: Adapter, shape: AttentionShape) -> int:
+    """S L2845-2848, L2865-2867 (tile path): at most 64 KV rows, as many as the workgroup-storage
+    estimate admits at Q_TILE 4 with granularity 1 and no direct loads (S L2841-2842 clear
+    k_direct and v_direct off the subgroup-matrix path, so L2874-2879 never applies): 22 for head
+    dim 128 with a mask in 16 KiB, 49 for 64. The estimate counts f32 words where the program
+    keeps f16 (kv_shmem, p_shmem), so the tile is smaller than what fits."""
+    largest = flash_attn_max_kv_tile(adapter.max_workgroup_storage, FLASH_ATTN_TILE_Q_TILE, 1, shape.head_dim_qk,
+                                     shape.head_dim_v, shape.mask, False)
+    if largest <= 0:
+        raise ValueError("ggml-webgpu refuses the op (C L4586): the head dims do not fit the workgroup storage")
+    return min(FLASH_ATTN_TILE_MAX_KV_TILE, largest)
+
+
+def tile_attention_plan(adapter: Adapter, shape: AttentionShape,
+                        subgroup_matrix: tuple[int, int, int] | None = None) -> TileAttentionPlan:
+    """The tile path's program and dispatch for `shape` on `adapter`:
+
+    - flash_attn_tile (S L2886-2895): the common defines (S L729-843) with K_DIRECT and V_DIRECT
+      cleared (S L2841-2842), Q_TILE 4 (S L2836), KV_TILE (flash_attn_tile_kv_tile), WG_SIZE
+      (flash_attn_tile_wg_size), then MIN_SUBGROUP_SIZE and MAX_SUBGROUP_SIZE (S L2892-2893: the
+      per-lane register arrays are sized for the smallest subgroup); variant
+      flash_attn_tile<common>_tile_sg<min>_<max>.
+    - the grid (C L2080-2086): ceil(q_len / Q_TILE) workgroups per head, times heads and batches,
+      along x (not folded into 2-D).
+    """
+    if not flash_attn_uses_tile_path(adapter, shape, subgroup_matrix):
+        raise ValueError("ggml-webgpu does not take the tile path for this shape and adapter (C L2277-2281, "
+                         "L4548-4575)")
+    kv_tile = flash_attn_tile_kv_tile(adapter, shape)
+    wg_size = flash_attn_tile_wg_size(adapter)
+    defines, suffix = flash_attn_common_defines(shape, FLASH_ATTN_TILE_Q_TILE, kv_tile, wg_size,
+                                                direct=(False, False))
+    defines += [f"MIN_SUBGROUP_SIZE={adapter.min_subgroup}u", f"MAX_SUBGROUP_SIZE={adapter.max_subgroup}u"]
+    variant = f"flash_attn_tile{suffix}_tile_sg{adapter.min_subgroup}_{adapter.max_subgroup}"
+    grid = (ceil_div(shape.q_len, FLASH_ATTN_TILE_Q_TILE) * shape.heads * shape.batch, 1)
+    return TileAttentionPlan(Instance("flash_attn_tile", tuple(defines), variant), FLASH_ATTN_TILE_Q_TILE, kv_tile,
+                             wg_size, grid)
 
 
 # -- quantized mat-vec with Q8 activations (MMVQ) ---------------------------------------------------------
