@@ -1,4 +1,4 @@
-// llama.cpp ggml-webgpu (llama-cpp-python 0.3.36 sdist, sha256 832db0699007f1be): wgsl_flash_attn_tile [K_F32 V_F32 Q_F32 DST_F32 MASK LOGIT_SOFTCAP HEAD_DIM_QK=256 HEAD_DIM_V=256 Q_TILE=4 KV_TILE=23 WG_SIZE=256 MIN_SUBGROUP_SIZE=4u MAX_SUBGROUP_SIZE=64u] -> flash_attn_tile_kf32_vf32_qf32_dstf32_mask_lgsc_hsqk256_hsv256_tile_sg4_64
+// llama.cpp ggml-webgpu (llama-cpp-python 0.3.36 sdist, sha256 832db0699007f1be): wgsl_flash_attn_tile [K_F32 V_F32 Q_F32 DST_F32 MASK SINKS LOGIT_SOFTCAP HEAD_DIM_QK=256 HEAD_DIM_V=256 Q_TILE=4 KV_TILE=23 WG_SIZE=256 MIN_SUBGROUP_SIZE=4u MAX_SUBGROUP_SIZE=64u] -> flash_attn_tile_kf32_vf32_qf32_dstf32_mask_sinks_lgsc_hsqk256_hsv256_tile_sg4_64
 enable f16;
 enable subgroups;
 
@@ -55,11 +55,12 @@ struct Params {
 
 @group(0) @binding(3) var<storage, read_write> mask: array<f16>;
 
+@group(0) @binding((3 + 1)) var<storage, read_write> sinks: array<f32>;
 
 
-@group(0) @binding((3 + 1)) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(((3 + 1) + 1)) var<storage, read_write> dst: array<vec4<f32>>;
 
-@group(0) @binding(((3 + 1) + 1)) var<uniform> params: Params;
+@group(0) @binding((((3 + 1) + 1) + 1)) var<uniform> params: Params;
 
 
 fn get_byte(value: u32, index: u32) -> u32 {
@@ -312,6 +313,16 @@ fn main(@builtin(workgroup_id) wg_id: vec3<u32>,
         workgroupBarrier();
     }
 
+    if (row_active) {
+        let sink_score = sinks[params.offset_sinks + head_idx];
+        let sink_max = max(row_max, sink_score);
+        let sink_scale = exp(row_max - sink_max);
+        for (var reg_idx = 0u; reg_idx < OUT_REGS_PER_LANE; reg_idx += 1u) {
+            out_regs[reg_idx] *= sink_scale;
+        }
+        exp_sum = exp_sum * sink_scale + exp(sink_score - sink_max);
+        row_max = sink_max;
+    }
 
     if (row_active) {
         let inv_exp_sum = select(0.0, 1.0 / exp_sum, exp_sum != 0.0);
