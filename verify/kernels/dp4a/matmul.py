@@ -23,6 +23,7 @@ import numpy as np
 from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
+from verify.checks.finding_cases import first_drawn
 from verify.errors import UsageError
 from verify.gpu import Output
 from verify.gpu.buffers import INT_SENTINEL
@@ -37,7 +38,6 @@ from verify.kernels.dp4a.common import (
 )
 from verify.kernels.dp4a.fastpath import MatmulInputs, remembered
 from verify.kernels.dp4a.matmul_cases import matmul_cases
-from verify.kernels.finding_cases import first_drawn
 from verify.kernels.specialize import body, specialize
 from verify.references.dp4a_quant import unpack_codes
 from verify.references.nbits import (

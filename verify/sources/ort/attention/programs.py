@@ -38,10 +38,10 @@ from verify.budgets.ort_attention import (
 )
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
+from verify.checks.finding_cases import first_drawn
 from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Kernel, Launched
-from verify.kernels.finding_cases import first_drawn
 from verify.profiles import get_profile
 from verify.references.group_query import attend, softcapped, visible_keys
 from verify.references.softmax import merge_many_outputs

@@ -28,10 +28,10 @@ import numpy as np
 from verify.budgets.expected import Expected
 from verify.budgets.ort_attention import output_budget, rotation_error, score_errors, softcap_errors
 from verify.cases import Case
+from verify.checks.finding_cases import first_drawn
 from verify.errors import SetupError, UsageError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched, Upstream
-from verify.kernels.finding_cases import first_drawn
 from verify.profiles import get_profile
 from verify.references.group_query import attend, rotate_with_tables, visible_keys
 from verify.results.record import KnownFinding

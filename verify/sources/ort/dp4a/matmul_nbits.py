@@ -24,6 +24,7 @@ import numpy as np
 
 from verify.budgets.end_to_end import dp4a_budget, float_budget
 from verify.budgets.expected import Expected
+from verify.checks.finding_cases import first_drawn
 from verify.errors import SetupError
 from verify.gpu.device import Timing
 from verify.kernels.contract import ConfigKey, Kernel, Launched
@@ -38,7 +39,6 @@ from verify.kernels.dp4a.matmul import (
     centred_weights,
 )
 from verify.kernels.dp4a.matmul_cases import matmul_cases
-from verify.kernels.finding_cases import first_drawn
 from verify.results.record import KnownFinding
 from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.capture import DP4A_PROGRAMS, QUANTIZE, SMALL_M, TILE

@@ -24,6 +24,7 @@ from verify.budgets.dp4a import matmul_budget
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
+from verify.checks.finding_cases import first_drawn
 from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.contract import ConfigKey, Launched, Upstream
@@ -48,7 +49,6 @@ from verify.kernels.dp4a.matmul import (
 from verify.kernels.dp4a.matmul_cases import matmul_cases
 from verify.kernels.dp4a.quantize import Quantize
 from verify.kernels.dp4a.quantize_cases import quantize_cases
-from verify.kernels.finding_cases import first_drawn
 from verify.references.dp4a_quant import ACTIVATION_BLOCK, unpack_codes
 from verify.results.record import KnownFinding
 from verify.sources.ort.capture import PROGRAM_FILES, QUANTIZE, SMALL_M, SOURCE_FOLDER, TILE

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from verify.budgets.expected import Expected
 from verify.budgets.roundoff import gamma, ulp, unit_roundoff
+from verify.checks.finding_cases import first_drawn
 from verify.errors import FailureKind, UsageError
 from verify.gpu import InOut, Output
 from verify.gpu.uniforms import pack_struct
@@ -55,7 +56,6 @@ from verify.kernels.attention.rope_variant import (
     RopeVariant,
 )
 from verify.kernels.contract import ConfigKey, Launched, Upstream
-from verify.kernels.finding_cases import first_drawn
 from verify.kernels.specialize import config_line
 from verify.profiles import get_profile
 from verify.references.decode import LOG2E

@@ -43,6 +43,7 @@ from verify.budgets.expected import Expected
 from verify.budgets.prefill import prefill_budget
 from verify.budgets.roundoff import faithful_rounding_bound, gamma
 from verify.budgets.wgsl_accuracy import rounding_rel
+from verify.checks.finding_cases import first_drawn
 from verify.errors import FailureKind, UsageError
 from verify.gpu import Output
 from verify.kernels.attention.common import DTYPE, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE, dtype_features
@@ -59,7 +60,6 @@ from verify.kernels.attention.prefill_eval import PrefillProblem, remembered
 from verify.kernels.attention.rope_variant import LLAMA_3_1, SCALING_KEYS, RopeVariant, trim_config, validate_variant
 from verify.kernels.attention.sizes import SIZES
 from verify.kernels.contract import ConfigKey, Kernel, Launched
-from verify.kernels.finding_cases import first_drawn
 from verify.profiles import get_profile
 from verify.references.decode import LOG2E
 from verify.results.record import KnownFinding
