@@ -87,9 +87,9 @@ def reproductions_of(record, entries: list[dict]) -> list[tuple[str, str]]:
     of theirs either, the only folder of the record's kernel and check (an index exported before
     a headline was reworded)."""
     ids = [i for i in (getattr(record, "finding_id", None) or "").split(",") if i]
-    by_id = [e for e in entries if e.get("name") in ids]
-    if by_id:  # the finding's own id (verify.findings) names its folder: nothing to guess
-        return [(e["name"], e["href"]) for e in by_id]
+    if ids:  # the findings' own ids (verify.findings) name their folders: nothing to guess, and a
+        # finding without a folder yet has none (another finding's folder of the kernel is not it)
+        return [(e["name"], e["href"]) for e in entries if e.get("name") in ids]
     headline = _shape(record.finding_headline)
     listing = [e for e in entries if headline and headline in {_shape(h) for h in e.get("headlines") or []}]
     if not listing:
