@@ -461,6 +461,96 @@ def with_stats_index_clamped(wgsl: str) -> str:
     return wgsl.replace(_STATS_READ, "tmp[stats_base + 2u * min(thread, params.nwg - 1u) + ")
 
 
+#: load_u32_at_src's load of the word after the one an offset falls in (common_decls.tmpl), get_rows' twin
+#: of load_u32_at_src0.
+_NEXT_SRC_WORD = "    let hi = src[word_idx + 1u];\n"
+
+
+def with_next_src_word_when_needed(wgsl: str) -> str:
+    """ggml-webgpu's get_rows with load_u32_at_src loading the next word only where the offset is
+    not word-aligned (`shift != 0u`), the only case whose result uses it: one line, so the
+    program's other lines keep their numbers."""
+    if wgsl.count(_NEXT_SRC_WORD) != 1:
+        raise UsageError("ggml-webgpu's get_rows WGSL has no single load of src[word_idx + 1u]")
+    return wgsl.replace(_NEXT_SRC_WORD, "    var hi = 0u; if (shift != 0u) { hi = src[word_idx + 1u]; }\n")
+
+
+#: soft_max.wgsl's initial max without a sink (lower_max_bound).
+_SOFT_MAX_FLOOR = "    return -1e30;\n"
+
+
+def with_lowest_finite_floor(wgsl: str) -> str:
+    """ggml-webgpu's soft_max with lower_max_bound's -1e30 replaced by f32's lowest finite value
+    (-0x1.fffffep+127f): no finite logit is below it, so the row's max is the row's own, as ggml's
+    CPU code (which starts at -INFINITY) has it for every row with a finite logit. (-inf itself is
+    no WGSL constant: a const-expression that evaluates to an infinity is a shader-creation error.)
+    One line, so the program's other lines keep their numbers."""
+    if wgsl.count(_SOFT_MAX_FLOOR) != 1:
+        raise UsageError("ggml-webgpu's soft_max WGSL does not return -1e30 once (lower_max_bound without sinks)")
+    return wgsl.replace(_SOFT_MAX_FLOOR, "    return -0x1.fffffep+127f;\n")
+
+
+#: mul_mat_vec_acc.tmpl's inner_dot for f16 activations (SRC1_TYPE vec4<f16>): the dot taken in f16.
+_F16_DOT = "    return f32(dot(vec4<f16>(src0_val), src1_val));\n"
+
+
+def with_f32_dot(wgsl: str) -> str:
+    """ggml-webgpu's f16 x f16 mat-vec (VEC) with inner_dot taking its dot product in f32
+    (`dot(vec4<f32>(src0_val), vec4<f32>(src1_val))`): a product of two f16 values is exact in
+    f32, as in the SCALAR program, and no vec4 of them overflows. One line, so the program's other
+    lines keep their numbers."""
+    if wgsl.count(_F16_DOT) != 1:
+        raise UsageError("ggml-webgpu's mul_mat_vec WGSL has no single f16 inner_dot "
+                         "(f32(dot(vec4<f16>(src0_val), src1_val)))")
+    return wgsl.replace(_F16_DOT, "    return dot(vec4<f32>(src0_val), vec4<f32>(src1_val));\n")
+
+
+def soft_max_floor_case(kernel, config) -> Case:
+    """llamacpp.ops.soft_max's own case of §19.7: its corner `below_floor` (logits all below -1e30),
+    which the op without mask or sinks takes last."""
+    found = [case for case in kernel.corners(config) if case.params["logits"] == "below_floor"]
+    if not found:
+        raise UsageError(f"{kernel.name} has no below_floor corner for {config}: §19.7 needs the op without sinks")
+    return found[0]
+
+
+
+#: flash_attn_vec_split's load of the mask tile (the select's operand, read for every column).
+_MASK_LOAD = "f32(mask[mask_idx])"
+
+
+def with_mask_column_clamped(wgsl: str) -> str:
+    """ggml-webgpu's flash_attn_vec_split with the mask tile loaded at column
+    `min(global_k_col, seq_len_kv - 1)` of its row: the select still discards the columns past
+    seq_len_kv, but none reads past the row or the binding. One line, which keeps its number."""
+    if wgsl.count(_MASK_LOAD) != 1:
+        raise UsageError("ggml-webgpu's flash_attn_vec_split WGSL has no single load of f32(mask[mask_idx])")
+    return wgsl.replace(_MASK_LOAD, "f32(mask[mask_global_offset + min(global_k_col, params.seq_len_kv - 1u)])")
+
+
+#: flash_attn_tile's offset of a staged Q row (`head_q_row` may be past seq_len_q in the last tile).
+_Q_ROW = "head_q_row * params.stride_q1;"
+
+
+def with_q_row_clamped(wgsl: str) -> str:
+    """ggml-webgpu's flash_attn_tile with each Q row staged from row `min(head_q_row, seq_len_q -
+    1)`: the select still zeroes the rows past seq_len_q, but none reads past the head or the
+    binding. One line, which keeps its number."""
+    if wgsl.count(_Q_ROW) != 1:
+        raise UsageError("ggml-webgpu's flash_attn_tile WGSL has no single Q row offset head_q_row * stride_q1")
+    return wgsl.replace(_Q_ROW, "min(head_q_row, params.seq_len_q - 1u) * params.stride_q1;")
+
+
+
+def tile_attention_case(batch: int, rows: int, keys: int, mask_kind: str, seed: int):
+    """A prefill case for flash_attn_tile (verify.sources.llamacpp.attention.tile_cases.make_tile_case)."""
+    def make(kernel, config) -> Case:
+        from verify.sources.llamacpp.attention.tile_cases import make_tile_case
+
+        return make_tile_case(config, batch, rows, keys, keys, "normal", mask_kind, 1.0, seed, kernel.kv_tile(config))
+    return make
+
+
 # -- the registry ------------------------------------------------------------------------------------------
 SWIFTSHADER_NO_F16 = ("SKIP in Chromium here: its adapter (SwiftShader) has no shader-f16, which the f16 "
                       "kernel needs; a browser on a GPU with shader-f16 runs it")
@@ -961,6 +1051,111 @@ FINDINGS: tuple[Finding, ...] = (
                "Where nwg equals the subgroup size no lane is inactive and nothing is read past.",),
         sanitize=True, fix=with_stats_index_clamped,
         fix_text="each lane's statistics read at split `min(thread, nwg - 1)`",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    Finding(
+        "llamacpp-vec-split-reads-past-mask", "llamacpp.attention.flash_attn_vec_split", "sanitize",
+        dict(head_dim=64),
+        ("`flash_attn_vec_split` loads each KV tile's mask into workgroup memory as "
+         "`mask_shmem[elem_idx] = select(0.0f, f32(mask[mask_idx]), mask_in_bounds)` with "
+         "`mask_idx = mask_global_offset + global_k_col` and `mask_in_bounds = q_row_start < seq_len_q && "
+         "global_k_col < seq_len_kv` (flash_attn_vec_split.wgsl L259-265). WGSL evaluates both operands of select, "
+         "so where seq_len_kv is not a multiple of KV_TILE the last tile's columns past it read the next row's mask "
+         "and, for the last row of the last batch, past the mask binding, which ggml-webgpu sizes to the tensor. "
+         "The value is discarded, so the output is right; robust buffer access keeps the read inside the buffer, a "
+         "runtime without it reads past the allocation. A mask whose key dimension is padded past the last tile "
+         "(llama.cpp pads its KV cache to 256 rows) is never read past its end. The tile is loaded only where it "
+         "is not all zero (flash_attn_vec_blk's state 2 skips it), so the last row must see a mask value there.",
+         "The case: one batch of 2 query rows over 59 keys (one split, two tiles of 32), head dim 64, 8 query "
+         "heads on 2 KV heads, f16 K and V, llama.cpp's ALiBi distance mask (-|i - j|, not all zero in any tile), "
+         "unpadded: the second tile's columns 59-63 of the last row read the 5 halves past the mask's 118. At head "
+         "dim 64 KV_TILE is 32, which 8 lanes divide, so §19.4's reads past the tile do not occur here."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16),
+               "wgpu": ("PASS", "PASS: select() discards the mask values read past the row"),
+               "dawn": ("PASS", "PASS: select() discards the mask values read past the row")},
+        make_case=vec_attention_case(1, 2, 59, "distance", 11),
+        notes=("No output shows this read: select() discards it, and robust buffer access keeps the index "
+               "inside the buffer. The reproduction passes everywhere; the offending line below is the finding.",),
+        sanitize=True, fix=with_mask_column_clamped,
+        fix_text="the mask tile loaded at column `min(global_k_col, seq_len_kv - 1)` of its row",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    Finding(
+        "llamacpp-tile-reads-past-q", "llamacpp.attention.flash_attn_tile", "sanitize", {},
+        ("FLASH_ATTN_EXT's tile path (20 query rows or more on an adapter with subgroups and no subgroup "
+         "matrices) runs one workgroup per 4 query rows of a head (Q_TILE) and stages them as "
+         "`q_shmem[elem_idx] = select(0.0, Q_TYPE(Q[global_q_row_offset + q_col]) * params.scale, "
+         "head_q_row < params.seq_len_q)` (flash_attn_tile.wgsl L80-89). WGSL evaluates both operands of select, "
+         "so where seq_len_q is not a multiple of 4 the last tile's rows past it are read anyway: the next head's "
+         "rows (in bounds) and, for the last head of the last batch, up to 3 rows past the Q binding, which "
+         "ggml-webgpu sizes to the tensor. The values are discarded (those rows' subgroups write nothing), so the "
+         "output is right; robust buffer access keeps the read inside the buffer, a runtime without it reads past "
+         "the allocation.",
+         "The case: the kernel's first corner: one batch of 21 query rows over 21 keys, head dim 128, 8 query "
+         "heads on 2 KV heads, f16 K and V, a causal mask. ggml-webgpu lays Q out head by head (a head's 21 rows, "
+         "then the next head's), so the sixth tile's rows 21-23 are the next head's first rows for heads 0-6 and, "
+         "for head 7, the 384 floats past the binding's 21504."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16),
+               "wgpu": ("PASS", "PASS: select() discards the Q rows read past seq_len_q"),
+               "dawn": ("PASS", "PASS: select() discards the Q rows read past seq_len_q")},
+        make_case=tile_attention_case(1, 21, 21, "causal", 11),
+        notes=("No output shows this read: select() discards it, and robust buffer access keeps the index "
+               "inside the buffer. The reproduction passes everywhere; the offending line below is the finding. "
+               "Where seq_len_q is a multiple of 4 no row is read past.",),
+        sanitize=True, fix=with_q_row_clamped,
+        fix_text="each Q row staged from row `min(head_q_row, seq_len_q - 1)`",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    Finding(
+        "llamacpp-get-rows-reads-past-table", "llamacpp.ops.get_rows", "sanitize", dict(src_type="q8_0"),
+        ("get_rows.wgsl decodes q4_0, q8_0 and the other block types the shader library reads as u32 words "
+         "(`SRC_TYPE=u32`, ggml-webgpu-shader-lib.hpp L1616-1634) through `load_u32_at_src` (common_decls.tmpl "
+         "L29-36), the `src` twin of MMVQ's `load_u32_at_src0`: it loads `src[word_idx + 1u]` for every load and "
+         "discards it with `select()` where the offset is word-aligned. When the last row gathered ends the table, "
+         "the last block's last load reads the word past the binding, which ggml-webgpu sizes to the tensor's bytes "
+         "rounded up to 4 (ggml-webgpu.cpp L403-406): q8_0's 34-byte blocks, and q4_0's 18-byte ones, with an even "
+         "number of blocks. The value is never used, so the rows are right; robust buffer access keeps the read "
+         "inside the buffer, a runtime without it reads past the allocation.",
+         "The case: a q8_0 table of 2 rows of 2 blocks (64 values a row, 136 bytes, 34 words: the binding ends at "
+         "the last block's last word), nothing past it in its buffer, and one index, 1: the table's last row "
+         "gathered. Its blocks are random codes with random f16 scales."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16),
+               "wgpu": ("PASS", "PASS: the word read past the table is discarded"),
+               "dawn": ("PASS", "PASS: the word read past the table is discarded")},
+        notes=("No output shows this read: select() discards the word, and robust buffer access keeps the index "
+               "inside the buffer. The reproduction passes everywhere; the offending line below is the finding.",),
+        sanitize=True, fix=with_next_src_word_when_needed,
+        fix_text="the next word loaded only where the offset is not word-aligned (`if (shift != 0u)`)",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    Finding(
+        "llamacpp-soft-max-floor", "llamacpp.ops.soft_max", "reference", dict(mask="none", sinks=False),
+        ("soft_max.wgsl starts each row's max at `lower_max_bound(i2)`: the head's sink with HAS_SINK, else the "
+         "constant -1e30 (L114-116, L144). For a row of finite logits all below -1e30 the max stays -1e30, every "
+         "`exp(s - max)` underflows to 0, the sum is 0, and each output is `0 * (1.0 / 0.0)`, NaN. ggml's op (its "
+         "CPU code starts the max at -INFINITY) gives the row's softmax: [0.5, 0, 0, 0.5] for "
+         "[-2e30, -2.5e30, -3e30, -2e30]. With a sink the max starts at the sink and the row is right. Such logits "
+         "are legal f32 inputs of `ggml_soft_max_ext`, though far below anything a model's attention scores reach.",
+         "The case: the op without mask or sinks (scale 1), 2 heads of one row of 131 logits (one workgroup of "
+         "256 lanes a row), each -(1 + U(0, 1)) 2^101, about -2.5e30 to -5.1e30: every logit below the program's "
+         "-1e30 floor. The reference is the row's softmax in float64; the program writes NaN for every output."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        make_case=soft_max_floor_case,
+        fix=with_lowest_finite_floor,
+        fix_text="lower_max_bound without sinks returning f32's lowest finite value (`-0x1.fffffep+127f`) "
+                 "for -1e30",
+        fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
+    Finding(
+        "llamacpp-mul-mat-vec-f16-dot", "llamacpp.quant.mul_mat_vec", "native_width",
+        dict(weight="f16", activation="f16", vec4=True),
+        ("MUL_MAT takes f16 activations with f16 weights (ggml-webgpu.cpp L4443-4446). With rows a multiple of 4 "
+         "long, get_mul_mat_vec_pipeline takes `VEC` (ggml-webgpu-shader-lib.hpp L1972-1975), and "
+         "mul_mat_vec_acc.tmpl's `inner_dot` returns `f32(dot(SRC1_TYPE(src0_val), src1_val))` (L26-28) with "
+         "`SRC1_TYPE` = `vec4<f16>`: WGSL computes that dot in f16. Four products of 256 x 256 (65536 each, one "
+         "past f16's 65504) overflow to inf, and y with them, where ggml's op writes 4 x 65536 = 262144 into its "
+         "f32 dst. The SCALAR program (rows not a multiple of 4) converts each value to f32 first, where a product "
+         "of two f16 values is exact, and is right on the same values; f32 activations are unaffected.",
+         "The case: one row of 8 f16 weights of 256 against one column of 8 f16 activations of 256 (K = 8, two "
+         "vec4s): y = 8 x 65536 = 524288 exactly, an ordinary f32; the program writes inf."),
+        shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16), "wgpu": ("FAIL", None), "dawn": ("FAIL", None)},
+        fix=with_f32_dot,
+        fix_text="inner_dot's dot product taken in f32 (`dot(vec4<f32>(src0_val), vec4<f32>(src1_val))`)",
         fixed_shows={"chromium": ("SKIP", SWIFTSHADER_NO_F16)}),
     # The implementations' own findings, each through a conformance kernel: the smallest program that
     # shows the deviation, judged against what WGSL requires (verify.kernels.conformance).

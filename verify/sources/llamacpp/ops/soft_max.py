@@ -57,6 +57,9 @@ class SoftMax(Kernel):
     output_axes = {"y": ("batch", "head", "row", "column")}
     budget_function = staticmethod(soft_max_budget)
 
+    def requirements(self, config):
+        return frozenset({"shader-f16"})  # soft_max.wgsl starts with `enable f16;`, whatever the mask's type
+
     def instance(self, config) -> selection.Instance:
         adapter = adapter_of({"subgroup_min": 4, "subgroup_max": 128}, max_invocations=config["wg_size"])
         return selection.soft_max_instance(adapter, config["mask"], config["sinks"], config["mode"] == "inplace")
