@@ -152,14 +152,14 @@ def half_block_case() -> Case:
     return Case({"x": x}, {"rows": 1, "k": 64, "values": "half blocks", "seed": 0})
 
 
-def overflowing_sum_case() -> Case:
-    """One Q4_0 weight row (a ramp over [-1, 1]) against 32 activations of 3000: d = 23.6, every
-    code 127, d Σq = 96000 > 65504, so the q8_1 block sum s is inf (§19.2) while the product is
-    finite."""
+def overflowing_sum_case(cols: int = 1) -> Case:
+    """One Q4_0 weight row (a ramp over [-1, 1]) against `cols` columns of 32 activations of 3000:
+    d = 23.6, every code 127, d Σq = 96000 > 65504, so each q8_1 block sum s is inf (§19.2) while
+    the product is finite."""
     weights = gq.quantize("q4_0", np.linspace(-1, 1, 32, dtype=np.float32)[None])
-    activations = gq.quantize("q8_1", np.full((1, 32), 3000.0, np.float32))
+    activations = gq.quantize("q8_1", np.full((cols, 32), 3000.0, np.float32))
     return Case({"weights": weights, "activations": activations},
-                {"m": 1, "k": 32, "cols": 1, "weights": "ramp", "values": "3000", "seed": 0})
+                {"m": 1, "k": 32, "cols": cols, "weights": "ramp", "values": "3000", "seed": 0})
 
 
 def past_the_weights_case() -> Case:

@@ -29,7 +29,7 @@ from verify.kernels.contract import ConfigKey, Kernel, Launched
 from verify.references import ggml_quants as gq
 from verify.results.record import KnownFinding
 from verify.sources.llamacpp import programs, selection
-from verify.sources.llamacpp.findings import QUANTIZE_NARROW_SUBGROUPS, READS_PAST_WEIGHTS
+from verify.sources.llamacpp.findings import QUANTIZE_NARROW_SUBGROUPS, READS_PAST_WEIGHTS, SUM_OVERFLOW
 from verify.sources.llamacpp.launch import (
     SUBGROUP_MAX,
     SUBGROUP_MIN,
@@ -40,7 +40,7 @@ from verify.sources.llamacpp.launch import (
     header,
     upstream,
 )
-from verify.sources.llamacpp.quant.cases import mul_mat_vec_cases, quantize_cases
+from verify.sources.llamacpp.quant.cases import mul_mat_vec_cases, overflowing_sum_case, quantize_cases
 
 WEIGHT = ConfigKey("weight", "q4_0", selection.MMVQ_TYPES, "the weight type of the mat-vec (MUL_ACC_<TYPE>): "
                    "quantize_q8 writes the block sums s for q4_0, q4_1 and q4_K")
@@ -177,12 +177,23 @@ class MulMatVecQ(_QuantKernel):
 
     def known_finding(self, check, config):
         """§19.3 under `sanitize` for the legacy formats (their 2-byte-offset blocks reach
-        load_u32_at_src0's unaligned reads; the K formats read aligned words only)."""
+        load_u32_at_src0's unaligned reads; the K formats read aligned words only); §19.2 under
+        `native_width` for Q4_0, whose case (finding_examples) runs first: a q8_1 block sum past
+        f16 turns y to inf or NaN. The drawn activations keep every block sum finite
+        (cases.with_finite_sums), so the random examples judge everything else."""
         if check == "sanitize" and config["weight"] in ("q4_0", "q4_1", "q8_0"):
             return KnownFinding(READS_PAST_WEIGHTS, kinds=(FailureKind.SANITIZER,),
                                 reasons=("out-of-bounds read of storage buffer src0:",), on_this_adapter=False,
                                 finding_id="llamacpp-mmvq-reads-past-weights")
+        if check == "native_width" and config["weight"] == "q4_0":
+            return KnownFinding(SUM_OVERFLOW, outputs=("y",), finding_id="llamacpp-q8-1-sum-overflow")
         return None
+
+    def finding_examples(self, check, config):
+        """§19.2's case (cases.overflowing_sum_case) in the config's columns, first under `native_width`."""
+        if check == "native_width" and config["weight"] == "q4_0":
+            return [overflowing_sum_case(config["cols"])]
+        return []
 
     def cases(self, config, profile):
         return mul_mat_vec_cases(config["weight"], config["cols"], profile)
