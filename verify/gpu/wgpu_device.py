@@ -11,15 +11,12 @@ import os
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from verify.errors import SetupError
+from verify.gpu import wgpu_api
 from verify.gpu.binding import (
     bind_resources,
     buffer_binding_type,
     entry_point_of,
-    grid,
-    unpack_readbacks,
 )
 from verify.gpu.compiling import compiling
 from verify.gpu.device import OPTIONAL_FEATURES, WANTED_LIMITS, AdapterInfo, Launched, ShaderCompileError, Timing
@@ -110,75 +107,30 @@ class WgpuDevice(AdapterProbes):
         ndarrays and bytes are read-only inputs (bytes for uniforms); Output and InOut
         buffers are read back and returned as arrays, with whether their guards survived.
         """
-        wgpu = self._wgpu
         dev = self._device
         timing = Timing()
         start = time.perf_counter()
         plan = bind_resources(pipeline.interface, resources)
-        bound = []
-        for buffer in plan:
-            b = buffer.binding
-            usage = wgpu.BufferUsage.UNIFORM if b.address_space == "uniform" else wgpu.BufferUsage.STORAGE
-            if b.writable:
-                usage |= wgpu.BufferUsage.COPY_SRC
-            bound.append((b, dev.create_buffer_with_data(data=buffer.data, usage=usage)))
-        group = dev.create_bind_group(
-            layout=pipeline.layout,
-            entries=[{"binding": b.binding, "resource": {"buffer": buf}} for b, buf in bound],
-        )
-        by_name = {b.name: buf for b, buf in bound}
-        # Every writable buffer is copied into one mappable staging buffer, at its own offset:
-        # one map per run, whatever the number of outputs (each map costs about a millisecond).
-        offsets, size = {}, 0
-        for buffer in plan:
-            if buffer.readback:
-                offsets[buffer.name] = size
-                size += by_name[buffer.name].size
+        bound = wgpu_api.upload(self._wgpu, dev, pipeline.layout, plan)
         timing.upload = time.perf_counter() - start
 
-        # One submission: the dispatch, then the copies (and the timestamps) into the staging
-        # buffer, so reading back costs no extra round trip.
         start = time.perf_counter()
-        encoder = dev.create_command_encoder()
-        query = self._timestamp_pass_args() if timestamps and "timestamp-query" in self.features else None
-        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": query[0]} if query else {}))
-        compute_pass.set_pipeline(pipeline.compute)
-        compute_pass.set_bind_group(0, group)
-        compute_pass.dispatch_workgroups(*grid(workgroups))
-        compute_pass.end()
-        stamps_at = size
-        staging = self._staging(size + (16 if query else 0)) if offsets or query else None
-        for name, offset in offsets.items():
-            encoder.copy_buffer_to_buffer(by_name[name], 0, staging, offset, by_name[name].size)
-        if query:
-            encoder.resolve_query_set(query[1], 0, 2, query[2], 0)
-            encoder.copy_buffer_to_buffer(query[2], 0, staging, stamps_at, 16)
-        dev.queue.submit([encoder.finish()])
+        commands, staging, timed = wgpu_api.encode(
+            self._wgpu, dev, pipeline.compute, bound, workgroups,
+            timestamps=timestamps and "timestamp-query" in self.features, staging=self._staging)
+        dev.queue.submit([commands])
         dev._poll_wait()  # wgpu-py 0.32: on_submitted_work_done_sync is broken; a blocking poll waits
         timing.dispatch = time.perf_counter() - start
 
         start = time.perf_counter()
         data = _read(dev, staging) if staging is not None else b""
-        outputs, guards = unpack_readbacks(plan, {name: data[offset:offset + by_name[name].size]
-                                                  for name, offset in offsets.items()})
-        if query:
-            stamps = np.frombuffer(data[stamps_at:stamps_at + 16], dtype="<u8")
-            timing.gpu_ns = float(stamps[1] - stamps[0])
+        outputs, guards, timing.gpu_ns = wgpu_api.unpack(plan, bound, data, timed)
         timing.readback = time.perf_counter() - start
         return Launched(outputs, guards, timing)
 
     def _staging(self, size: int):
         usage = self._wgpu.BufferUsage.MAP_READ | self._wgpu.BufferUsage.COPY_DST
         return self._device.create_buffer(size=size, usage=usage)
-
-    def _timestamp_pass_args(self):
-        wgpu = self._wgpu
-        query_set = self._device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
-        resolved = self._device.create_buffer(
-            size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-        )
-        writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
-        return writes, query_set, resolved
 
 
 def _read(device, staging) -> bytes:

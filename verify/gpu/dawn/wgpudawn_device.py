@@ -19,10 +19,9 @@ import os
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from verify.errors import KernelError, SetupError
-from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of, grid, unpack_readbacks
+from verify.gpu import wgpu_api
+from verify.gpu.binding import bind_resources, buffer_binding_type, entry_point_of
 from verify.gpu.compiling import compiling
 from verify.gpu.dawn.wgpudawn_adapters import (
     DAWN_FEATURE,
@@ -133,43 +132,16 @@ class DawnInProcessDevice(AdapterProbes):
         start = time.perf_counter()
         plan = bind_resources(pipeline.interface, resources)
         with _ErrorScopes(dev) as scopes:
-            bound = []
-            for buffer in plan:
-                b = buffer.binding
-                usage = wgpu.BufferUsage.UNIFORM if b.address_space == "uniform" else wgpu.BufferUsage.STORAGE
-                if b.writable:
-                    usage |= wgpu.BufferUsage.COPY_SRC
-                bound.append((b, dev.create_buffer_with_data(data=buffer.data, usage=usage)))
-            group = dev.create_bind_group(layout=pipeline.layout,
-                                          entries=[{"binding": b.binding, "resource": {"buffer": buf}}
-                                                   for b, buf in bound])
-            by_name = {b.name: buf for b, buf in bound}
-            offsets, size = {}, 0
-            for buffer in plan:
-                if buffer.readback:
-                    offsets[buffer.name] = size
-                    size += by_name[buffer.name].size
+            bound = wgpu_api.upload(wgpu, dev, pipeline.layout, plan)
             timing.upload = time.perf_counter() - start
 
             start = time.perf_counter()
-            encoder = dev.create_command_encoder()
-            query = self._timestamp_pass_args() if timestamps and "timestamp-query" in self.features else None
-            compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": query[0]} if query else {}))
-            compute_pass.set_pipeline(pipeline.compute)
-            compute_pass.set_bind_group(0, group)
-            compute_pass.dispatch_workgroups(*grid(workgroups))
-            compute_pass.end()
-            stamps_at = size
-            staging = None
-            if offsets or query:
-                staging = dev.create_buffer(size=size + (16 if query else 0),
-                                            usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-            for name, offset in offsets.items():
-                encoder.copy_buffer_to_buffer(by_name[name], 0, staging, offset, by_name[name].size)
-            if query:
-                encoder.resolve_query_set(query[1], 0, 2, query[2], 0)
-                encoder.copy_buffer_to_buffer(query[2], 0, staging, stamps_at, 16)
-            dev.queue.submit([encoder.finish()])
+            commands, staging, timed = wgpu_api.encode(
+                wgpu, dev, pipeline.compute, bound, workgroups,
+                timestamps=timestamps and "timestamp-query" in self.features,
+                staging=lambda size: dev.create_buffer(size=size,
+                                                       usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST))
+            dev.queue.submit([commands])
             dev.queue.on_submitted_work_done_sync()
             timing.dispatch = time.perf_counter() - start
         if scopes.errors:
@@ -184,22 +156,11 @@ class DawnInProcessDevice(AdapterProbes):
             finally:
                 staging.unmap()
                 staging.destroy()
-        outputs, guards = unpack_readbacks(plan, {name: data[offset:offset + by_name[name].size]
-                                                  for name, offset in offsets.items()})
-        if query:
-            stamps = np.frombuffer(data[stamps_at:stamps_at + 16], dtype="<u8")
-            timing.gpu_ns = float(stamps[1] - stamps[0])
-        for _, buf in bound:
+        outputs, guards, timing.gpu_ns = wgpu_api.unpack(plan, bound, data, timed)
+        for _, buf in bound.buffers:
             buf.destroy()
         timing.readback = time.perf_counter() - start
         return Launched(outputs, guards, timing)
-
-    def _timestamp_pass_args(self):
-        wgpu = self._wgpu
-        query_set = self._device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
-        resolved = self._device.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
-        writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
-        return writes, query_set, resolved
 
 
 class _ErrorScopes:
