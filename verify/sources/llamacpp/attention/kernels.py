@@ -216,12 +216,7 @@ class _VecAttention(Kernel):
         return frozenset({"subgroup", "shader-f16"})  # every program says `enable f16;`
 
     def validate(self, config):
-        if config["subgroup_min"] > config["subgroup_max"]:
-            raise UsageError(f"subgroup_min={config['subgroup_min']} is above subgroup_max={config['subgroup_max']}")
-        if config["heads"] % config["kv_heads"]:
-            raise UsageError(f"heads={config['heads']} is not a multiple of kv_heads={config['kv_heads']}")
-        if config["max_bias"] and not config["mask"]:
-            raise UsageError("max_bias (ALiBi) scales the mask: it needs mask=true")
+        validate_attention(config)
         plan_of(config, config_kv_len(config))
 
     def gate_configs(self, profile):
@@ -319,6 +314,16 @@ def reduce_instances(config: dict) -> list[selection.Instance]:
         found.setdefault(instance.variant, instance)
         nwg *= 2
     return list(found.values())
+
+
+def validate_attention(config: dict) -> None:
+    """What FLASH_ATTN_EXT's configs must hold on either path (vec, tile): UsageError otherwise."""
+    if config["subgroup_min"] > config["subgroup_max"]:
+        raise UsageError(f"subgroup_min={config['subgroup_min']} is above subgroup_max={config['subgroup_max']}")
+    if config["heads"] % config["kv_heads"]:
+        raise UsageError(f"heads={config['heads']} is not a multiple of kv_heads={config['kv_heads']}")
+    if config["max_bias"] and not config["mask"]:
+        raise UsageError("max_bias (ALiBi) scales the mask: it needs mask=true")
 
 
 class FlashAttnVec(_VecAttention):

@@ -47,6 +47,7 @@ from verify.sources.llamacpp.attention.kernels import (
     alibi_of,
     op_scale,
     q_buffer,
+    validate_attention,
 )
 from verify.sources.llamacpp.attention.tile_cases import make_tile_case, tile_cases
 from verify.sources.llamacpp.findings import TILE_READS_PAST_Q
@@ -186,12 +187,7 @@ class FlashAttnTile(Kernel):
         return frozenset({"subgroup", "shader-f16"})  # `enable f16; enable subgroups;`
 
     def validate(self, config):
-        if config["subgroup_min"] > config["subgroup_max"]:
-            raise UsageError(f"subgroup_min={config['subgroup_min']} is above subgroup_max={config['subgroup_max']}")
-        if config["heads"] % config["kv_heads"]:
-            raise UsageError(f"heads={config['heads']} is not a multiple of kv_heads={config['kv_heads']}")
-        if config["max_bias"] and not config["mask"]:
-            raise UsageError("max_bias (ALiBi) scales the mask: it needs mask=true")
+        validate_attention(config)
         plan_of(config)
 
     def gate_configs(self, profile):
