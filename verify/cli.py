@@ -468,8 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the time the checks are given (e.g. 90s, 3m; default for the gate: the profile's, 165s "
                        "for ci, none for quick and nightly; `verify check` runs its --examples unless given one): "
                        "every check first runs its corner cases, all of them, then random examples "
-                       "in rounds of 10 until the budget is spent; each record says how many of its planned "
-                       "examples ran, and a check whose corners did not complete is never a pass (0: no budget)")
+                       "in rounds of 10 until the budget is spent (each check's first round whatever the budget); "
+                       "each record says how many of its planned examples ran, and a check whose corners did not "
+                       "complete is never a pass (0: no budget)")
         p.add_argument("--slice-examples", type=int, metavar="N",
                        help="split a check drawing more than N examples into slices of about N, each its own seed "
                        "stream, run by any worker and merged into one record, so every core stays busy to the end "

@@ -141,3 +141,18 @@ def test_verify_check_under_the_ci_profile_runs_every_example_it_asks_for(tmp_pa
     assert result.returncode == 0, result.stderr[-3000:]
     [record] = json.loads((out / "results.json").read_text())["records"]
     assert record["examples"] >= 15 and not any(n.startswith("budget:") for n in record["notes"])
+
+
+def test_a_spent_budget_still_starts_every_checks_first_random_part():
+    """No check passes on no example: a kernel without corner cases has nothing in its corners
+    part, so each check's first random part runs whatever the budget; the later ones stop."""
+    import time
+
+    from verify.session import _past
+
+    plan = budgeted([job(0), job(1, examples=12)])
+    spent = time.monotonic() - 1.0
+    started = [j for j in plan if not _past(spent, j)]
+    assert {(j.id, j.part, j.slice[0]) for j in started} == {(0, "corners", 0), (1, "corners", 0),
+                                                           (0, "random", 1), (1, "random", 1)}
+    assert not any(_past(None, j) for j in plan), "without a budget every part runs"
