@@ -468,7 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the time the checks are given (e.g. 90s, 3m; default for the gate: the profile's, 165s "
                        "for ci, none for quick and nightly; `verify check` runs its --examples unless given one): "
                        "every check first runs its corner cases, all of them, then random examples "
-                       "in rounds of 10 until the budget is spent (each check's first round whatever the budget); "
+                       "in rounds of 10 until the budget is spent (a check without corners runs its first "
+                       "whatever the budget); "
                        "each record says how many of its planned examples ran, and a check whose corners did not "
                        "complete is never a pass (0: no budget)")
         p.add_argument("--slice-examples", type=int, metavar="N",

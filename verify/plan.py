@@ -503,8 +503,8 @@ def budgeted(jobs: list[Job], history: dict | None = None) -> list[Job]:
     The order is the plan: every corners part first (longest first), then the random parts in
     rounds (every check's first part, then every check's second, ...: the checks with the fewest
     examples so far go next), longest first within a round. A budget stops issuing random parts
-    once it is spent (verify.session), never corners nor a check's first part (no check passes on
-    no example), so the same seed and budget on the same
+    once it is spent (verify.session), never corners nor the first part of a check whose corners
+    ran no example (no check passes on none), so the same seed and budget on the same
     machine give the same parts, and a faster machine runs a longer prefix of the same sequence.
     The parts of a check merge into its one record (verify.results.slices)."""
     from dataclasses import replace

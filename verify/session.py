@@ -364,8 +364,9 @@ def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None,
     place for work done once per batch, such as writing the results file.
 
     `deadline` (time.monotonic()) is a budgeted gate's (verify.plan.budgeted): past it no further
-    random part starts but each check's first (corners always run, and so does every check's first
-    part); the parts that ran of each check are merged into its record, which says what was planned.
+    random part starts but the first of a check whose corners ran no example (corners always run,
+    and no check passes on no example); the parts that ran of each check are merged into its
+    record, which says what was planned.
     """
     merger = _SliceMerger(jobs, on_record)
     workers = max(1, min(int(workers), len(jobs) or 1))
@@ -373,7 +374,7 @@ def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None,
         if workers == 1:
             with Session(log_path) as session:
                 for job in jobs:
-                    if _past(deadline, job):
+                    if _past(deadline, job, merger.drawn):
                         continue
                     if on_start:
                         on_start(job)
@@ -381,7 +382,7 @@ def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None,
                     if on_batch:
                         on_batch()
         else:
-            _run_parallel(jobs, workers, merger, on_progress, on_start, on_batch, log_path, deadline)
+            _run_parallel(jobs, workers, merger, on_progress, on_start, on_batch, log_path, deadline, merger.drawn)
     except BaseException:
         merger.flush()  # the parts that finished are results: an interrupted run keeps them
         raise
@@ -389,11 +390,14 @@ def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None,
         on_batch()
 
 
-def _past(deadline: float | None, job) -> bool:
-    """Whether `job` is a random part of a budgeted check that must not start any more: any but a
-    check's first. The first always runs, however spent the budget: a check whose kernel has no
-    corner cases would otherwise pass having run no example at all."""
-    return deadline is not None and job.part == "random" and job.slice[0] > 1 and time.monotonic() >= deadline
+def _past(deadline: float | None, job, drawn: set | frozenset = frozenset()) -> bool:
+    """Whether `job` is a random part of a budgeted check that must not start any more, the budget
+    being spent. A check's first part still runs unless its corners part ran an example (`drawn`:
+    the ids of those checks): a check of a kernel without corner cases would otherwise pass having
+    run no example at all."""
+    if deadline is None or job.part != "random" or time.monotonic() < deadline:
+        return False
+    return job.slice[0] > 1 or job.id in drawn
 
 
 class _SliceMerger:
@@ -408,11 +412,15 @@ class _SliceMerger:
                 self.planned.setdefault(job.id, {})[job.slice[0]] = job.examples
         self.waiting: dict[int, list] = {}
         self.on_record = on_record
+        #: The checks whose corners part ran at least one example (verify.session._past).
+        self.drawn: set[int] = set()
 
     def __call__(self, job, record) -> None:
         if job.slice is None:
             self.on_record(record)
             return
+        if job.part == "corners" and record.examples:
+            self.drawn.add(job.id)
         parts = self.waiting.setdefault(job.id, [])
         parts.append((job.slice, record))
         if len(parts) == self.expected[job.id]:
@@ -433,7 +441,7 @@ class _SliceMerger:
 
 
 def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch, log_path: Path | None,
-                  deadline: float | None = None) -> None:
+                  deadline: float | None = None, drawn: set | frozenset = frozenset()) -> None:
     """Each worker's thread sends it the next job as soon as it hands over a record; the calling
     thread records them. A worker never waits while the results file is written: with 16 workers
     that wait (a rewrite of the whole file per record, under the lock every worker reports
@@ -442,7 +450,7 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
     import queue
     import threading
 
-    pending = _JobPicker(jobs, deadline)
+    pending = _JobPicker(jobs, deadline, drawn)
     finished: queue.Queue = queue.Queue()  # (job, record) from the workers' threads
     lock = threading.Lock()
     failures: list[BaseException] = []
@@ -527,13 +535,14 @@ class _JobPicker:
     cache), so the order barely changes; and no worker ever waits for a job (when every job left
     is held back, the first goes)."""
 
-    def __init__(self, jobs, deadline: float | None = None):
+    def __init__(self, jobs, deadline: float | None = None, drawn: set | frozenset = frozenset()):
         import threading
 
         from verify.plan import compile_group
 
         self._jobs = list(jobs)
         self._deadline = deadline
+        self._drawn = drawn
         self._groups = {id(job): compile_group(job) for job in self._jobs}
         self._compiling: Counter = Counter()  # group -> its jobs started and not past their first example
         self._open: set = set()  # id() of those jobs
@@ -542,7 +551,7 @@ class _JobPicker:
     def take(self):
         """The next job to run, or None when none is left."""
         with self._lock:
-            self._jobs = [job for job in self._jobs if not _past(self._deadline, job)]
+            self._jobs = [job for job in self._jobs if not _past(self._deadline, job, self._drawn)]
             if not self._jobs:
                 return None
             index = next((i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]), 0)

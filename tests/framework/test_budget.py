@@ -95,6 +95,19 @@ def test_a_spent_budget_still_runs_every_corner_and_says_what_it_did_not_reach(t
 
 
 @pytest.mark.webgpu
+def test_a_spent_budget_runs_a_first_part_of_a_check_without_corners(tmp_path):
+    """rope has no corner cases: under a spent budget each of its checks still draws its first part
+    of random examples, where it used to pass having run none."""
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "verify", "gate", "--profile", "quick", "--kernels", "rope",
+                             "--implementation", "wgpu", "--budget", "0.001", "--jobs", "2", "--out", str(out)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    records = json.loads((out / "results.json").read_text())["records"]
+    assert records and all(r["examples"] > 0 and r["verdict"] == "pass" for r in records), records
+
+
+@pytest.mark.webgpu
 def test_a_kernel_without_corners_completes_its_corners_part_with_nothing_to_run(webgpu_device):
     """A budgeted gate's corners part runs a check's explicit cases alone; a kernel with no corners
     and no finding cases (rope) has none: the part runs nothing and its corners are complete, where
@@ -143,16 +156,16 @@ def test_verify_check_under_the_ci_profile_runs_every_example_it_asks_for(tmp_pa
     assert record["examples"] >= 15 and not any(n.startswith("budget:") for n in record["notes"])
 
 
-def test_a_spent_budget_still_starts_every_checks_first_random_part():
+def test_a_spent_budget_still_starts_the_first_random_part_of_a_check_whose_corners_ran_nothing():
     """No check passes on no example: a kernel without corner cases has nothing in its corners
-    part, so each check's first random part runs whatever the budget; the later ones stop."""
+    part, so that check's first random part runs whatever the budget; a check whose corners ran
+    an example (`drawn`) stops with them, and every later part stops."""
     import time
 
     from verify.session import _past
 
     plan = budgeted([job(0), job(1, examples=12)])
     spent = time.monotonic() - 1.0
-    started = [j for j in plan if not _past(spent, j)]
-    assert {(j.id, j.part, j.slice[0]) for j in started} == {(0, "corners", 0), (1, "corners", 0),
-                                                           (0, "random", 1), (1, "random", 1)}
+    started = [j for j in plan if not _past(spent, j, drawn={0})]
+    assert {(j.id, j.part, j.slice[0]) for j in started} == {(0, "corners", 0), (1, "corners", 0), (1, "random", 1)}
     assert not any(_past(None, j) for j in plan), "without a budget every part runs"
