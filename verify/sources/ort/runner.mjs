@@ -174,7 +174,11 @@ const sessions = new Map();
 const BYTES = { float32: Float32Array, float16: Uint16Array, uint8: Uint8Array, int8: Int8Array, int32: Int32Array, int64: BigInt64Array };
 
 async function open(request) {
-  globalThis.navigator = { gpu: create(request.adapter ? [`adapter=${request.adapter}`] : []) };
+  // Node 21+ defines globalThis.navigator as a getter (no `gpu`), so it is replaced, not assigned.
+  Object.defineProperty(globalThis, 'navigator', {
+    value: { gpu: create(request.adapter ? [`adapter=${request.adapter}`] : []) },
+    configurable: true, writable: true,
+  });
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) return { adapter: null };
   const info = adapter.info;
