@@ -48,9 +48,13 @@ def rms_norm_mul_budget(x, w, eps: float, y_exact) -> np.ndarray:
     - sqrt(m̂): the spec inherits its accuracy from 1/inverseSqrt(m̂): halves rel_m, then
       inverse_sqrt_rel (2 ULP) and the division (2.5 ULP); `1.0/sqrt(...)` one more division:
       scale errs relatively by rel_s;
-    - y = (scale·x)·w: two products, r each, and each may flush a subnormal (2 · 2^-126 |w| + 2^-126).
-    So |ŷ_j - y_j| <= |y_j| ((1 + rel_s)(1 + r)² - 1) + 2^-126 (1 + 2|w_j|), plus the float64
-    reference's own error, 8 u_64 |y_j| (n-term sum, sqrt, quotient, two products)."""
+    - y = (scale·x)·w: two products, r each, and each may flush a subnormal (2 · 2^-126 |w| + 2^-126);
+    - WGSL lets an implementation flush a subnormal *input* too (NVIDIA's drivers do): where x_j or
+      w_j is below 2^-126, a product sees 0 and ŷ_j may be 0 whatever y_j is. scale amplifies
+      (up to 1/sqrt(eps)), so no absolute floor covers it: such a column may lose all of |y_j|.
+    So |ŷ_j - y_j| <= |y_j| ((1 + rel_s)(1 + r)² - 1) + 2^-126 (1 + 2|w_j|) (+ |y_j| where x_j or w_j
+    is subnormal), plus the float64 reference's own error, 8 u_64 |y_j| (n-term sum, sqrt,
+    quotient, two products)."""
     x64 = np.asarray(x, np.float64)
     n = x64.shape[-1]
     r = rounding_rel("f32")
@@ -66,7 +70,9 @@ def rms_norm_mul_budget(x, w, eps: float, y_exact) -> np.ndarray:
     y = np.abs(np.asarray(y_exact, np.float64))
     w64 = np.abs(np.asarray(w, np.float64))
     budget = y * _compose(rel_scale[..., None], r, r) + tiny * (1.0 + 2.0 * w64)
-    return budget + 8 * unit_roundoff("f64") * y
+    abs_x = np.abs(x64)
+    flushable = ((abs_x > 0) & (abs_x < tiny)) | ((w64 > 0) & (w64 < tiny))
+    return budget + np.where(flushable, y, 0.0) + 8 * unit_roundoff("f64") * y
 
 
 # -- GET_ROWS / SET_ROWS ----------------------------------------------------------------------------------

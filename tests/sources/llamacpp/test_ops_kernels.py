@@ -49,3 +49,30 @@ def test_planted_bugs_fail_the_contract(webgpu_device, label, old, new):
     case = make_case(2, 257, "normal", 1e-5, 71)
     case.arrays["x"] = (case["x"] * 1e-3).astype("float32")
     assert over_budget(webgpu_device, config, case, wgsl.replace(old, new)) == ["y"], label
+
+
+#: The product line of rms_norm_mul.wgsl, and how an implementation that flushes subnormal inputs
+#: (WGSL allows it; NVIDIA's drivers do) computes it: `limit` is where values count as 0.
+PRODUCT = "scale * rn_src[rn_src_offset] * mul_src[mul_src_offset]"
+
+
+def _flushing(limit: str) -> str:
+    return (f"scale * select(rn_src[rn_src_offset], 0.0, abs(rn_src[rn_src_offset]) < {limit})"
+            f" * select(mul_src[mul_src_offset], 0.0, abs(mul_src[mul_src_offset]) < {limit})")
+
+
+def test_subnormal_inputs_flushed_to_zero_are_within_budget(webgpu_device):
+    """A flushed subnormal x_j loses all of y_j = scale x_j w_j, which scale (up to 1/sqrt(eps))
+    lifts far above any absolute floor: the budget allows it where x_j or w_j is subnormal, and
+    only there (a flush of normal values still fails)."""
+    import numpy as np
+
+    kernel = get_kernel(NAME)
+    config = kernel.config({})
+    wgsl = kernel.wgsl(config)
+    assert wgsl.count(PRODUCT) == 1
+    case = make_case(3, 1025, "tiny", 1e-6, 255689)
+    x = np.abs(case["x"])
+    assert ((x > 0) & (x < np.finfo(np.float32).tiny)).any(), "the case must hold subnormal inputs"
+    assert over_budget(webgpu_device, config, case, wgsl.replace(PRODUCT, _flushing("1.17549435e-38"))) == []
+    assert over_budget(webgpu_device, config, case, wgsl.replace(PRODUCT, _flushing("1e-30"))) == ["y"]
