@@ -47,6 +47,12 @@ class SetupError(UsageError):
     """The machine lacks something the toolkit needs (no WebGPU adapter, no apache-tvm): exit 2."""
 
 
+class FeatureMissing(SetupError):
+    """One config needs a WebGPU feature that the adapter a kernel's own runtime runs on does not
+    offer (onnxruntime-web's f16 programs where Dawn offers no shader-f16): that config is a SKIP
+    saying so, while the kernel's other configs still run."""
+
+
 class InfrastructureError(Exception):
     """What runs the kernel broke, not the kernel: the process of a WebGPU implementation died or
     stopped answering. The check's record is an ERROR naming it (`kind`), never a FAIL of the

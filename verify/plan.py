@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from verify._version import __version__
 from verify.checks import get_check
-from verify.errors import FailureKind, InfrastructureError, SetupError, UsageError
+from verify.errors import FailureKind, FeatureMissing, InfrastructureError, SetupError, UsageError
 from verify.gpu.device import SUBGROUP_WIDTHS
 from verify.gpu.implementations import (
     ADAPTER_ENVIRONMENT,
@@ -267,10 +267,14 @@ class _Planned:
 def _with_wgsl(planned: list, workers: int, *, profile: Profile, seed: int) -> list:
     """`planned` with each kernel whose WGSL cannot be made for one of its configs replaced by its
     SKIP record (what it needs is missing here: apache-tvm, ORT) or ERROR record (the config is
-    refused, or wgsl() raised). Slow WGSL (not kept on this machine yet) is made in `workers`
+    refused, or wgsl() raised); a config that needs a feature its runtime's adapter lacks
+    (FeatureMissing: ORT's f16 programs where Dawn offers no shader-f16) is a SKIP of that config
+    alone, and the kernel keeps its other configs. Slow WGSL (not kept on this machine yet) is made in `workers`
     processes at once (verify.prepare)."""
     kernels = [entry for entry in planned if isinstance(entry, _Planned)]
     failed: dict[str, CheckResult] = {}
+    #: Configs that need a feature the adapter of the kernel's own runtime lacks: kernel -> SKIP records.
+    lacking: dict[str, list[CheckResult]] = {}
     for entry, config in made_in_order([(kernel, config) for kernel in kernels for config in kernel.configs],
                                        lambda item: KernelConfig(item[0].spec.ref, item[0].instance.name, item[1]),
                                        workers):
@@ -279,6 +283,10 @@ def _with_wgsl(planned: list, workers: int, *, profile: Profile, seed: int) -> l
         spec, instance = entry.spec, entry.instance
         try:
             instance.wgsl(config)
+        except FeatureMissing as exc:  # this config only: the kernel's others still run
+            lacking.setdefault(entry.name, []).append(replace(
+                skipped(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed, source=entry.source),
+                config=dict(config)))
         except SetupError as exc:
             failed[entry.name] = skipped(spec.name, str(exc), kernel_ref=spec.ref, profile=profile, seed=seed,
                                          source=entry.source)
@@ -293,7 +301,17 @@ def _with_wgsl(planned: list, workers: int, *, profile: Profile, seed: int) -> l
             failed[entry.name] = broken(spec.name, f"{spec.name}: wgsl() in {spec.provenance} raised "
                                         f"{type(exc).__name__}: {exc}", kernel_ref=spec.ref, profile=profile,
                                         seed=seed)
-    return [failed.get(entry.name, entry) if isinstance(entry, _Planned) else entry for entry in planned]
+    kept: list = []
+    for entry in planned:
+        if not isinstance(entry, _Planned):
+            kept.append(entry)
+        elif entry.name in failed:
+            kept.append(failed[entry.name])
+        else:
+            skips = lacking.get(entry.name, [])
+            configs = [c for c in entry.configs if dict(c) not in [s.config for s in skips]]
+            kept += ([replace(entry, configs=configs)] if configs else []) + skips
+    return kept
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,22 @@ def test_a_runtime_dying_while_the_plan_makes_wgsl_is_an_error_naming_it_never_t
     assert "process died" in record.reason and "not the kernel" in record.reason
 
 
+def test_a_config_whose_runtime_lacks_a_feature_is_one_skip_and_the_others_still_run(monkeypatch):
+    """ORT refusing an f16 program on an adapter without shader-f16 is the adapter's limit: that
+    config is a SKIP saying so (never an ERROR of the kernel's code), and the kernel's other configs
+    are planned as before."""
+    from verify.plan import gate_jobs
+    from verify.profiles import get_profile
+
+    monkeypatch.syspath_prepend(str(PLUGIN))
+    jobs, planned_out = gate_jobs(["verify_toy.infrastructure:RuntimeLacksAFeature"], profile=get_profile("quick"),
+                                  seed=0, out_dir=None, time_limit=None, implementations=["wgpu"])
+    [record] = planned_out
+    assert record.verdict is Verdict.SKIP and record.config["workgroup"] == 128
+    assert "lacks shader-f16" in record.reason
+    assert sorted({job.config["workgroup"] for job in jobs}) == [32, 64]
+
+
 def test_check_says_a_runtime_death_while_planning_in_one_line(tmp_path):
     result, records = None, None
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PLUGIN), *sys.path]))

@@ -234,3 +234,18 @@ def test_a_capture_whose_ort_process_is_killed_is_an_error_and_the_next_capture_
     assert not list(tmp_path.glob("*/*/*.json"))
     captured = programs.captured_programs(config, tmp_path)
     assert QUANTIZE in captured.programs and ort_runtime.shared_runtime().pid != killed
+
+
+def test_an_f16_capture_on_an_adapter_without_shader_f16_is_a_missing_feature_not_a_kernel_error():
+    """ORT refuses to generate an f16 program where the adapter lacks shader-f16 (Dawn's Vulkan
+    backend offers none on NVIDIA): the config cannot run there, which is no fault of the kernel."""
+    from types import SimpleNamespace
+
+    from verify.errors import FeatureMissing
+    from verify.sources.ort.runtime import require_features
+
+    nvidia = SimpleNamespace(adapter={"description": "NVIDIA H200", "features": ["subgroups", "timestamp-query"]})
+    with pytest.raises(FeatureMissing, match="needs shader-f16.*NVIDIA H200"):
+        require_features(nvidia, "f16", "MatMulNBits(dtype=f16)")
+    require_features(nvidia, "f32", "MatMulNBits(dtype=f32)")  # nothing needed
+    require_features(SimpleNamespace(adapter={"features": ["shader-f16"]}), "f16", "MatMulNBits(dtype=f16)")

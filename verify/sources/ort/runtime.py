@@ -34,7 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
-from verify.errors import KernelError, SetupError, UsageError
+from verify.errors import FeatureMissing, KernelError, SetupError, UsageError
 from verify.gpu.dawn import environment
 from verify.gpu.dawn.process import NodeProcess, NodeProcessDied
 from verify.sources.ort.capture import OrtRun, parse_run
@@ -302,6 +302,20 @@ class OrtRunnerError(RuntimeError):
 
 
 _SHARED: dict[tuple, OrtRuntime] = {}
+
+
+def require_features(runtime: OrtRuntime, dtype: str, what: str) -> None:
+    """FeatureMissing unless the adapter onnxruntime-web runs on offers what a model of `dtype`
+    needs: ORT refuses to generate an f16 program on an adapter without shader-f16 ("requires f16
+    but the device does not support it"), which is the adapter's limit, not the kernel's. Dawn's
+    Vulkan backend offers no shader-f16 on NVIDIA's drivers, so this is where an f16 config of an
+    ORT kernel stops on an NVIDIA GPU."""
+    needed = {"shader-f16"} if dtype == "f16" else set()
+    missing = sorted(needed - set(runtime.adapter.get("features", ())))
+    if missing:
+        raise FeatureMissing(f"{what} needs {', '.join(missing)}, which the adapter onnxruntime-web runs on "
+                             f"({runtime.adapter.get('description') or '?'}, through Dawn) does not offer: "
+                             "this config cannot run here")
 
 
 def shared_runtime(driver: environment.VulkanDriver | None = None, adapter: str | None = None) -> OrtRuntime:

@@ -315,6 +315,7 @@ class OrtAttentionKernel(DerivedConfig, Kernel):
 
         def capture() -> Capture:
             model = self.model(config)
+            ort_runtime.require_features(runtime, config.get("dtype", ""), f"{self.name} {model.describe()}")
             case = self.capture_case(config)
             feeds = self.feeds(model, case)
             run = runtime.run(model, feeds, aliases=self.capture_aliases(model))

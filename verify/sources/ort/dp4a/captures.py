@@ -116,6 +116,7 @@ def captured_programs(config: CaptureConfig, root: Path | None = None) -> Captur
 
     def capture() -> Capture:
         model = config.model
+        ort_runtime.require_features(runtime, config.dtype, config.describe())
         feeds = capture_feeds(model, config.m)
         run = runtime.run(model, feeds)
         adapter = (f"{runtime.adapter.get('description') or '?'} "
