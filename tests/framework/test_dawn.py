@@ -191,6 +191,22 @@ def test_the_device_limit_on_workgroup_storage_is_enforced_on_dawn():
         device.close()
 
 
+def test_dawn_devices_get_the_adapters_buffer_limits_not_webgpus_defaults(dawn):
+    """Buffer sizes are asked for at the adapter's limits, as wgpu-py gives them and as TVM's and ORT's
+    runtimes ask: at WebGPU's defaults (256 MiB a buffer, 128 MiB a binding) an NVIDIA GPU's Dawn
+    refused the nightly's larger cases that wgpu ran (a FAIL that was verify's request, not the
+    kernel). Mesa's lavapipe offers 4 GiB buffers (and 128 MiB bindings, WebGPU's default)."""
+    assert dawn.limits["max-buffer-size"] > 268435456, dawn.limits
+    assert dawn.limits["max-storage-buffer-binding-size"] >= 134217728, dawn.limits
+    from verify.gpu.dawn import DawnDevice
+
+    held = DawnDevice(limits={"max-buffer-size": 268435456})  # a kernel may still hold itself to less
+    try:
+        assert held.limits["max-buffer-size"] == 268435456
+    finally:
+        held.close()
+
+
 # -- the same WGSL on both implementations ----------------------------------------------------------
 @pytest.mark.webgpu
 def test_the_same_wgsl_gives_bit_identical_outputs_on_wgpu_and_dawn(webgpu_device, dawn):

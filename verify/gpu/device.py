@@ -20,7 +20,10 @@ if TYPE_CHECKING:
 #: Features requested whenever the adapter has them; kernels declare which they need.
 OPTIONAL_FEATURES = ("shader-f16", "subgroup", "timestamp-query")
 #: TVM's web runtime asks for 10 storage buffers (its decode kernel binds 9) and 32 KiB of
-#: workgroup storage; everything else stays at WebGPU's defaults so kernels stay portable.
+#: workgroup storage (a kernel's `limits` may hold it to less). Buffer sizes are the adapter's on
+#: both implementations: wgpu-py gives every limit not named here at the adapter's value, and
+#: Dawn's devices ask for the adapter's buffer sizes (verify.gpu.dawn.device.ADAPTER_BUFFER_LIMITS),
+#: as TVM's and ORT's web runtimes do.
 WANTED_LIMITS = {"max-storage-buffers-per-shader-stage": 10, "max-compute-workgroup-storage-size": 32768}
 #: Subgroup widths WebGPU allows (subgroupMinSize >= 4, subgroupMaxSize <= 128, powers of two).
 SUBGROUP_WIDTHS = (4, 8, 16, 32, 64, 128)

@@ -117,6 +117,14 @@ def list_dawn_adapters() -> list[AdapterInfo]:
     return list(found.values())
 
 
+#: Buffer sizes asked for as large as the adapter allows (the worker takes the smaller of the two):
+#: wgpu-py gives a device every limit it does not name at the adapter's value, and TVM's and ORT's web
+#: runtimes ask for the adapter's maxBufferSize and maxStorageBufferBindingSize. At WebGPU's default
+#: (128 MiB a binding) a case of the nightly's larger configs was refused by Dawn alone, a FAIL that
+#: was verify's request, not the kernel.
+ADAPTER_BUFFER_LIMITS = {"max-storage-buffer-binding-size": 2**53, "max-buffer-size": 2**53}
+
+
 class DawnDevice(AdapterProbes):
     """One Dawn device; `limits` overrides WANTED_LIMITS, as for verify.gpu.Device.
 
@@ -126,7 +134,7 @@ class DawnDevice(AdapterProbes):
 
     def __init__(self, adapter_name: str | None = None, limits: dict | None = None, toggles: tuple[str, ...] = ()):
         adapter_name = adapter_name if adapter_name is not None else os.environ.get(ADAPTER_ENVIRONMENT)
-        wanted = {_camel(k): v for k, v in dict(WANTED_LIMITS, **(limits or {})).items()}
+        wanted = {_camel(k): v for k, v in {**WANTED_LIMITS, **ADAPTER_BUFFER_LIMITS, **(limits or {})}.items()}
         request = {"op": "open", "adapter": adapter_name or None,
                    "features": [_DAWN_FEATURE.get(f, f) for f in OPTIONAL_FEATURES], "limits": wanted}
         refusals = []
