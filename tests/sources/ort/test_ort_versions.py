@@ -207,3 +207,24 @@ def test_with_the_option_orts_tile_program_accumulates_in_f32(monkeypatch, tmp_p
         plain = captured_programs(CaptureConfig("f16")).program(TILE)
         option = captured_programs(CaptureConfig("f16", fp32_accumulation=True)).program(TILE)
     assert "alias acc_element_t = f32;" in option and "alias acc_element_t = f32;" not in plain
+
+
+def test_a_local_window_leaves_the_fused_programs_on_1_30_only(monkeypatch):
+    """onnxruntime-web 1.30.0 sends a GroupQueryAttention window shorter than the total to the
+    unfused programs; 1.31.1 masks it in FlashAttention and the split decode (observed: its sessions
+    dispatch CopyKVCache, FlashAttentionDecodeQKV, FlashAttentionDecodeVxReduce for one new token
+    past a 32-key window). smooth_softmax still takes the unfused programs on both."""
+    from verify.kernels.registry import get_kernel
+    from verify.sources.ort.attention.cases import gqa_path
+
+    assert gqa_path(32, 1, 40, fused_window=False) == "probs"
+    assert gqa_path(32, 1, 40, fused_window=True) == "split"
+    assert gqa_path(32, 40, 80, fused_window=True) == "flash"
+    assert gqa_path(32, 1, 40, smooth_softmax=True, fused_window=True) == "probs"
+    gqa = get_kernel("ort.gqa")
+    windowed_flash = gqa.config({"dtype": "f32", "head_size": 64, "num_heads": 4, "kv_num_heads": 4,
+                                 "phase": "flash", "local_window_size": 32})
+    for version, fused in (("1.30.0", False), ("1.31.1", True)):
+        monkeypatch.setenv(ort_runtime.VERSION_ENV, version)
+        assert ort_runtime.fuses_local_window() is fused
+        assert gqa.takes_flash(windowed_flash) is fused  # and so §18.2 is its finding there

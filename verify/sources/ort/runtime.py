@@ -73,6 +73,18 @@ def _version_key(version: str) -> tuple:
 FP32_ACCUMULATION_SINCE = "1.31.1"
 
 
+#: The first onnxruntime-web whose GroupQueryAttention keeps a local window on its fused programs
+#: (FlashAttention and the split decode gained local-window masking); 1.30.0 sends a window shorter
+#: than the total to the unfused AttentionProbs/InPlaceSoftmax/VxAttentionScore programs.
+FUSED_LOCAL_WINDOW_SINCE = "1.31.1"
+
+
+def fuses_local_window(version: str | None = None) -> bool:
+    """Whether onnxruntime-web `version` (default: the selected one) runs a GroupQueryAttention
+    local window on its fused programs (verify.sources.ort.attention.cases.gqa_path)."""
+    return _version_key(selected_version() if version is None else version) >= _version_key(FUSED_LOCAL_WINDOW_SINCE)
+
+
 def has_fp32_accumulation_option(version: str | None = None) -> bool:
     """Whether onnxruntime-web `version` (default: the selected one) takes the session option
     ep.webgpuexecutionprovider.enableMatmulFp32Accumulation (1.30.0 ignores it silently)."""

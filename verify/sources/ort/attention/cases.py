@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from verify.budgets.roundoff import numpy_dtype
 from verify.cases import Case
+from verify.sources.ort import runtime as ort_runtime
 from verify.sources.ort.attention.launch import SPLIT_REDUCE_BELOW
 
 #: The rotary tables are those of theta = 10000 (their values are inputs; the reference uses them as stored).
@@ -35,13 +36,16 @@ PAGED_PROGRAMS = {
 ATTENTION_PROGRAMS = frozenset(p for programs in (*GQA_PROGRAMS.values(), *PAGED_PROGRAMS.values()) for p in programs)
 
 
-def gqa_path(local_window_size: int, new: int, total: int, smooth_softmax: bool = False) -> str:
+def gqa_path(local_window_size: int, new: int, total: int, smooth_softmax: bool = False,
+             fused_window: bool = False) -> str:
     """ORT 1.30's choice for GroupQueryAttention (flash_attention.cc CanApplyFlashAttention and
     ApplyFlashAttention): smooth_softmax, or a local window shorter than the batch's total
     length, takes the unfused programs (AttentionProbs, InPlaceSoftmax, VxAttentionScore);
     otherwise fewer than 32 new tokens take the split-reduce pair, 32 or more the FlashAttention
-    program (head_sink goes with every path)."""
-    if smooth_softmax or 0 <= local_window_size < total:
+    program (head_sink goes with every path). `fused_window` (onnxruntime-web 1.31.1 on,
+    runtime.fuses_local_window): a local window no longer leaves the fused programs, which mask
+    it themselves; smooth_softmax still does (observed on every dispatch verify checks)."""
+    if smooth_softmax or (not fused_window and 0 <= local_window_size < total):
         return "probs"
     return "split" if new < SPLIT_REDUCE_BELOW else "flash"
 
@@ -152,7 +156,8 @@ def gqa_cases(draw, config: dict, new_tokens=None) -> Case:
         arrays["head_sink"] = _values(rng, (n,), 2.0, t)
     if config.get("attention_bias", "none") != "none":
         arrays["attention_bias"] = _attention_bias(rng, draw(st.sampled_from(BIAS_KINDS)), config, past, new, t)
-    path = gqa_path(config["local_window_size"], new, max(past) + new, bool(config.get("smooth_softmax")))
+    path = gqa_path(config["local_window_size"], new, max(past) + new, bool(config.get("smooth_softmax")),
+                    ort_runtime.fuses_local_window())
     return Case(arrays, {"batch": batch, "new": new, "past": past, "capacity": capacity, "q_spread": spread,
                          "seed": seed, "path": path})
 

@@ -423,7 +423,10 @@ class OrtGqa(OrtAttentionKernel):
         return {}
 
     def takes_flash(self, config) -> bool:
-        return config["phase"] == "flash" and config["local_window_size"] < 0 and not config["smooth_softmax"]
+        """Whether ORT runs the config's flash phase on its FlashAttention program (gqa_path): not
+        with smooth_softmax, and with a local window only from onnxruntime-web 1.31.1 on."""
+        windowed = config["local_window_size"] >= 0 and not ort_runtime.fuses_local_window()
+        return config["phase"] == "flash" and not windowed and not config["smooth_softmax"]
 
     def model(self, config) -> GroupQueryAttentionModel:
         return GroupQueryAttentionModel(config["dtype"], config["num_heads"], config["kv_num_heads"],
