@@ -221,6 +221,12 @@ def test_a_local_window_leaves_the_fused_programs_on_1_30_only(monkeypatch):
     assert gqa_path(32, 1, 40, fused_window=True) == "split"
     assert gqa_path(32, 40, 80, fused_window=True) == "flash"
     assert gqa_path(32, 1, 40, smooth_softmax=True, fused_window=True) == "probs"
+    from verify.sources.ort.attention.cases import PAGED_PROGRAMS, paged_path  # PagedAttention: gathered, then split
+
+    assert paged_path(32, 1, 16, fused_window=False) == "flash"
+    assert paged_path(32, 1, 16, fused_window=True) == "gathered_split"
+    assert PAGED_PROGRAMS["gathered_split"] == ("FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce")
+    assert paged_path(32, 48, 16, fused_window=True) == "flash"
     gqa = get_kernel("ort.gqa")
     windowed_flash = gqa.config({"dtype": "f32", "head_size": 64, "num_heads": 4, "kv_num_heads": 4,
                                  "phase": "flash", "local_window_size": 32})

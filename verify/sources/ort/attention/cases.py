@@ -32,6 +32,9 @@ PAGED_PROGRAMS = {
     "split": ("FlashAttentionPagedDecodeQKV", "FlashAttentionPagedDecodeVxReduce"),
     "flash": ("FlashAttention",),
     "paged_prefill": ("FlashAttentionPagedPrefill",),
+    # onnxruntime-web 1.31.1, a local window below 32 new tokens: the blocks gathered, then
+    # GroupQueryAttention's split decode over them (paged_path)
+    "gathered_split": ("FlashAttentionDecodeQKV", "FlashAttentionDecodeVxReduce"),
 }
 ATTENTION_PROGRAMS = frozenset(p for programs in (*GQA_PROGRAMS.values(), *PAGED_PROGRAMS.values()) for p in programs)
 
@@ -50,11 +53,16 @@ def gqa_path(local_window_size: int, new: int, total: int, smooth_softmax: bool 
     return "split" if new < SPLIT_REDUCE_BELOW else "flash"
 
 
-def paged_path(local_window_size: int, max_new: int, block_size: int, head_sink: bool = False) -> str:
+def paged_path(local_window_size: int, max_new: int, block_size: int, head_sink: bool = False,
+               fused_window: bool = False) -> str:
     """ORT 1.30's choice for PagedAttention, as observed on the programs it dispatches (verify
     checks every run against it): a local window, or 32 new tokens or more in 16-token blocks or
     with head sinks, gather the blocks (PagedAttentionGatherKV) for FlashAttention; 32 or more in
-    larger blocks take FlashAttentionPagedPrefill; fewer the paged split-reduce pair."""
+    larger blocks take FlashAttentionPagedPrefill; fewer the paged split-reduce pair.
+    `fused_window` (1.31.1 on): a local window below 32 new tokens gathers the blocks for the
+    split decode instead (`gathered_split`)."""
+    if local_window_size >= 0 and fused_window and max_new < SPLIT_REDUCE_BELOW:
+        return "gathered_split"
     if local_window_size >= 0 or (max_new >= SPLIT_REDUCE_BELOW and (block_size == 16 or head_sink)):
         return "flash"
     return "paged_prefill" if max_new >= SPLIT_REDUCE_BELOW else "split"
@@ -62,7 +70,8 @@ def paged_path(local_window_size: int, max_new: int, block_size: int, head_sink:
 
 #: The budget's arithmetic for each path (verify.budgets.ort_attention.PATHS): FlashAttentionPagedPrefill
 #: sums q.k and runs its softmax in the model's type, not in f32 as FlashAttention does.
-BUDGET_PATH = {"split": "split", "probs": "probs", "flash": "flash", "paged_prefill": "paged_prefill"}
+BUDGET_PATH = {"split": "split", "probs": "probs", "flash": "flash", "paged_prefill": "paged_prefill",
+               "gathered_split": "split"}
 
 
 class OrtDispatchRuleError(RuntimeError):
@@ -213,7 +222,8 @@ def paged_cases(draw, config: dict, sequences=None, new_tokens=None, shared_new_
         arrays["cos_cache"], arrays["sin_cache"] = rotary_tables(max(totals) + 1, h // 2, t)
     if config.get("head_sink"):
         arrays["head_sink"] = _values(rng, (n,), 2.0, t)
-    path = paged_path(config["local_window_size"], max(news), bs, bool(config.get("head_sink")))
+    path = paged_path(config["local_window_size"], max(news), bs, bool(config.get("head_sink")),
+                      ort_runtime.fuses_local_window())
     return Case(arrays, {"batch": batch, "new": news, "past": past, "q_spread": spread, "seed": seed, "path": path})
 
 

@@ -546,7 +546,7 @@ class OrtPagedAttention(OrtAttentionKernel):
 
     def _path(self, config) -> str:
         return paged_path(config["local_window_size"], MAX_FLASH_TOKENS if config["phase"] == "flash" else 1,
-                          config["block_size"], bool(config["head_sink"]))
+                          config["block_size"], bool(config["head_sink"]), ort_runtime.fuses_local_window())
 
     def takes_flash(self, config) -> bool:
         return self._path(config) == "flash"
