@@ -322,8 +322,11 @@ def require_features(runtime: OrtRuntime, dtype: str, what: str) -> None:
     but the device does not support it"), which is the adapter's limit, not the kernel's. Dawn's
     Vulkan backend offers no shader-f16 on NVIDIA's drivers, so this is where an f16 config of an
     ORT kernel stops on an NVIDIA GPU."""
+    offered = runtime.adapter.get("features")
+    if offered is None:  # an adapter that does not say: ORT itself refuses what it cannot run
+        return
     needed = {"shader-f16"} if dtype == "f16" else set()
-    missing = sorted(needed - set(runtime.adapter.get("features", ())))
+    missing = sorted(needed - set(offered))
     if missing:
         raise FeatureMissing(f"{what} needs {', '.join(missing)}, which the adapter onnxruntime-web runs on "
                              f"({runtime.adapter.get('description') or '?'}, through Dawn) does not offer: "
