@@ -43,3 +43,28 @@ def verify_case(x, weight, eps):
     from verify import Case
 
     return Case({"x": x, "weight": weight}, {"rows": x.shape[0], "hidden": x.shape[1], "eps": eps})
+
+
+@pytest.mark.webgpu
+def test_subnormal_inputs_read_as_zero_are_within_budget(webgpu_device):
+    """WGSL lets an implementation read a subnormal input as 0 (SwiftShader and NVIDIA do): the
+    budget allows that element to lose all of y, and only that element (a flush of normal values
+    still fails)."""
+    kernel = RmsNorm()
+    config = kernel.config({"dtype": "f32", "workgroup": 64})
+    product = "f32(x[base + i]) * inv * f32(weight[i])"
+    wgsl = kernel.wgsl(config)
+    assert wgsl.count(product) == 1
+
+    def flushing(limit: str) -> str:
+        return wgsl.replace(product, f"select(f32(x[base + i]), 0.0, abs(f32(x[base + i])) < {limit}) * inv"
+                                     f" * f32(weight[i])")
+
+    tiny = np.finfo(np.float32).tiny
+    x = np.full((2, 64), tiny * 0.25, np.float32)  # subnormal inputs
+    x[:, ::2] = np.float32(3e-30)  # normal, and small: the row's mean is eps's business
+    case = verify_case(x, np.ones(64, np.float32), eps=1e-6)
+    [expected] = kernel.expected(config, case)
+    assert_within_budget(kernel.launch(webgpu_device, flushing("1.17549435e-38"), config, case).outputs["y"], expected)
+    with pytest.raises(AssertionError):
+        assert_within_budget(kernel.launch(webgpu_device, flushing("1e-29"), config, case).outputs["y"], expected)
