@@ -504,3 +504,16 @@ def test_the_subgroups_directive_is_added_only_where_tint_needs_it():
     adapted, adaptations = for_tint(used)
     assert adapted == "enable subgroups;" + used and adaptations == (ENABLE_SUBGROUPS,)
     assert adapted.count("\n") == used.count("\n")  # Tint's line numbers are the source's
+
+
+def test_a_dispatch_of_zero_workgroups_returns_on_dawn(dawn):
+    """Dawn warns on stdout that a zero-workgroup dispatch is unusual; the replies have a pipe of
+    their own, so the warning is kept with the process's log lines and the run returns at once
+    (it used to wait for ever: TVM's chunked prefill dispatches an empty chunk's grid)."""
+    pipeline = dawn.pipeline(_copy(0))
+    src = np.arange(64, dtype=np.float32)
+    for grid in ((0, 2, 1), (0, 0, 0)):
+        run = dawn.run(pipeline, {"src": src, "dst": Output(np.float32, (64,)), "params": _params(pipeline, 64)}, grid)
+        assert np.isnan(run.outputs["dst"]).all()  # nothing ran: the outputs keep their poison
+    full = dawn.run(pipeline, {"src": src, "dst": Output(np.float32, (64,)), "params": _params(pipeline, 64)}, 1)
+    np.testing.assert_array_equal(full.outputs["dst"], 2.0 * src)

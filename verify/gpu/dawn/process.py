@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from verify.errors import InfrastructureError, SetupError
 from verify.gpu.environment import quiet_environment
 
+#: The variable naming the descriptor a Node process writes its reply frames to (frames.mjs).
+FRAMES_FD_ENVIRONMENT = "VERIFY_FRAMES_FD"
 _HEADER_LENGTH = struct.Struct("<I")
 _PR_SET_PDEATHSIG = 1
 #: Loaded before any fork: the child may only call what is already loaded.
@@ -85,21 +87,33 @@ class NodeProcess:
     """One `node [node_options] script` child (worker.mjs, or another script speaking the same
     frames): send a request frame, read its reply frame.
 
-    Its stderr (Dawn's warnings, a lost device's reason) is kept, the last lines of it, to
-    explain a death.
+    Replies come on a pipe of their own ($VERIFY_FRAMES_FD in the child), not on stdout: Dawn
+    prints warnings to stdout from native code, which in the reply stream read as a frame length
+    and left a request waiting for ever (a dispatch of zero workgroups did it). Its stdout and
+    stderr (Dawn's warnings, a lost device's reason) are kept, their last lines, to explain a death.
     """
 
     def __init__(self, node: str, script: str, env: dict, node_options: tuple[str, ...] = ()):
         quiet_environment()
-        self.proc = subprocess.Popen(
-            [node, *node_options, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**os.environ, **env}, preexec_fn=_die_with_parent(os.getpid()) if _LIBC else None,
-        )
+        self._frames, frames_write = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [node, *node_options, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env={**os.environ, **env, FRAMES_FD_ENVIRONMENT: str(frames_write)}, pass_fds=(frames_write,),
+                preexec_fn=_die_with_parent(os.getpid()) if _LIBC else None,
+            )
+        except BaseException:
+            os.close(self._frames)
+            raise
+        finally:
+            os.close(frames_write)  # the child's copy is the only write end: its death is EOF here
         _LIVE.add(self)
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._pending = bytearray()
         self._drain = threading.Thread(target=self._keep_stderr, daemon=True)
         self._drain.start()
+        self._drain_stdout = threading.Thread(target=self._keep_stdout, daemon=True)
+        self._drain_stdout.start()
 
     @property
     def pid(self) -> int:
@@ -108,6 +122,12 @@ class NodeProcess:
     def _keep_stderr(self) -> None:
         assert self.proc.stderr is not None  # the process was started with stderr=PIPE, as stdin and stdout
         for line in self.proc.stderr:
+            self.stderr_tail.append(line.decode(errors="replace").rstrip())
+
+    def _keep_stdout(self) -> None:
+        """Dawn's native warnings (on stdout), kept with stderr's lines: never read as replies."""
+        assert self.proc.stdout is not None  # started with stdout=PIPE
+        for line in self.proc.stdout:
             self.stderr_tail.append(line.decode(errors="replace").rstrip())
 
     def request(self, header: dict, blobs: Sequence[bytes] = (), timeout: float | None = None
@@ -135,12 +155,11 @@ class NodeProcess:
         return reply, blobs_in
 
     def _read(self, count: int, deadline: float | None = None) -> bytes:
-        """`count` bytes of stdout; EOFError at its end, TimeoutError past `deadline`.
+        """`count` bytes of the replies' pipe; EOFError at its end, TimeoutError past `deadline`.
 
         Reads the pipe's file descriptor itself into its own buffer: a buffered reader would read
         ahead into a buffer select() cannot see."""
-        assert self.proc.stdout is not None  # started with stdout=PIPE
-        fd = self.proc.stdout.fileno()
+        fd = self._frames
         while len(self._pending) < count:
             if deadline is not None:
                 remaining = deadline - time.monotonic()
@@ -178,6 +197,9 @@ class NodeProcess:
                 self.proc.kill()
                 self.proc.wait()
         self.proc.stdout.close()
+        if self._frames >= 0:
+            os.close(self._frames)
+            self._frames = -1
 
     def __del__(self):
         proc = getattr(self, "proc", None)

@@ -1,5 +1,5 @@
-// Dawn (npm `webgpu`, dawn.node) driven by verify's Python DawnDevice over stdin/stdout, in the
-// binary frames of frames.mjs. Requests are answered in order, one reply each:
+// Dawn (npm `webgpu`, dawn.node) driven by verify's Python DawnDevice (requests on stdin, replies on the
+// pipe frames.mjs names), in the binary frames of frames.mjs. Requests are answered in order, one reply each:
 //   {op: "adapters"}                        -> {adapters: [info...]}
 //   {op: "open", adapter, features, limits} -> {adapter: info, features, limits}
 //   {op: "compile", id, wgsl, entry_point, bindings: [{binding, type}]}

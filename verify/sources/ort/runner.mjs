@@ -1,6 +1,6 @@
 // ONNX Runtime Web's WebGPU execution provider on Dawn (npm `webgpu`, dawn.node), driven by
-// verify's Python OrtRuntime (verify/sources/ort/runtime.py) over stdin/stdout in the binary
-// frames of verify/gpu/dawn/frames.mjs. Requests, answered in order:
+// verify's Python OrtRuntime (verify/sources/ort/runtime.py): requests on stdin, replies on a pipe
+// of their own, in the binary frames of verify/gpu/dawn/frames.mjs. Requests, answered in order:
 //
 //   {op: "open", adapter}          -> {adapter: {vendor, architecture, description, features} | null, ort_version}
 //                                     (ORT is loaded only where Dawn offers an adapter)
