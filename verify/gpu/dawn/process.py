@@ -104,6 +104,7 @@ class NodeProcess:
             )
         except BaseException:
             os.close(self._frames)
+            self._frames = -1
             raise
         finally:
             os.close(frames_write)  # the child's copy is the only write end: its death is EOF here
@@ -205,3 +206,7 @@ class NodeProcess:
         proc = getattr(self, "proc", None)
         if proc is not None and proc.poll() is None:
             proc.kill()
+        frames = getattr(self, "_frames", -1)
+        if frames >= 0:
+            os.close(frames)
+            self._frames = -1
