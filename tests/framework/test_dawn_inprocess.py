@@ -198,6 +198,15 @@ def _path_without_node(tmp_path: Path) -> str:
     return str(folder)
 
 
+def _run_without_node(tmp_path: Path, script: str) -> dict:
+    """Run `script` in a fresh Python with no `node` on PATH and no VERIFY_NODE; the JSON it prints last."""
+    env = {k: v for k, v in os.environ.items() if k != "VERIFY_NODE"}
+    env["PATH"] = _path_without_node(tmp_path)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def test_the_node_route_starts_with_the_wheels_node_when_none_is_on_path(tmp_path):
     from verify.gpu.dawn.install import wheel_node
 
@@ -219,11 +228,7 @@ def test_the_node_route_starts_with_the_wheels_node_when_none_is_on_path(tmp_pat
                           "pid": device.pid}))
         device.close()
     """)
-    env = {k: v for k, v in os.environ.items() if k != "VERIFY_NODE"}
-    env["PATH"] = _path_without_node(tmp_path)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
+    seen = _run_without_node(tmp_path, script)
     assert seen["node"] == str(wheel[0]) and seen["npm"] == str(wheel[1]) and seen["out"] == 7
     assert not Path(f"/proc/{seen['pid']}").exists() or "Z" in Path(f"/proc/{seen['pid']}/stat").read_text().split()[2]
 
@@ -245,11 +250,7 @@ def test_onnxruntime_web_opens_under_the_wheels_node(tmp_path):
                           "adapter": opened.adapter.get("description") or ""}))
         runtime.close_shared()
     """)
-    env = {k: v for k, v in os.environ.items() if k != "VERIFY_NODE"}
-    env["PATH"] = _path_without_node(tmp_path)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
+    seen = _run_without_node(tmp_path, script)
     assert seen["node"] == str(wheel[0]) and seen["version"] == "1.30.0" and seen["adapter"], seen
 
 
