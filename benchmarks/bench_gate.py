@@ -4,9 +4,10 @@ Runs `verify gate --profile PROFILE` once per `--jobs` value, side by side on th
 and writes JSON: wall time per run (and its ratio to the first), its CPU utilisation (the gate's
 processes' CPU seconds over wall time and cores), its ten longest checks, and the shares of
 check time spent drawing cases, in the float64 reference and budget, on the GPU (upload,
-dispatch, readback), comparing, and in the sanitize check; its timeline (when it printed its
-first and its last record, and when it exited: planning and starting workers before, results
-and the report after); the load average before the first run;
+dispatch, readback), comparing, and in the sanitize check; its timeline (when a check first
+started, when it printed its first and its last record, and when it exited: planning and starting
+workers before, results and the report after; and the machine's busy cores each second, which
+shows where a gate leaves cores idle); the load average before the first run;
 with --cold, each run starts with empty caches, as a fresh machine's first gate does;
 and per kernel and WebGPU implementation (from the first run's records) the examples,
 examples per second of check time, and milliseconds per case of each stage: reference (float64
@@ -59,7 +60,8 @@ def cold_environment(folder: Path) -> dict:
 
 
 def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path, implementation: str | None = None,
-             extra: tuple = (), stop_after: float | None = None, env: dict | None = None) -> dict:
+             extra: tuple = (), stop_after: float | None = None, env: dict | None = None,
+             log: str | None = None) -> dict:
     command = [sys.executable, "-m", "verify", "gate", "--profile", profile, "--jobs", str(jobs), "--seed", str(seed),
                "--out", str(out), "--allow-skip", *extra]
     if kernels:
@@ -73,6 +75,10 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
         reader = threading.Thread(target=lambda: lines.extend((time.perf_counter() - start, line)
                                                               for line in gate.stderr), daemon=True)
         reader.start()
+        busy: list[float] = []
+        sampling = threading.Event()
+        sampler = threading.Thread(target=sample_busy, args=(sampling, busy), daemon=True)
+        sampler.start()
         try:
             gate.wait(timeout=stop_after)
         except subprocess.TimeoutExpired:
@@ -81,6 +87,12 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
             gate.terminate()
             gate.wait()
         reader.join()
+        sampling.set()
+        sampler.join()
+    if log:
+        with open(log, "a") as out:
+            out.write(f"# verify gate --jobs {jobs}\n")
+            out.writelines(f"{t:9.2f} {line}" for t, line in lines)
     stderr = "".join(line for _, line in lines)
     wall = time.perf_counter() - start
     cpu = _children_cpu() - cpu_before
@@ -99,22 +111,53 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
             "cpu_utilisation": round(cpu / wall / (os.cpu_count() or 1), 3),
             "longest": [{"check": f"{r['kernel']} {r['check']} [{_config(r)}]", "s": r.get("duration_s")}
                         for r in sorted(records, key=lambda r: -float(r.get("duration_s") or 0))[:10]],
-            "shares": shares(records), "timeline": timeline(lines, wall), "records": records}
+            "shares": shares(records), "timeline": timeline(lines, wall, busy), "records": records}
 
 
-def timeline(lines: list[tuple[float, str]], wall: float) -> dict:
-    """When the gate printed its first and its last record, and when it exited, in seconds from
-    its start: the time before the first is planning and starting workers, the time after the
-    last is writing results and the report."""
+def timeline(lines: list[tuple[float, str]], wall: float, busy: list[float] | None = None) -> dict:
+    """When the gate said a check started (its first progress line) and printed its first and its
+    last record, and when it exited, in seconds from its start: the time before the first start
+    is planning and starting workers, the time after the last record writing results and the
+    report. Under a budget a record prints once all of its check's parts have run, so the first
+    record can come long after the first start. `busy`: the machine's busy cores in each second
+    of the run (all of /proc/stat, so run it on a quiet machine): where a gate leaves cores idle."""
     printed = [t for t, line in lines if line.split(" ", 1)[0] in RECORD_WORDS]
+    started = [t for t, line in lines if line.startswith("...")]
     # Planning that met WGSL not kept yet plans the kernels left in parallel (verify/prepare.py).
     pool = [[round(t, 2), line.strip()] for t, line in lines
             if line.startswith(("verify: the WGSL of ", "verify:   [", "verify: made in "))]
     found = {"planning_pool": pool} if pool else {}
+    if started:
+        found["first_start_s"] = round(min(started), 2)
+    if busy:
+        found["busy_cores_each_s"] = [round(cores, 1) for cores in busy]
     if not printed:
         return found | {"exit_s": round(wall, 2)}
     return found | {"first_record_s": round(min(printed), 2), "last_record_s": round(max(printed), 2),
                     "exit_s": round(wall, 2)}
+
+
+def _busy_ticks() -> tuple[int, int] | None:
+    """(busy, total) jiffies of every core so far (/proc/stat), or None where there is none."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def sample_busy(stop: threading.Event, into: list[float], every: float = 1.0) -> None:
+    """Append the machine's busy cores over each `every` seconds to `into` until `stop` is set."""
+    cores = os.cpu_count() or 1
+    last = _busy_ticks()
+    while last is not None and not stop.wait(every):
+        now = _busy_ticks()
+        if now is None:
+            return
+        busy, total = now[0] - last[0], now[1] - last[1]
+        into.append(cores * busy / total if total else 0.0)
+        last = now
 
 
 def _children_cpu() -> float:
@@ -189,6 +232,8 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="start each gate with empty caches of its own (ORT's captured programs, TVM's builds, "
                         "Mesa's and NVIDIA's shader caches), as a fresh machine's first gate does")
+    parser.add_argument("--log", metavar="FILE", help="append every line each gate printed to FILE, with the second "
+                        "it came (what the timeline summarises)")
     args = parser.parse_args()
     load_before = os.getloadavg()  # a busy machine skews every figure: say what it was doing
     runs = []
@@ -198,7 +243,7 @@ def main() -> None:
             print(f"bench_gate: verify gate --profile {args.profile} --jobs {jobs} ...", file=sys.stderr, flush=True)
             env = cold_environment(Path(scratch) / f"cold{jobs}") if args.cold else None
             runs.append(run_gate(args.profile, jobs, args.kernels, args.seed, Path(folder) / f"jobs{jobs}",
-                                 args.implementation, tuple(args.gate_args.split()), args.stop_after, env))
+                                 args.implementation, tuple(args.gate_args.split()), args.stop_after, env, args.log))
             print(f"bench_gate:   {runs[-1]['wall_s']} s, {runs[-1]['verdicts']}", file=sys.stderr, flush=True)
     base = runs[0]["wall_s"]
     report = {

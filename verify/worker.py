@@ -179,16 +179,17 @@ def execute(job: Job, devices: DeviceCache, emit) -> CheckResult:
     """Run one job: its record (emitting Started, Stage and Progress events on the way), with the
     pipelines compiled for it (compiles this process's devices had not cached). With
     $VERIFY_COMPILE_LOG set, each compile is a line of that file: the process, the job and what it
-    compiled (the implementation and the WGSL's sha256), for measuring which compiles a run repeats
-    (docs/performance.md)."""
+    compiled (the implementation and the WGSL's sha256) and the seconds it took, for measuring
+    which compiles a run repeats and what they cost (docs/performance.md)."""
     before = len(compiling.compiled())
     with StageReporter(emit) as stages:
         record = _execute(job, devices, emit, stages)
     made = compiling.compiled()[before:]
     log = os.environ.get(COMPILE_LOG)
     if log and made:
+        seconds = compiling.compile_seconds()[before:]
         with open(log, "a") as out:
-            out.writelines(f"{os.getpid()} {job.id} {what}\n" for what in made)
+            out.writelines(f"{os.getpid()} {job.id} {what} {took:.3f}\n" for what, took in zip(made, seconds))
     return replace(record, pipelines_compiled=len(made))
 
 

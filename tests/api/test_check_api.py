@@ -68,6 +68,40 @@ def test_a_record_counts_the_pipelines_its_worker_compiled_for_it():
 
 
 @pytest.mark.webgpu
+def test_the_compile_log_says_what_each_compile_compiled_and_how_long_it_took(tmp_path, monkeypatch):
+    """VERIFY_COMPILE_LOG: one line per real compile, process, job, implementation, the WGSL's
+    sha256 and its seconds (what benchmarks/gate_compiles.py and a GPU machine's profile read)."""
+    import hashlib
+    import uuid
+
+    from verify.worker import COMPILE_LOG
+
+    log = tmp_path / "compiles.log"
+    monkeypatch.setenv(COMPILE_LOG, str(log))
+    kernel = MergeState()
+    wgsl = kernel.wgsl(kernel.config(F32)) + f"\n// {uuid.uuid4()}\n"  # a text no worker has compiled
+    # In this process: a worker started by an earlier test would not see the variable set here.
+    result = verify.check("merge_state", F32, checks=["reference"], examples=2, wgsl=wgsl, isolate=False)["reference"]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert len(lines) == result.pipelines_compiled >= 1
+    assert all(len(fields) == 5 and fields[2] == "wgpu" and float(fields[4]) > 0 for fields in lines)
+    assert hashlib.sha256(wgsl.encode()).hexdigest() in {fields[3] for fields in lines}
+
+
+def test_a_compile_counts_once_with_its_seconds_however_deeply_it_nests():
+    import time
+
+    from verify.gpu import compiling
+
+    before = len(compiling.compiled())
+    with compiling.compiling("wgpu outer"):
+        with compiling.compiling("wgpu inner"):
+            time.sleep(0.02)
+    assert compiling.compiled()[before:] == ["wgpu outer"]
+    assert compiling.compile_seconds()[before:][0] >= 0.02
+
+
+@pytest.mark.webgpu
 @pytest.mark.parametrize("as_path", [False, True], ids=["text", "path"])
 def test_a_broken_wgsl_fails_and_raise_for_verdict_carries_the_shrunk_case_and_replay(tmp_path, as_path):
     mutant = MUTANTS / "merge_state" / "natural_log.wgsl"

@@ -15,6 +15,7 @@ sum (docs/performance.md).
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 
 #: The name of the stage a check is in while a pipeline compiles (verify.protocol.Stage).
@@ -24,6 +25,8 @@ _listener = None
 _depth = 0
 #: What each real compile of this process compiled, in order ("implementation digest", or "").
 _compiled: list[str] = []
+#: The seconds each of those compiles took, in the same order.
+_seconds: list[float] = []
 
 
 def listen(callback) -> None:
@@ -38,6 +41,11 @@ def compiled() -> list[str]:
     return list(_compiled)
 
 
+def compile_seconds() -> list[float]:
+    """How long each of compiled()'s compiles took, in its order (a compile still running: 0)."""
+    return _seconds + [0.0] * (len(_compiled) - len(_seconds))
+
+
 @contextmanager
 def compiling(what: str = ""):
     """Around a real compile of `what` (the implementation and the WGSL's digest); nested ones
@@ -46,11 +54,15 @@ def compiling(what: str = ""):
     _depth += 1
     if _depth == 1:
         _compiled.append(what)
+        del _seconds[len(_compiled) - 1:]
     if _depth == 1 and _listener is not None:
         _listener(True)
+    started = time.perf_counter()
     try:
         yield
     finally:
         _depth -= 1
+        if _depth == 0:
+            _seconds.append(time.perf_counter() - started)
         if _depth == 0 and _listener is not None:
             _listener(False)
