@@ -79,6 +79,19 @@ def test_slices_merge_into_the_worst_verdict_with_every_example_counted():
     assert merged.worst.score == 7.0 and merged.shrunk.score == 2.0
 
 
+def test_the_parts_finding_notes_merge_into_one_with_their_counts_added():
+    """A budgeted check of many parts, each of which met its documented finding, says so once, of
+    all the check's examples."""
+    from verify.results.slices import finding_note
+
+    job = Job(3, "k", "m:K", {}, "reference", 30, 0)
+    records = [job.result(Verdict.FAIL, examples=10, notes=["over a default limit", finding_note(3, 10)]),
+               job.result(Verdict.FAIL, examples=10, notes=[finding_note(1, 10), "over a default limit"]),
+               job.result(Verdict.PASS, examples=10, notes=["over a default limit"])]
+    merged = merge_slices(records, [(1, 3), (2, 3), (3, 3)])
+    assert merged.notes == ["over a default limit", finding_note(4, 30)]
+
+
 @pytest.mark.webgpu
 def test_a_sliced_check_finds_what_the_whole_one_finds(tmp_path):
     wgsl = MUTANTS / "merge_state" / "natural_log.wgsl"

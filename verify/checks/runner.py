@@ -26,6 +26,7 @@ from verify.checks.outcome import Outcome
 from verify.errors import ContractError, FailureKind, InfrastructureError, KernelError, SetupError, VerifyLimit
 from verify.results.detail import error_detail
 from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
+from verify.results.slices import finding_note
 
 #: Per-example points kept for plots (err/budget against a case feature).
 MAX_SAMPLES = 4000
@@ -222,8 +223,7 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
 
     notes = []
     if state.known is not None:
-        notes.append(f"{state.known_count} of {state.generated} examples failed as the documented finding; "
-                     "the check ran the rest, looking for a failure that is not it")
+        notes.append(finding_note(state.known_count, state.generated))
         if verdict is Verdict.PASS:  # every failure was the finding's: the caller records it as KNOWN
             verdict, shrunk = Verdict.FAIL, state.known
             reason, kind = shrunk.message(), shrunk.failure_kind

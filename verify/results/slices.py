@@ -10,6 +10,7 @@ depend on which worker finished first), the plot samples and stage timings toget
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -17,6 +18,31 @@ from verify.results.record import CheckResult, StageTiming, Verdict
 
 #: Plot samples kept in a merged record (as one check's run keeps, verify.checks.runner.MAX_SAMPLES).
 MAX_SAMPLES = 4000
+
+_FINDING_NOTE = re.compile(r"(\d+) of (\d+) examples failed as the documented finding; ")
+
+
+def finding_note(failed: int, ran: int) -> str:
+    """The note of a check whose `failed` of `ran` examples failed as its documented finding."""
+    return (f"{failed} of {ran} examples failed as the documented finding; the check ran the rest, "
+            "looking for a failure that is not it")
+
+
+def _merged_notes(ordered: list[CheckResult]) -> list[str]:
+    """Every part's notes once, in order; the parts' finding notes as one, of all the check's
+    examples (a budgeted check of 20 parts would otherwise say it 20 times)."""
+    notes: list[str] = []
+    failed = ran = 0
+    examples = sum(r.examples for r in ordered)
+    for note in (note for r in ordered for note in r.notes):
+        counted = _FINDING_NOTE.match(note)
+        if counted is None:
+            notes.append(note)
+            continue
+        if not failed and not ran:
+            notes.append("")  # the summed note's place: where the first part's was
+        failed, ran = failed + int(counted[1]), ran + int(counted[2])
+    return list(dict.fromkeys(finding_note(failed, max(ran, examples)) if note == "" else note for note in notes))
 
 
 def merge_slices(records: list[CheckResult], slices: list[tuple], planned: dict | None = None) -> CheckResult:
@@ -47,7 +73,7 @@ def merge_slices(records: list[CheckResult], slices: list[tuple], planned: dict 
         samples=[s for r in ordered for s in r.samples][:MAX_SAMPLES],
         timing=_timing([r.timing for r in ordered if r.timing is not None]),
         launch_paths=dict(sorted(paths.items())),
-        notes=list(dict.fromkeys(note for r in ordered for note in r.notes)),
+        notes=_merged_notes(ordered),
     )
     if planned is None:
         return merged
