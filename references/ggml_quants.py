@@ -120,17 +120,28 @@ def dequantize_row(kind: str, blocks) -> np.ndarray:
 
 
 # -- quantization, as ggml's CPU reference does it ------------------------------------------------------
-def _roundf(x: np.float32) -> int:
-    """C roundf: half away from zero."""
-    value = float(x)
-    return int(np.sign(value) * np.floor(abs(value) + 0.5))
+# Each quantizer works on every block at once: an operation of ggml's per-block C code is one numpy
+# f32 operation over all blocks, in the same order. A C loop that accumulates (a running sum, a
+# running min or max) stays a loop over the values of a block, so every sum is added in C's order
+# and every min or max keeps C's choice between equal values; a C `if` on one block is a mask.
+
+def nearest_int(x):
+    """ggml-quants.c L621-626 nearest_int of each value: x + 1.5·2^23 in f32, read back: round half
+    to even (int64; a scalar for a scalar)."""
+    shifted = np.asarray(np.asarray(x, F32) + F32(12582912.0), F32)
+    ints = (shifted.view(np.int32).astype(np.int64) & 0x007FFFFF) - 0x00400000
+    return int(ints) if ints.ndim == 0 else ints
 
 
-def nearest_int(x) -> int:
-    """ggml-quants.c L621-626 nearest_int: x + 1.5·2^23 in f32, read back: round half to even."""
-    shifted = F32(F32(x) + F32(12582912.0))
-    bits = int(np.asarray(shifted, F32).view(np.int32))
-    return (bits & 0x007FFFFF) - 0x00400000
+def _roundf(x: np.ndarray) -> np.ndarray:
+    """C roundf of each value: half away from zero (int64)."""
+    value = np.asarray(x, np.float64)
+    return (np.sign(value) * np.floor(np.abs(value) + 0.5)).astype(np.int64)
+
+
+def _trunc_int8(x: np.ndarray) -> np.ndarray:
+    """C's (int8_t) conversion of each value in range: toward zero (int64)."""
+    return np.trunc(np.asarray(x, np.float64)).astype(np.int64)
 
 
 def _row_blocks(x, values: int) -> np.ndarray:
@@ -138,6 +149,39 @@ def _row_blocks(x, values: int) -> np.ndarray:
     if x.shape[-1] % values:
         raise ValueError(f"a row of {x.shape[-1]} values is not a whole number of {values}-value blocks")
     return x.reshape(-1, values)
+
+
+def _running_max(values: np.ndarray, start) -> np.ndarray:
+    """`m = start; for v in block: m = max(m, v)` per block (the last axis): C's fmaxf chain, a
+    value replacing the running one only where it is larger."""
+    running = np.full(values.shape[:-1], start, F32)
+    for i in range(values.shape[-1]):
+        running = np.where(values[..., i] > running, values[..., i], running)
+    return running
+
+
+def _running_min(values: np.ndarray, start) -> np.ndarray:
+    """`m = start; for v in block: m = min(m, v)` per block, a value replacing only where smaller."""
+    running = np.full(values.shape[:-1], start, F32)
+    for i in range(values.shape[-1]):
+        running = np.where(values[..., i] < running, values[..., i], running)
+    return running
+
+
+def _f32_sum(terms: np.ndarray, from_first: bool = False) -> np.ndarray:
+    """Σ over the last axis in f32, one term after another as C's loop adds them: from 0, or
+    (`from_first`) from the first term, as a C sum that starts `s = t[0]` does (the two differ in
+    the sign of a zero sum of negative zeros)."""
+    total = terms[..., 0].astype(F32) if from_first else np.zeros(terms.shape[:-1], F32)
+    for i in range(1 if from_first else 0, terms.shape[-1]):
+        total = total + terms[..., i]
+    return total
+
+
+def _inverse(d: np.ndarray) -> np.ndarray:
+    """`id = d ? 1.0f/d : 0.0f` of each block."""
+    with np.errstate(divide="ignore"):
+        return np.where(d != 0, F32(1) / d, F32(0)).astype(F32)
 
 
 def quantize_q8(x, kind: str = "q8_1") -> np.ndarray:
@@ -149,18 +193,18 @@ def quantize_q8(x, kind: str = "q8_1") -> np.ndarray:
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 32)
     out = np.zeros((rows.shape[0], block_bytes(kind)), np.uint8)
-    for b, block in enumerate(rows):
-        amax = F32(0)
-        for v in block:
-            amax = max(amax, F32(abs(v)))
-        d = F32(amax / F32(127))
-        inverse = F32(F32(1) / d) if d else F32(0)
-        q = np.array([_roundf(F32(v * inverse)) for v in block], np.int64)
-        out[b, 0:2] = _f16_bytes(d)
-        if kind == "q8_1":
-            out[b, 2:4] = _f16_bytes(F32(F32(int(q.sum())) * d))
-        out[b, -32:] = q.astype(np.int8).view(np.uint8)
+    d = _running_max(np.abs(rows), 0) / F32(127)
+    q = _roundf(rows * _inverse(d)[:, None])
+    out[:, 0:2] = _f16_bytes(d)
+    if kind == "q8_1":
+        out[:, 2:4] = _f16_bytes(q.sum(axis=1).astype(F32) * d)
+    out[:, -32:] = q.astype(np.int8).view(np.uint8)
     return out.reshape(x.shape[:-1] + (-1, block_bytes(kind)))
+
+
+def _nibbles(q: np.ndarray) -> np.ndarray:
+    """q4_0's and q4_1's 16 bytes from 32 codes: q_j in the low nibble of byte j, q_{j+16} high."""
+    return (q[:, :16] | (q[:, 16:] << 4)).astype(np.uint8)
 
 
 def quantize_q4_0(x) -> np.ndarray:
@@ -169,16 +213,13 @@ def quantize_q4_0(x) -> np.ndarray:
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 32)
     out = np.zeros((rows.shape[0], 18), np.uint8)
-    for b, block in enumerate(rows):
-        amax, peak = F32(0), F32(0)
-        for v in block:
-            if amax < F32(abs(v)):
-                amax, peak = F32(abs(v)), v
-        d = F32(peak / F32(-8))
-        inverse = F32(F32(1) / d) if d else F32(0)
-        q = [min(15, _trunc_int8(F32(F32(v * inverse) + F32(8.5)))) for v in block]
-        out[b, 0:2] = _f16_bytes(d)
-        out[b, 2:] = [q[j] | (q[j + 16] << 4) for j in range(16)]
+    amax, peak = np.zeros(rows.shape[0], F32), np.zeros(rows.shape[0], F32)
+    for i in range(32):  # `if (amax < fabsf(v)) { amax = fabsf(v); max = v; }`
+        larger = amax < np.abs(rows[:, i])
+        amax, peak = np.where(larger, np.abs(rows[:, i]), amax), np.where(larger, rows[:, i], peak)
+    d = peak / F32(-8)
+    q = np.minimum(15, _trunc_int8(rows * _inverse(d)[:, None] + F32(8.5)))
+    out[:, 0:2], out[:, 2:] = _f16_bytes(d), _nibbles(q)
     return out.reshape(x.shape[:-1] + (-1, 18))
 
 
@@ -188,77 +229,52 @@ def quantize_q4_1(x) -> np.ndarray:
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 32)
     out = np.zeros((rows.shape[0], 20), np.uint8)
-    for b, block in enumerate(rows):
-        low, high = F32(np.finfo(F32).max), F32(-np.finfo(F32).max)
-        for v in block:
-            low, high = min(low, v), max(high, v)
-        d = F32(F32(high - low) / F32(15))
-        inverse = F32(F32(1) / d) if d else F32(0)
-        q = [min(15, _trunc_int8(F32(F32(F32(v - low) * inverse) + F32(0.5)))) for v in block]
-        out[b, 0:2], out[b, 2:4] = _f16_bytes(d), _f16_bytes(low)
-        out[b, 4:] = [q[j] | (q[j + 16] << 4) for j in range(16)]
+    low, high = _running_min(rows, np.finfo(F32).max), _running_max(rows, -np.finfo(F32).max)
+    d = (high - low) / F32(15)
+    q = np.minimum(15, _trunc_int8((rows - low[:, None]) * _inverse(d)[:, None] + F32(0.5)))
+    out[:, 0:2], out[:, 2:4], out[:, 4:] = _f16_bytes(d), _f16_bytes(low), _nibbles(q)
     return out.reshape(x.shape[:-1] + (-1, 20))
 
 
-def _trunc_int8(value: np.float32) -> int:
-    """C's (int8_t) conversion of a value in range: toward zero."""
-    return int(np.trunc(float(value)))
-
-
 def make_qkx2_quants(x, weights, nmax: int, rmin: float, rdelta: float, nstep: int, use_mad: bool):
-    """ggml-quants.c L799-878 make_qkx2_quants in f32: (scale, -min, codes) of one sub-block,
-    fitting x ≈ scale q + min (min <= 0) by weighted least squares over nstep + 1 trial scales."""
-    x = [F32(v) for v in x]
-    w = [F32(v) for v in weights]
-    n = len(x)
-    low, high, sum_w = x[0], x[0], w[0]
-    sum_x = F32(sum_w * x[0])
-    for i in range(1, n):
-        low, high = min(low, x[i]), max(high, x[i])
-        sum_w = F32(sum_w + w[i])
-        sum_x = F32(sum_x + F32(w[i] * x[i]))
-    if low > 0:
-        low = F32(0)
-    if high == low:
-        return F32(0), F32(-low), [0] * n
-    iscale = F32(F32(nmax) / F32(high - low))
-    scale = F32(F32(1) / iscale)
-    best = F32(0)
-    levels = []
-    for i in range(n):
-        level = max(0, min(nmax, nearest_int(F32(iscale * F32(x[i] - low)))))
-        levels.append(level)
-        diff = F32(F32(scale * F32(level)) + low) - x[i]
-        diff = F32(abs(diff)) if use_mad else F32(diff * diff)
-        best = F32(best + F32(w[i] * diff))
-    if nstep < 1:
-        return scale, F32(-low), levels
-    for step in range(nstep + 1):
-        iscale = F32(F32(F32(F32(rmin) + F32(F32(rdelta) * F32(step))) + F32(nmax)) / F32(high - low))
-        sum_l = sum_l2 = sum_xl = F32(0)
-        trial = []
-        for i in range(n):
-            level = max(0, min(nmax, nearest_int(F32(iscale * F32(x[i] - low)))))
-            trial.append(level)
-            wl = F32(w[i] * F32(level))
-            sum_l = F32(sum_l + wl)
-            sum_l2 = F32(sum_l2 + F32(wl * F32(level)))
-            sum_xl = F32(sum_xl + F32(wl * x[i]))
-        det = F32(F32(sum_w * sum_l2) - F32(sum_l * sum_l))
-        if det > 0:
-            this_scale = F32(F32(F32(sum_w * sum_xl) - F32(sum_x * sum_l)) / det)
-            this_min = F32(F32(F32(sum_l2 * sum_x) - F32(sum_l * sum_xl)) / det)
-            if this_min > 0:
-                this_min = F32(0)
-                this_scale = F32(sum_xl / sum_l2)
-            error = F32(0)
-            for i in range(n):
-                diff = F32(F32(this_scale * F32(trial[i])) + this_min) - x[i]
-                diff = F32(abs(diff)) if use_mad else F32(diff * diff)
-                error = F32(error + F32(w[i] * diff))
-            if error < best:
-                levels, best, scale, low = trial, error, this_scale, this_min
-    return scale, F32(-low), levels
+    """ggml-quants.c L799-878 make_qkx2_quants in f32, of every sub-block (the rows of x and
+    weights, [sub-blocks, n]) at once: (scale, -min, codes) of each, fitting x ≈ scale q + min
+    (min <= 0) by weighted least squares over nstep + 1 trial scales. A trial that fits better
+    replaces scale and min, and later trials start from that min, as in C."""
+    x, w = np.asarray(x, F32), np.asarray(weights, F32)
+    low, high = _running_min(x, np.inf), _running_max(x, -np.inf)
+    sum_w, sum_x = _f32_sum(w, from_first=True), _f32_sum(w * x, from_first=True)
+    low = np.where(low > 0, F32(0), low)
+    flat = high == low
+
+    def diffs(scale, low, levels):
+        diff = (scale[:, None] * levels.astype(F32) + low[:, None]) - x
+        return np.abs(diff) if use_mad else diff * diff
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        iscale = F32(nmax) / (high - low)
+        scale = F32(1) / iscale
+        levels = np.clip(nearest_int(iscale[:, None] * (x - low[:, None])), 0, nmax)
+        best = _f32_sum(w * diffs(scale, low, levels))
+        for step in range(nstep + 1 if nstep >= 1 else 0):
+            iscale = (F32(F32(rmin) + F32(F32(rdelta) * F32(step))) + F32(nmax)) / (high - low)
+            trial = np.clip(nearest_int(iscale[:, None] * (x - low[:, None])), 0, nmax)
+            wl = w * trial.astype(F32)
+            sum_l, sum_l2, sum_xl = _f32_sum(wl), _f32_sum(wl * trial.astype(F32)), _f32_sum(wl * x)
+            det = sum_w * sum_l2 - sum_l * sum_l
+            this_scale = (sum_w * sum_xl - sum_x * sum_l) / det
+            this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det
+            positive = this_min > 0
+            this_min = np.where(positive, F32(0), this_min)
+            this_scale = np.where(positive, sum_xl / sum_l2, this_scale)
+            error = _f32_sum(w * diffs(this_scale, this_min, trial))
+            better = (det > 0) & (error < best) & ~flat
+            levels = np.where(better[:, None], trial, levels)
+            best, scale, low = np.where(better, error, best), np.where(better, this_scale, scale), \
+                np.where(better, this_min, low)
+    scale = np.where(flat, F32(0), scale).astype(F32)
+    levels = np.where(flat[:, None], 0, levels)
+    return scale, (-low).astype(F32), levels
 
 
 def quantize_q4_K(x) -> np.ndarray:
@@ -268,47 +284,34 @@ def quantize_q4_K(x) -> np.ndarray:
     from the stored scales: q = clamp(nearest_int((x + dmin m) / (d sc)), 0, 15)."""
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 256)
-    out = np.zeros((rows.shape[0], 144), np.uint8)
-    for b, row in enumerate(rows):
-        scales, mins = [], []
-        for j in range(8):
-            part = row[32 * j:32 * j + 32]
-            sum_x2 = F32(0)
-            for v in part:
-                sum_x2 = F32(sum_x2 + F32(v * v))
-            av_x = F32(np.sqrt(F32(sum_x2 / F32(32))))
-            weights = [F32(av_x + F32(abs(v))) for v in part]
-            scale, the_min, _ = make_qkx2_quants(part, weights, 15, -1.0, 0.1, 20, False)
-            scales.append(scale)
-            mins.append(the_min)
-        max_scale = max([F32(0)] + [s for s in scales if s > 0])
-        max_min = max([F32(0)] + [m for m in mins if m > 0])
-        inv_scale = F32(F32(63) / max_scale) if max_scale > 0 else F32(0)
-        inv_min = F32(F32(63) / max_min) if max_min > 0 else F32(0)
-        packed = [0] * 12
-        for j in range(8):
-            ls = min(63, nearest_int(F32(inv_scale * scales[j])) & 0xFF)
-            lm = min(63, nearest_int(F32(inv_min * mins[j])) & 0xFF)
-            if j < 4:
-                packed[j], packed[j + 4] = ls, lm
-            else:
-                packed[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4)
-                packed[j - 4] |= (ls >> 4) << 6
-                packed[j] |= (lm >> 4) << 6
-        d16, dmin16 = np.float16(F32(max_scale / F32(63))), np.float16(F32(max_min / F32(63)))
-        out[b, 0:2], out[b, 2:4], out[b, 4:16] = _f16_bytes(d16), _f16_bytes(dmin16), packed
-        sc, mn = k_scale_min(np.asarray(packed, np.uint8))
-        levels = [0] * 256
-        for j in range(8):
-            d = F32(F32(d16) * F32(int(sc[j])))
-            if not d:
-                continue
-            dm = F32(F32(dmin16) * F32(int(mn[j])))
-            for i in range(32):
-                levels[32 * j + i] = max(0, min(15, nearest_int(F32(F32(row[32 * j + i] + dm) / d))))
-        for half in range(4):
-            for i in range(32):
-                out[b, 16 + 32 * half + i] = levels[64 * half + i] | (levels[64 * half + i + 32] << 4)
+    blocks = rows.shape[0]
+    out = np.zeros((blocks, 144), np.uint8)
+    parts = rows.reshape(blocks * 8, 32)
+    av_x = np.sqrt(_f32_sum(parts * parts) / F32(32))
+    scale, the_min, _ = make_qkx2_quants(parts, av_x[:, None] + np.abs(parts), 15, -1.0, 0.1, 20, False)
+    scales, mins = scale.reshape(blocks, 8), the_min.reshape(blocks, 8)
+    max_scale = np.where(scales > 0, scales, F32(0)).max(axis=1)
+    max_min = np.where(mins > 0, mins, F32(0)).max(axis=1)
+    with np.errstate(divide="ignore"):
+        inv_scale = np.where(max_scale > 0, F32(63) / max_scale, F32(0)).astype(F32)
+        inv_min = np.where(max_min > 0, F32(63) / max_min, F32(0)).astype(F32)
+    ls = np.minimum(63, nearest_int(inv_scale[:, None] * scales) & 0xFF)
+    lm = np.minimum(63, nearest_int(inv_min[:, None] * mins) & 0xFF)
+    packed = np.zeros((blocks, 12), np.int64)
+    packed[:, 0:4], packed[:, 4:8] = ls[:, :4], lm[:, :4]
+    packed[:, 8:12] = (ls[:, 4:] & 0xF) | ((lm[:, 4:] & 0xF) << 4)
+    packed[:, 0:4] |= (ls[:, 4:] >> 4) << 6
+    packed[:, 4:8] |= (lm[:, 4:] >> 4) << 6
+    with np.errstate(over="ignore"):
+        d16, dmin16 = (max_scale / F32(63)).astype(np.float16), (max_min / F32(63)).astype(np.float16)
+    out[:, 0:2], out[:, 2:4], out[:, 4:16] = _f16_bytes(d16), _f16_bytes(dmin16), packed
+    sc, mn = k_scale_min(packed)
+    d = d16.astype(F32)[:, None] * sc.astype(F32)
+    dm = dmin16.astype(F32)[:, None] * mn.astype(F32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        codes = np.clip(nearest_int((rows.reshape(blocks, 8, 32) + dm[..., None]) / d[..., None]), 0, 15)
+    levels = np.where(d[..., None] != 0, codes, 0).reshape(blocks, 4, 2, 32)
+    out[:, 16:] = (levels[:, :, 0] | (levels[:, :, 1] << 4)).reshape(blocks, 128)
     return out.reshape(x.shape[:-1] + (-1, 144))
 
 
@@ -318,45 +321,29 @@ def quantize_q2_K(x) -> np.ndarray:
     maxima (d = max_scale / 15, dmin = max_min / 15), then the codes again from the stored scales."""
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 256)
-    out = np.zeros((rows.shape[0], 84), np.uint8)
-    for b, row in enumerate(rows):
-        levels = [0] * 256
-        scales, mins = [], []
-        for j in range(16):
-            part = row[16 * j:16 * j + 16]
-            scale, the_min, found = make_qkx2_quants(part, [F32(abs(v)) for v in part], 3, -0.5, 0.1, 15, True)
-            scales.append(scale)
-            mins.append(the_min)
-            levels[16 * j:16 * j + 16] = found
-        max_scale = max([F32(0)] + [s for s in scales if s > 0])
-        max_min = max([F32(0)] + [m for m in mins if m > 0])
-        packed = [0] * 16
-        if max_scale > 0:
-            iscale = F32(F32(15) / max_scale)
-            packed = [nearest_int(F32(iscale * s)) & 0xFF for s in scales]
-            d16 = np.float16(F32(max_scale / F32(15)))
-        else:
-            d16 = np.float16(0)
-        if max_min > 0:
-            iscale = F32(F32(15) / max_min)
-            packed = [(p | (nearest_int(F32(iscale * m)) << 4)) & 0xFF for p, m in zip(packed, mins)]
-            dmin16 = np.float16(F32(max_min / F32(15)))
-        else:
-            dmin16 = np.float16(0)
-        for j in range(16):
-            d = F32(F32(d16) * F32(packed[j] & 0xF))
-            if not d:
-                continue
-            dm = F32(F32(dmin16) * F32(packed[j] >> 4))
-            for i in range(16):
-                levels[16 * j + i] = max(0, min(3, nearest_int(F32(F32(row[16 * j + i] + dm) / d))))
-        out[b, 0:16] = packed
-        for half in range(2):
-            for i in range(32):
-                base = 128 * half + i
-                out[b, 16 + 32 * half + i] = (levels[base] | (levels[base + 32] << 2) | (levels[base + 64] << 4)
-                                              | (levels[base + 96] << 6))
-        out[b, 80:82], out[b, 82:84] = _f16_bytes(d16), _f16_bytes(dmin16)
+    blocks = rows.shape[0]
+    out = np.zeros((blocks, 84), np.uint8)
+    parts = rows.reshape(blocks * 16, 16)
+    scale, the_min, found = make_qkx2_quants(parts, np.abs(parts), 3, -0.5, 0.1, 15, True)
+    scales, mins = scale.reshape(blocks, 16), the_min.reshape(blocks, 16)
+    max_scale = np.where(scales > 0, scales, F32(0)).max(axis=1)
+    max_min = np.where(mins > 0, mins, F32(0)).max(axis=1)
+    with np.errstate(divide="ignore", over="ignore"):
+        iscale = np.where(max_scale > 0, F32(15) / max_scale, F32(0)).astype(F32)
+        packed = np.where(max_scale[:, None] > 0, nearest_int(iscale[:, None] * scales) & 0xFF, 0)
+        d16 = np.where(max_scale > 0, (max_scale / F32(15)).astype(np.float16), np.float16(0))
+        iscale = np.where(max_min > 0, F32(15) / max_min, F32(0)).astype(F32)
+        packed = np.where(max_min[:, None] > 0, (packed | (nearest_int(iscale[:, None] * mins) << 4)) & 0xFF, packed)
+        dmin16 = np.where(max_min > 0, (max_min / F32(15)).astype(np.float16), np.float16(0))
+    d = d16.astype(F32)[:, None] * (packed & 0xF).astype(F32)
+    dm = dmin16.astype(F32)[:, None] * (packed >> 4).astype(F32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        codes = np.clip(nearest_int((rows.reshape(blocks, 16, 16) + dm[..., None]) / d[..., None]), 0, 3)
+    levels = np.where(d[..., None] != 0, codes, found.reshape(blocks, 16, 16)).reshape(blocks, 2, 4, 32)
+    out[:, 0:16] = packed
+    out[:, 16:80] = (levels[:, :, 0] | (levels[:, :, 1] << 2) | (levels[:, :, 2] << 4)
+                     | (levels[:, :, 3] << 6)).reshape(blocks, 64)
+    out[:, 80:82], out[:, 82:84] = _f16_bytes(d16), _f16_bytes(dmin16)
     return out.reshape(x.shape[:-1] + (-1, 84))
 
 
