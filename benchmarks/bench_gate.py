@@ -90,9 +90,9 @@ def run_gate(profile: str, jobs: int, kernels: str | None, seed: int, out: Path,
         sampling.set()
         sampler.join()
     if log:
-        with open(log, "a") as out:
-            out.write(f"# verify gate --jobs {jobs}\n")
-            out.writelines(f"{t:9.2f} {line}" for t, line in lines)
+        with open(log, "a") as written:
+            written.write(f"# verify gate --jobs {jobs}\n")
+            written.writelines(f"{t:9.2f} {line}" for t, line in lines)
     stderr = "".join(line for _, line in lines)
     wall = time.perf_counter() - start
     cpu = _children_cpu() - cpu_before
