@@ -450,7 +450,7 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
     import queue
     import threading
 
-    pending = _JobPicker(jobs, deadline, drawn)
+    pending = _JobPicker(jobs, deadline, drawn, workers)
     finished: queue.Queue = queue.Queue()  # (job, record) from the workers' threads
     lock = threading.Lock()
     failures: list[BaseException] = []
@@ -469,10 +469,10 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
 
     progress, started = serialised(on_progress), serialised(on_start)
 
-    def drain(session: Session) -> None:
+    def drain(session: Session, worker: int) -> None:
         try:
             while not stop.is_set():
-                job = pending.take()
+                job = pending.take(worker)
                 if job is None:
                     # Nothing left for this worker: it exits now, beside the others' last jobs,
                     # instead of one after another once all are done.
@@ -503,7 +503,7 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
         if on_batch:
             on_batch()
 
-    threads = [threading.Thread(target=drain, args=(session,), daemon=True) for session in sessions]
+    threads = [threading.Thread(target=drain, args=(session, i), daemon=True) for i, session in enumerate(sessions)]
     for thread in threads:
         thread.start()
     try:
@@ -526,39 +526,59 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
 
 
 class _JobPicker:
-    """Hands the jobs out in plan order, except that a job waits while another job of its compile
-    group (verify.plan.compile_group: the same kernel, config and subgroup width) has started and
-    not yet finished an example, if a job of another group can go instead. On a cold shader cache
-    lavapipe compiles one of TVM's prefill pipelines in up to 100 s; two workers starting two
-    checks of one config at once both compiled it, where the second now finds it in the driver's
-    cache. Warm, the first example comes within about a second (the pipeline read back from that
-    cache), so the order barely changes; and no worker ever waits for a job (when every job left
-    is held back, the first goes)."""
+    """Hands the jobs out in plan order, with two exceptions, neither of which makes a worker wait
+    for a job (when every job left is held back, the first goes):
 
-    def __init__(self, jobs, deadline: float | None = None, drawn: set | frozenset = frozenset()):
+    - a job waits while another job of its compile group (verify.plan.compile_group: the same
+      kernel, config and subgroup width) has started and not yet finished an example, if a job of
+      another group can go instead. On a cold shader cache lavapipe compiles one of TVM's prefill
+      pipelines in up to 100 s; two workers starting two checks of one config at once both
+      compiled it, where the second now finds it in the driver's cache. Warm, the first example
+      comes within about a second, so the order barely changes;
+    - a check whose worker opens something costly that stays open (Check.worker_state: the toggles
+      check's Dawn devices) goes to a worker that has it open, or to one of at most
+      `workers // 4` (at least one) that may open it, while another job can go instead. On a
+      16-core NVIDIA machine every worker opened the toggles check's three Dawn devices, 2-3 s
+      each: a sixth of a gate's worker time, and three Node processes a worker on the GPU."""
+
+    def __init__(self, jobs, deadline: float | None = None, drawn: set | frozenset = frozenset(), workers: int = 1):
         import threading
 
+        from verify.checks import get_check
         from verify.plan import compile_group
 
         self._jobs = list(jobs)
         self._deadline = deadline
         self._drawn = drawn
         self._groups = {id(job): compile_group(job) for job in self._jobs}
+        self._states = {id(job): get_check(job.check).worker_state for job in self._jobs}
+        self._holders: dict = {}  # worker state -> the workers that have it open
+        self._holders_at_most = max(1, workers // 4)
         self._compiling: Counter = Counter()  # group -> its jobs started and not past their first example
         self._open: set = set()  # id() of those jobs
         self._lock = threading.Lock()
 
-    def take(self):
-        """The next job to run, or None when none is left."""
+    def take(self, worker: int = 0):
+        """The next job for worker number `worker` to run, or None when none is left."""
         with self._lock:
             self._jobs = [job for job in self._jobs if not _past(self._deadline, job, self._drawn)]
             if not self._jobs:
                 return None
-            index = next((i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]), 0)
+            free = [i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]]
+            index = next((i for i in free if self._may_open(worker, self._jobs[i])), free[0] if free else 0)
             job = self._jobs.pop(index)
+            state = self._states[id(job)]
+            if state is not None:
+                self._holders.setdefault(state, set()).add(worker)
             self._compiling[self._groups[id(job)]] += 1
             self._open.add(id(job))
             return job
+
+    def _may_open(self, worker: int, job) -> bool:
+        """Whether `worker` runs `job` without opening a costly state more workers than allowed."""
+        state = self._states[id(job)]
+        holders = self._holders.get(state, set())
+        return state is None or worker in holders or len(holders) < self._holders_at_most
 
     def compiled(self, job) -> None:
         """`job` has run an example (its pipelines are compiled and in the driver's cache) or ended."""

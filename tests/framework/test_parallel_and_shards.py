@@ -108,6 +108,20 @@ def test_no_worker_waits_for_a_held_job():
     assert picker.take() is None
 
 
+def test_a_check_whose_worker_opens_a_costly_state_goes_to_few_workers():
+    """The toggles check's Dawn devices (Check.worker_state) are opened by at most a quarter of
+    the workers: the others take other jobs while there are any, then the toggles jobs left."""
+    toggles = [_job(i, "toggles", config={"head_dim": 64 + i}) for i in range(4)]
+    plain = [_job(10 + i, config={"head_dim": 256 + i}) for i in range(2)]
+    picker = _JobPicker([*toggles, *plain], workers=8)  # at most 2 of the 8 workers open it
+    assert [picker.take(worker) for worker in (0, 1, 2, 3)] == [toggles[0], toggles[1], *plain]
+    assert picker.take(0) is toggles[2]  # a worker that has it open takes the next
+    assert picker.take(5) is toggles[3]  # nothing else is left: any worker takes it
+    assert picker.take(6) is None
+    single = _JobPicker(toggles[:2] + plain[:1], workers=2)  # two workers: one opens it
+    assert [single.take(0), single.take(1), single.take(1)] == [toggles[0], plain[0], toggles[1]]
+
+
 def test_shards_partition_the_plan_and_are_the_same_everywhere():
     jobs, _ = gate_jobs(None, profile=get_profile("ci"), seed=0, out_dir=None, time_limit=None)
     key = lambda job: (job.kernel, job.check, json.dumps(job.config, sort_keys=True))  # noqa: E731

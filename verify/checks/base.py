@@ -60,6 +60,11 @@ class Check:
     #: instrumented program), so its first example compiles pipelines no other check of the
     #: config shares (verify.plan.compile_group).
     own_module: bool = False
+    #: Something a worker process opens for this check that costs seconds and then stays open for
+    #: the worker's next check of the kind (the toggles check's three Dawn devices, each a Node
+    #: process), named; None: nothing such. The gate hands these checks to a few workers, not to
+    #: every one (verify.session._JobPicker).
+    worker_state: str | None = None
     #: The profile scales (verify.profiles.SCALES) whose gate plans this check; None: every one. A
     #: check that compiles the kernel again on devices of its own leaves the `quick` smoke test out;
     #: `verify check --checks NAME` runs it under any profile.

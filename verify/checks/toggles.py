@@ -167,6 +167,9 @@ class TogglesCheck(Check):
     #: a case runs three times, and each config compiles on three more devices.
     example_cost = 3.0
     own_module = True
+    #: its three Dawn devices (two toggled, each a Node process where wgpudawn is not installed)
+    #: open in 2-3 s each on an NVIDIA machine, and stay open in the worker for its next config.
+    worker_state = "Dawn's toggled devices"
     #: Not in the `quick` smoke test: on a fresh machine (Mesa's shader cache cold) the check's three
     #: compiles per config cost minutes over a gate (benchmarks/results/toggles_ci_lavapipe.json).
     gate_scales = ("ci", "nightly")
