@@ -259,8 +259,9 @@ def make_qkx2_quants(x, weights, nmax: int, rmin: float, rdelta: float, nstep: i
         for step in range(nstep + 1 if nstep >= 1 else 0):
             iscale = (F32(F32(rmin) + F32(F32(rdelta) * F32(step))) + F32(nmax)) / (high - low)
             trial = np.clip(nearest_int(iscale[:, None] * (x - low[:, None])), 0, nmax)
-            wl = w * trial.astype(F32)
-            sum_l, sum_l2, sum_xl = _f32_sum(wl), _f32_sum(wl * trial.astype(F32)), _f32_sum(wl * x)
+            levels_f32 = trial.astype(F32)  # an int64 factor would make the products float64
+            wl = w * levels_f32
+            sum_l, sum_l2, sum_xl = _f32_sum(wl), _f32_sum(wl * levels_f32), _f32_sum(wl * x)
             det = sum_w * sum_l2 - sum_l * sum_l
             this_scale = (sum_w * sum_xl - sum_x * sum_l) / det
             this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det
@@ -270,8 +271,9 @@ def make_qkx2_quants(x, weights, nmax: int, rmin: float, rdelta: float, nstep: i
             error = _f32_sum(w * diffs(this_scale, this_min, trial))
             better = (det > 0) & (error < best) & ~flat
             levels = np.where(better[:, None], trial, levels)
-            best, scale, low = np.where(better, error, best), np.where(better, this_scale, scale), \
-                np.where(better, this_min, low)
+            best = np.where(better, error, best)
+            scale = np.where(better, this_scale, scale)
+            low = np.where(better, this_min, low)
     scale = np.where(flat, F32(0), scale).astype(F32)
     levels = np.where(flat[:, None], 0, levels)
     return scale, (-low).astype(F32), levels

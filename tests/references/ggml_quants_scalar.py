@@ -18,18 +18,14 @@ def _roundf(x: np.float32) -> int:
 
 
 def nearest_int(x) -> int:
-    """ggml-quants.c L621-626 nearest_int: x + 1.5·2^23 in f32, read back: round half to even."""
+    """ggml-quants.c L621-626 nearest_int: round half to even."""
     shifted = F32(F32(x) + F32(12582912.0))
     bits = int(np.asarray(shifted, F32).view(np.int32))
     return (bits & 0x007FFFFF) - 0x00400000
 
 
 def quantize_q8(x, kind: str = "q8_1") -> np.ndarray:
-    """quantize_row_q8_0_ref / quantize_row_q8_1_ref (ggml-quants.c L276-331): amax over the block,
-    d = amax / 127 and id = 1/d in f32 (0 for d = 0), q = roundf(x id), d stored as f16; q8_1 also
-    stores s = f16(f32(Σ q) · d). Blocks [..., K/32, 34 or 36]."""
-    if kind not in ("q8_0", "q8_1"):
-        raise ValueError(f"quantize_q8 makes q8_0 or q8_1 blocks, not {kind}")
+    """quantize_row_q8_0_ref / quantize_row_q8_1_ref, one block at a time."""
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 32)
     out = np.zeros((rows.shape[0], block_bytes(kind)), np.uint8)
@@ -48,8 +44,7 @@ def quantize_q8(x, kind: str = "q8_1") -> np.ndarray:
 
 
 def quantize_q4_0(x) -> np.ndarray:
-    """quantize_row_q4_0_ref (L113-148): the value of largest magnitude `max` (first of equals),
-    d = max / -8, id = 1/d, q = min(15, (int8)(x id + 8.5)) (truncation toward zero)."""
+    """quantize_row_q4_0_ref, one block at a time."""
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 32)
     out = np.zeros((rows.shape[0], 18), np.uint8)
@@ -67,8 +62,7 @@ def quantize_q4_0(x) -> np.ndarray:
 
 
 def quantize_q4_1(x) -> np.ndarray:
-    """quantize_row_q4_1_ref (L150-185): min and max of the block, d = (max - min) / 15, id = 1/d,
-    q = min(15, (int8)((x - min) id + 0.5)); d and m = min stored as f16."""
+    """quantize_row_q4_1_ref, one block at a time."""
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 32)
     out = np.zeros((rows.shape[0], 20), np.uint8)
@@ -90,8 +84,7 @@ def _trunc_int8(value: np.float32) -> int:
 
 
 def make_qkx2_quants(x, weights, nmax: int, rmin: float, rdelta: float, nstep: int, use_mad: bool):
-    """ggml-quants.c L799-878 make_qkx2_quants in f32: (scale, -min, codes) of one sub-block,
-    fitting x ≈ scale q + min (min <= 0) by weighted least squares over nstep + 1 trial scales."""
+    """ggml-quants.c L799-878 make_qkx2_quants in f32, one block at a time."""
     x = [F32(v) for v in x]
     w = [F32(v) for v in weights]
     n = len(x)
@@ -146,10 +139,7 @@ def make_qkx2_quants(x, weights, nmax: int, rmin: float, rdelta: float, nstep: i
 
 
 def quantize_q4_K(x) -> np.ndarray:
-    """quantize_row_q4_K_ref (L1457-1527): per 32-value sub-block, make_qkx2_quants(32, 15, weights
-    sqrt(mean x^2) + |x|, rmin -1, rdelta 0.1, 20 steps, least squares); scales and mins to six
-    bits against their maxima (d = max_scale / 63, dmin = max_min / 63), then every code again
-    from the stored scales: q = clamp(nearest_int((x + dmin m) / (d sc)), 0, 15)."""
+    """quantize_row_q4_K_ref, one block at a time."""
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 256)
     out = np.zeros((rows.shape[0], 144), np.uint8)
@@ -197,9 +187,7 @@ def quantize_q4_K(x) -> np.ndarray:
 
 
 def quantize_q2_K(x) -> np.ndarray:
-    """quantize_row_q2_K_ref (L891-959): per 16-value sub-block, make_qkx2_quants(16, 3, weights |x|,
-    rmin -0.5, rdelta 0.1, 15 steps, absolute deviation); scales and mins to four bits against their
-    maxima (d = max_scale / 15, dmin = max_min / 15), then the codes again from the stored scales."""
+    """quantize_row_q2_K_ref, one block at a time."""
     x = np.asarray(x, F32)
     rows = _row_blocks(x, 256)
     out = np.zeros((rows.shape[0], 84), np.uint8)

@@ -54,7 +54,6 @@ def compiling(what: str = ""):
     _depth += 1
     if _depth == 1:
         _compiled.append(what)
-        del _seconds[len(_compiled) - 1:]
     if _depth == 1 and _listener is not None:
         _listener(True)
     started = time.perf_counter()

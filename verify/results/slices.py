@@ -29,20 +29,22 @@ def finding_note(failed: int, ran: int) -> str:
 
 
 def _merged_notes(ordered: list[CheckResult]) -> list[str]:
-    """Every part's notes once, in order; the parts' finding notes as one, of all the check's
-    examples (a budgeted check of 20 parts would otherwise say it 20 times)."""
+    """Every part's notes once, in order; the parts' finding notes as one, where the first was, of
+    all the check's examples (a budgeted check of 20 parts would otherwise say it 20 times)."""
     notes: list[str] = []
-    failed = ran = 0
-    examples = sum(r.examples for r in ordered)
+    first, failed = None, 0
     for note in (note for r in ordered for note in r.notes):
         counted = _FINDING_NOTE.match(note)
         if counted is None:
             notes.append(note)
             continue
-        if not failed and not ran:
-            notes.append("")  # the summed note's place: where the first part's was
-        failed, ran = failed + int(counted[1]), ran + int(counted[2])
-    return list(dict.fromkeys(finding_note(failed, max(ran, examples)) if note == "" else note for note in notes))
+        if first is None:
+            first = len(notes)
+            notes.append(note)
+        failed += int(counted[1])
+    if first is not None:
+        notes[first] = finding_note(failed, sum(r.examples for r in ordered))
+    return list(dict.fromkeys(notes))
 
 
 def merge_slices(records: list[CheckResult], slices: list[tuple], planned: dict | None = None) -> CheckResult:
