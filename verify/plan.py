@@ -235,9 +235,12 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                         (profile.every_check_on_every_implementation or c.on_every_implementation)]
         width_checks = [c.name for c in checks if c.at_every_subgroup_width]
         for config in configs:
-            def plan(checks, name=name, config=config, per_config=per_config, **options):
-                return check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
-                                  time_limit=time_limit, adapter=adapter, checks=checks, **options)
+            heavier = program_weight(instance, config)
+
+            def plan(checks, name=name, config=config, per_config=per_config, heavier=heavier, **options):
+                return [replace(job, weight=job.weight * heavier) for job in
+                        check_jobs(name, config, profile=profile, examples=per_config, seed=seed, out_dir=out_dir,
+                                   time_limit=time_limit, adapter=adapter, checks=checks, **options)]
             for check in main_checks:  # one at a time: a check the kernel routes elsewhere goes there
                 jobs += plan([check], implementation=check_implementation(instance, check, primary, available))
             for other in others:
@@ -250,6 +253,24 @@ def gate_jobs(kernels: list | None, *, profile: Profile, seed: int, out_dir: Pat
                 jobs += plan(width_checks, implementation=emulated_on, subgroup_width=width)
     skips = [entry for entry in planned if isinstance(entry, CheckResult)]
     return numbered(jobs), skips
+
+
+#: The WGSL of a usual kernel config, in characters (all its modules): program_weight's unit.
+USUAL_PROGRAM_CHARS = 10_000
+
+
+def program_weight(kernel, config: dict) -> float:
+    """How much one example of `config` costs against a usual kernel's, by its program's size
+    (its modules' WGSL, in USUAL_PROGRAM_CHARS; 1 where the WGSL cannot be read): sanitizing,
+    compiling and analysing a program grow with it, and so do the checks of the large kernels
+    that write it (measured on the `ci` gate's corners: the `sanitize` checks' seconds follow
+    their WGSL's size, correlation 0.7, from 0.03 s for a 3 kB program to 7 s for TVM's 22-45 kB
+    prefill programs). Used only to order jobs where no earlier run timed them (longest_first)."""
+    try:
+        chars = sum(len(module) for module in kernel.modules(kernel.wgsl(config)))
+    except Exception:  # noqa: BLE001 - the order only; planning reports a WGSL that cannot be made
+        return 1.0
+    return max(chars, 1) / USUAL_PROGRAM_CHARS
 
 
 @dataclass(frozen=True)
@@ -544,18 +565,28 @@ def budgeted(jobs: list[Job], history: dict | None = None) -> list[Job]:
     return ordered
 
 
+#: The explicit cases a corners part runs, as longest_first guesses where no earlier run timed it
+#: (a kernel's corners and its findings' cases: 2 to 15 in verify's kernels).
+CORNERS_GUESS = 8
+
+
 def longest_first(jobs: list[Job], history: dict | None = None) -> list[Job]:
     """The order to run jobs in: the longest first, by their durations in an earlier run (`history`:
     (kernel, check, config, implementation, subgroup width) -> seconds) where known, else by the
-    examples they run times what each costs: their weight (Job.weight: a kernel taking fewer
-    examples says each costs more) and their check's Check.example_cost (a sanitized example costs
-    tens of plain ones); the plan's order breaks ties. Records still come out in plan order (ids)."""
+    examples they run (a corners part: CORNERS_GUESS) times what each costs: their weight
+    (Job.weight: a kernel taking fewer examples, or with a larger program, says each costs more) and
+    their check's Check.example_cost (a sanitized example costs tens of plain ones); the plan's
+    order breaks ties. Records still come out in plan order (ids).
+
+    The longest first matters most where workers are many: on 16 cores the `ci` gate's corners
+    without an earlier run ended with a tail of TVM's sanitized prefill checks (4-7 s each) that
+    the plan's kernel order had started last."""
     def key(job):
         past = (history or {}).get(job_key(job))
         per_slice = past / job.slice[1] if past is not None and job.slice else past
         if per_slice is None:
             check = get_check(job.check)
-            examples = min(job.examples, check.max_examples or job.examples)
+            examples = CORNERS_GUESS if job.part == "corners" else min(job.examples, check.max_examples or job.examples)
             per_slice = examples * check.example_cost * job.weight * 1e-3
         return (-per_slice, job.id)
     return sorted(jobs, key=key)

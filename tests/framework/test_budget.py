@@ -169,3 +169,23 @@ def test_a_spent_budget_still_starts_the_first_random_part_of_a_check_whose_corn
     started = [j for j in plan if not _past(spent, j, drawn={0})]
     assert {(j.id, j.part, j.slice[0]) for j in started} == {(0, "corners", 0), (1, "corners", 0), (1, "random", 1)}
     assert not any(_past(None, j) for j in plan), "without a budget every part runs"
+
+
+def test_without_history_the_largest_programs_corners_start_first():
+    """With no earlier run to time them, corners parts are ordered by their check's cost per
+    example times their program's size (verify.plan.program_weight): on 16 workers the plan's
+    kernel order had started TVM's sanitized prefill corners (4-7 s each) last, leaving a tail."""
+    from dataclasses import replace
+
+    from verify.kernels.registry import get_kernel
+    from verify.plan import longest_first, program_weight
+    from verify.profiles import get_profile
+
+    small, large = get_kernel("merge_state"), get_kernel("tvm.prefill_ragged")
+    light = program_weight(small, small.config({"head_dim": 64, "dtype": "f32"}))
+    heavy = program_weight(large, large.gate_configs(get_profile("ci"))[0])
+    assert 0 < light < 1 < heavy
+    plain, sanitized = job(0), job(1, check="sanitize")
+    corners = [j for j in budgeted([plain, sanitized, replace(job(2, check="sanitize"), weight=heavy)])
+               if j.part == "corners"]
+    assert [j.id for j in longest_first(corners)] == [2, 1, 0]
