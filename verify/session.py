@@ -23,6 +23,7 @@ different points, is an ERROR naming the process.
 
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import signal
@@ -31,6 +32,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from verify._cache import cache_dir
@@ -539,7 +541,14 @@ class _JobPicker:
       check's Dawn devices) goes to a worker that has it open, or to one of at most
       `workers // 4` (at least one) that may open it, while another job can go instead. On a
       16-core NVIDIA machine every worker opened the toggles check's three Dawn devices, 2-3 s
-      each: a sixth of a gate's worker time, and three Node processes a worker on the GPU."""
+      each: a sixth of a gate's worker time, and three Node processes a worker on the GPU.
+
+    Within the next `workers` jobs it may take, a worker takes first one of a config it has run
+    (its WGSL parsed, its pipelines compiled in that process), else one whose device it has open
+    (a device per implementation and limits: plain, sanitized, held to 16 or 32 KiB of workgroup
+    memory); else the next. Opening a wgpu device on NVIDIA takes about a second, and with 16
+    workers each had opened four. Random parts under a budget keep their order (a faster machine
+    runs a longer prefix of the same sequence), so only corners and unbudgeted jobs move."""
 
     def __init__(self, jobs, deadline: float | None = None, drawn: set | frozenset = frozenset(), workers: int = 1):
         import threading
@@ -556,6 +565,9 @@ class _JobPicker:
         self._holders_at_most = max(1, workers // 4)
         self._compiling: Counter = Counter()  # group -> its jobs started and not past their first example
         self._open: set = set()  # id() of those jobs
+        self._window = max(1, workers)
+        self._ran: dict = {}  # worker -> the compile groups it has run
+        self._devices: dict = {}  # worker -> the devices (job_device) it has opened
         self._lock = threading.Lock()
 
     def take(self, worker: int = 0):
@@ -565,14 +577,28 @@ class _JobPicker:
             if not self._jobs:
                 return None
             free = [i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]]
-            index = next((i for i in free if self._may_open(worker, self._jobs[i])), free[0] if free else 0)
+            allowed = [i for i in free if self._may_open(worker, self._jobs[i])]
+            index = self._nearest(worker, allowed) if allowed else (free[0] if free else 0)
             job = self._jobs.pop(index)
             state = self._states[id(job)]
             if state is not None:
                 self._holders.setdefault(state, set()).add(worker)
+            self._ran.setdefault(worker, set()).add(self._groups[id(job)])
+            self._devices.setdefault(worker, set()).add(job_device(job))
             self._compiling[self._groups[id(job)]] += 1
             self._open.add(id(job))
             return job
+
+    def _nearest(self, worker: int, allowed: list[int]) -> int:
+        """Of the jobs at `allowed` (indices, in order), the one `worker` runs with least set-up."""
+        window: list[int] = []
+        for i in allowed[:self._window]:
+            if window and self._deadline is not None and self._jobs[i].part == "random":
+                break  # a budget's random parts keep their order
+            window.append(i)
+        ran, opened = self._ran.get(worker, set()), self._devices.get(worker, set())
+        return next((i for i in window if self._groups[id(self._jobs[i])] in ran),
+                    next((i for i in window if job_device(self._jobs[i]) in opened), window[0]))
 
     def _may_open(self, worker: int, job) -> bool:
         """Whether `worker` runs `job` without opening a costly state more workers than allowed."""
@@ -594,6 +620,27 @@ class _JobPicker:
             if on_progress:
                 on_progress(job, done, total)
         return progress
+
+
+@lru_cache(maxsize=4096)
+def _device_of(kernel_ref: str, config: str, check: str, implementation: str | None) -> tuple:
+    from verify.checks import get_check
+    from verify.kernels.registry import load_kernel
+
+    try:
+        kernel, found = load_kernel(kernel_ref), get_check(check)
+        settled = kernel.config(json.loads(config))
+        limits = dict(found.device_limits(kernel, settled), **found.instrument_limits(kernel, settled))
+    except Exception:  # noqa: BLE001 - the order only: the job reports what fails
+        return (implementation, None)
+    return (implementation, json.dumps(limits, sort_keys=True))
+
+
+def job_device(job) -> tuple:
+    """The device a worker opens for `job` (verify.worker.DeviceCache's key, less the adapter,
+    which is the gate's): its implementation and the limits its check holds its kernel to."""
+    return _device_of(job.kernel_ref, json.dumps(job.config, sort_keys=True, default=str), job.check,
+                      job.implementation)
 
 
 def _numbered(log_path: Path | None, index: int) -> Path | None:

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -120,6 +122,36 @@ def test_a_check_whose_worker_opens_a_costly_state_goes_to_few_workers():
     assert picker.take(6) is None
     single = _JobPicker(toggles[:2] + plain[:1], workers=2)  # two workers: one opens it
     assert [single.take(0), single.take(1), single.take(1)] == [toggles[0], plain[0], toggles[1]]
+
+
+def test_a_worker_takes_a_job_it_has_set_up_for_within_the_next_few():
+    """Of the next `workers` jobs, a worker takes one of a config it has run (WGSL parsed,
+    pipelines compiled in its process), else one whose device it has open, else the next; under a
+    budget the random parts keep their order."""
+    a_reference, b_reference = _job(0, config={"head_dim": 64}), _job(1, config={"head_dim": 128})
+    c_reference, a_determinism = _job(2, config={"head_dim": 96}), _job(3, "determinism", config={"head_dim": 64})
+    picker = _JobPicker([a_reference, b_reference, c_reference, a_determinism], workers=4)
+    assert [picker.take(0), picker.take(1)] == [a_reference, b_reference]
+    picker.compiled(a_reference)
+    assert picker.take(0) is a_determinism  # its config, before c_reference
+    assert picker.take(2) is c_reference
+    # Two sanitize jobs and a plain one of other configs: the worker with the sanitizer's device
+    # open takes a sanitize job first.
+    plain, sanitized = _job(10, config={"head_dim": 64}), _job(11, "sanitize", config={"head_dim": 64})
+    later_plain, later_sanitized = _job(12, config={"head_dim": 128}), _job(13, "sanitize", config={"head_dim": 96})
+    picker = _JobPicker([sanitized, plain, later_plain, later_sanitized], workers=4)
+    assert [picker.take(0), picker.take(1)] == [sanitized, plain]
+    assert picker.take(0) is later_sanitized
+    # A budget's random parts go in plan order whoever asks.
+    parts = [replace(_job(20 + i, config={"head_dim": 64 + i}), part="random", slice=(1, 2)) for i in range(3)]
+    budgeted = _JobPicker([parts[0], parts[1], parts[2]], deadline=time.monotonic() + 3600, workers=4)
+    assert budgeted.take(0) is parts[0]
+    budgeted.compiled(parts[0])
+    same_config = replace(parts[0], id=30, check="determinism")
+    budgeted = _JobPicker([parts[0], parts[1], same_config], deadline=time.monotonic() + 3600, workers=4)
+    assert budgeted.take(0) is parts[0]
+    budgeted.compiled(parts[0])
+    assert budgeted.take(0) is parts[1]
 
 
 def test_shards_partition_the_plan_and_are_the_same_everywhere():
