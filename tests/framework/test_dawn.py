@@ -263,25 +263,26 @@ def test_the_node_process_dies_when_its_python_parent_is_killed():
         parent.kill()
 
 
-def test_a_closed_worker_leaves_at_once_and_takes_its_node_process_along():
+def test_a_closed_worker_leaves_at_once_and_takes_its_node_processes_along():
     """A worker whose stdin closes leaves without finalisers (verify.worker._leave): its Node
-    process must be gone by the time the parent has reaped the worker, not a moment later. (In a
-    child: kill_all would end this process's own Dawn devices, the module's fixture among them.)"""
+    processes (two here, as the toggles check holds several; all killed before any is reaped) must
+    be gone by the time the parent has reaped the worker, not a moment later. (In a child:
+    kill_all would end this process's own Dawn devices, the module's fixture among them.)"""
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""\
         import io, sys
         from verify.gpu.dawn import DawnDevice
         from verify.worker import _leave
-        device = DawnDevice()
-        print(device.pid, flush=True)
+        devices = [DawnDevice(), DawnDevice()]
+        print(" ".join(str(device.pid) for device in devices), flush=True)
         sys.stdin.read()
         _leave(io.StringIO())
         """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        node_pid = int(child.stdout.readline())
-        assert _alive(node_pid)
+        node_pids = [int(pid) for pid in child.stdout.readline().split()]
+        assert len(set(node_pids)) == 2 and all(map(_alive, node_pids))
         child.stdin.close()
         assert child.wait(timeout=60) == 0
-        assert not _alive(node_pid), f"node process {node_pid} outlived the worker that left"
+        assert not any(map(_alive, node_pids)), f"node processes {node_pids} outlived the worker that left"
     finally:
         child.kill()
 
