@@ -264,8 +264,9 @@ def program_weight(kernel, config: dict) -> float:
     (its modules' WGSL, in USUAL_PROGRAM_CHARS; 1 where the WGSL cannot be read): sanitizing,
     compiling and analysing a program grow with it, and so do the checks of the large kernels
     that write it (measured on the `ci` gate's corners: the `sanitize` checks' seconds follow
-    their WGSL's size, correlation 0.7, from 0.03 s for a 3 kB program to 7 s for TVM's 22-45 kB
-    prefill programs). Used only to order jobs where no earlier run timed them (longest_first)."""
+    their WGSL's size, correlation 0.7 on an H100, from 0.04 s for a 3.5 kB program to 4-7 s for
+    TVM's 22-45 kB prefill and tree programs). Used only to order jobs where no earlier run timed
+    them (longest_first)."""
     try:
         chars = sum(len(module) for module in kernel.modules(kernel.wgsl(config)))
     except Exception:  # noqa: BLE001 - the order only; planning reports a WGSL that cannot be made
