@@ -623,14 +623,13 @@ class _JobPicker:
 
 
 @lru_cache(maxsize=4096)
-def _device_of(kernel_ref: str, config: str, check: str, implementation: str | None) -> tuple:
+def _device_of(kernel_ref: str, config: str, check: str, implementation: str) -> tuple:
     from verify.checks import get_check
     from verify.kernels.registry import load_kernel
 
     try:
-        kernel, found = load_kernel(kernel_ref), get_check(check)
-        settled = kernel.config(json.loads(config))
-        limits = dict(found.device_limits(kernel, settled), **found.instrument_limits(kernel, settled))
+        kernel = load_kernel(kernel_ref)
+        limits = get_check(check).opened_limits(kernel, kernel.config(json.loads(config)))
     except Exception:  # noqa: BLE001 - the order only: the job reports what fails
         return (implementation, None)
     return (implementation, json.dumps(limits, sort_keys=True))
@@ -638,9 +637,11 @@ def _device_of(kernel_ref: str, config: str, check: str, implementation: str | N
 
 def job_device(job) -> tuple:
     """The device a worker opens for `job` (verify.worker.DeviceCache's key, less the adapter,
-    which is the gate's): its implementation and the limits its check holds its kernel to."""
+    which is the gate's): its implementation and Check.opened_limits."""
+    from verify.gpu.implementations import default_implementation
+
     return _device_of(job.kernel_ref, json.dumps(job.config, sort_keys=True, default=str), job.check,
-                      job.implementation)
+                      job.implementation or default_implementation())
 
 
 def _numbered(log_path: Path | None, index: int) -> Path | None:

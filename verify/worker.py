@@ -203,7 +203,7 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
     profile = job_profile(job.profile or "ci", job.profile_data)
     wgsl = job.wgsl or kernel.wgsl(config)
     check = get_check(job.check)
-    limits = dict(check.device_limits(kernel, config), **check.instrument_limits(kernel, config))
+    limits = check.opened_limits(kernel, config)
     device = emulating(devices.get(job.adapter, job.implementation, limits), job.subgroup_width)
     source = replace(job.source, sha256=sha256(wgsl),
                      version=source_version(kernel, config, wgsl, user_wgsl=job.wgsl is not None))
@@ -258,7 +258,7 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
     kernel, config, check = resolved(saved, job.case_path)
     _check_case_fits(kernel, config, case, job.case_path)
     width = saved.subgroup_width
-    limits = dict(check.device_limits(kernel, config), **check.instrument_limits(kernel, config))
+    limits = check.opened_limits(kernel, config)
     device = emulating(devices.get(job.adapter, replay_implementation(job, saved, kernel), limits), width)
     missing = device.missing(kernel.requirements(config))
     if missing:

@@ -100,6 +100,12 @@ class Check:
         which runs the kernel alone (default: none)."""
         return {}
 
+    def opened_limits(self, kernel, config: dict) -> dict:
+        """The limits a worker opens this check's device with: device_limits and, over them,
+        instrument_limits (verify.worker's device cache is keyed by them; the gate's job picker
+        prefers a worker that has such a device open)."""
+        return dict(self.device_limits(kernel, config), **self.instrument_limits(kernel, config))
+
     def preflight(self, ctx: CheckContext) -> Preflight | None:
         """A verdict before any case is drawn, or None to run the check (default). Called after the
         kernel's WGSL compiled on the check's device."""
