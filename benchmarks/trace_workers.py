@@ -135,7 +135,11 @@ def summary(workers: list[dict]) -> dict:
 
 
 def timeline(workers: list[dict], step: float) -> list[str]:
-    """One row a worker: a letter a `step` seconds (LETTERS; "." between spans, " " not running)."""
+    """One row a worker: a letter a `step` seconds (LETTERS; "." between spans, " " not running).
+
+    A cell shows the first listed of the spans that overlap its `step` seconds, so a span shorter
+    than a step (a device open on a fast machine) still shows, whatever the machine's speed.
+    """
     if not workers:
         return []
     start, end = min(w["started"] for w in workers), max(w["ended"] for w in workers)
@@ -144,8 +148,9 @@ def timeline(workers: list[dict], step: float) -> list[str]:
     for worker in sorted(workers, key=lambda w: w["started"]):
         cells, at = [], start
         while at < end:
-            inside = [name for name, begun, ended in worker["spans"] if begun <= at < ended and name in LETTERS]
-            running = worker["started"] <= at <= worker["ended"]
+            inside = [name for name, begun, ended in worker["spans"]
+                      if begun < at + step and at < ended and name in LETTERS]
+            running = worker["started"] < at + step and at <= worker["ended"]
             cells.append(LETTERS[min(inside, key=order.index)] if inside else "." if running else " ")
             at += step
         rows.append(f"{worker['pid']:>8} |{''.join(cells)}|")
