@@ -146,8 +146,9 @@ def _attend(q, q_indptr, k, v, kv_len, masks, sm_scale: float) -> PrefillResult:
     """Softmax attention of every query row over its sequence's visible rows.
 
     q [total_q, Hq, D] and k [B, Hkv, L, D] are already rotated; masks[b] is bool [qo_len[b], kv_len[b]].
-    The products are formed per (query token, kv head) as one [G, D] @ [D, L] matrix product, the
-    shape references.decode uses per sequence.
+    Query head h reads kv head h // G, so the products are formed per (sequence, kv head) as one
+    [qo_len G, D] @ [D, L] matrix product, and the weighted sum of V as one [qo_len G, L] @ [L, Dv]
+    product: with qo_len = 1 the shapes references.decode uses per sequence.
     """
     if not math.isfinite(sm_scale):
         raise ValueError(f"sm_scale must be finite, got {sm_scale!r}")
@@ -161,14 +162,19 @@ def _attend(q, q_indptr, k, v, kv_len, masks, sm_scale: float) -> PrefillResult:
         begin, end = int(q_indptr[b]), int(q_indptr[b + 1])
         if begin == end:
             continue
-        visible = np.zeros((end - begin, max_len), dtype=bool)
+        rows = end - begin
+        visible = np.zeros((rows, max_len), dtype=bool)
         visible[:, : kv_len[b]] = masks[b]
-        scores = q[begin:end].reshape(end - begin, kv_heads, group, head_dim) @ k[b].transpose(0, 2, 1)
-        logits = np.where(visible[:, None, None, :], scores * (sm_scale * LOG2E), -np.inf)
-        o_b, lse_b = state_to_output(*softmax_state(logits, v[b][None, :, None], base=2), base=2)
-        logits2[begin:end] = logits.reshape(end - begin, qo_heads, max_len)
-        o[begin:end] = o_b.reshape(end - begin, qo_heads, -1)
-        lse2[begin:end] = lse_b.reshape(end - begin, qo_heads)
+        # [Hkv, rows, G, ·]: the query heads of every row of the sequence beside their kv head
+        q_b = q[begin:end].reshape(rows, kv_heads, group, head_dim).transpose(1, 0, 2, 3)
+        scores = q_b.reshape(kv_heads, rows * group, head_dim) @ k[b].transpose(0, 2, 1)
+        logits = np.where(visible[None, :, None, :], scores.reshape(kv_heads, rows, group, max_len) *
+                          (sm_scale * LOG2E), -np.inf)
+        o_b, lse_b = state_to_output(*softmax_state(logits.reshape(kv_heads, rows * group, max_len),
+                                                    v[b][:, None], base=2), base=2)
+        logits2[begin:end] = logits.transpose(1, 0, 2, 3).reshape(rows, qo_heads, max_len)
+        o[begin:end] = o_b.reshape(kv_heads, rows, group, -1).transpose(1, 0, 2, 3).reshape(rows, qo_heads, -1)
+        lse2[begin:end] = lse_b.reshape(kv_heads, rows, group).transpose(1, 0, 2).reshape(rows, qo_heads)
     return PrefillResult(o=o, lse2=lse2, q=q, k=k, v=v, q_indptr=q_indptr, qo_len=np.diff(q_indptr),
                          kv_len=kv_len, logits2=logits2)
 

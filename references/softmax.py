@@ -69,7 +69,9 @@ def logsumexp(x, axis: int = -1, base=2) -> np.ndarray:
 def softmax_state(logits, values, base=2) -> SoftmaxState:
     """(m, d, o) of logits [..., n] and values [..., n, D], in the given base.
 
-    Leading axes broadcast as in np.matmul. Empty or all -inf logits give (-inf, 0, 0).
+    Leading axes broadcast as in np.matmul. Empty or all -inf logits give (-inf, 0, 0). Values
+    shared by every row of the last leading axis (shape [..., 1, n, D]: one key-value head for
+    its query rows) are summed as one matrix product [rows, n] @ [n, D], the same sums.
     """
     exp, _ = _exp_log(base)
     s = np.asarray(logits, np.float64)
@@ -82,7 +84,10 @@ def softmax_state(logits, values, base=2) -> SoftmaxState:
         )
     m = np.max(s, axis=-1, initial=-np.inf)
     p = exp(s - _shift(m)[..., None])
-    o = np.matmul(p[..., None, :], v)[..., 0, :]
+    if v.ndim == s.ndim + 1 and v.shape[-3] == 1:
+        o = np.matmul(p, v[..., 0, :, :])
+    else:
+        o = np.matmul(p[..., None, :], v)[..., 0, :]
     return SoftmaxState(m, p.sum(axis=-1), o)
 
 

@@ -260,3 +260,18 @@ def test_output_to_state_and_back_is_the_identity(one):
 def test_bad_inputs_raise_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_values_shared_by_a_head_s_rows_give_the_same_state():
+    """Values [..., 1, n, D] shared by every row of a head are summed as one matrix product; the
+    state equals the one formed row by row from the same values laid out per row."""
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(2, 5, 7)) * 4
+    logits[0, 1] = -np.inf  # an empty row
+    values = rng.normal(size=(2, 1, 7, 3))
+    m, d, o = sm.softmax_state(logits, values)
+    m_rows, d_rows, o_rows = sm.softmax_state(logits, np.repeat(values, 5, axis=1))
+    np.testing.assert_array_equal(m, m_rows)
+    np.testing.assert_array_equal(d, d_rows)
+    np.testing.assert_allclose(o, o_rows, rtol=1e-14, atol=1e-300)
+    assert not o[0, 1].any()

@@ -66,6 +66,15 @@ SUBNORMAL = 2.0**-149
 ROW_BLOCK_CELLS = 4_000_000
 
 
+def _per_kv_head(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a [rows, Hkv, G, K] @ b [Hkv, K, N] -> [rows, Hkv, G, N], as one [rows G, K] @ [K, N] product
+    per kv head. The same sums as numpy's broadcast `a @ b[None]`, which makes rows x Hkv products
+    of G rows each and reads b once per row: four times slower at prefill's sizes."""
+    rows, kv_heads, group, inner = a.shape
+    product = a.transpose(1, 0, 2, 3).reshape(kv_heads, rows * group, inner) @ b
+    return product.reshape(kv_heads, rows, group, -1).transpose(1, 0, 2, 3)
+
+
 def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int = 0, rope_theta: float = 1e4,
                    rope_scale: float = 1.0, q_positions=None, k_positions=None, llama3=None,
                    lse_dtype: str = "f32", processed=None, hidden_v=None):
@@ -103,27 +112,31 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
             continue
         kb, vb = np.abs(k[b, :, :length]), np.abs(v[b, :, :length])  # [Hkv, L, D], [Hkv, L, Dv]
         kt = kb.transpose(0, 2, 1)  # [Hkv, D, L]
+        # delta / c = (gamma + u) |q|.|k| + e_q.|k| + |q|.e_k + e_q.e_k (rotary) = |q|.k_q + e_q.k_e:
+        # two products of non-negative terms, their right-hand sides formed once per sequence.
+        k_q = (gamma(head_dim + 3, r) + u) * kt
         if rotary:
-            e_k = _rotated_input_error(k[b, :, :length], np.asarray(k_positions)[b, :length, None] * freq, angle_rel,
-                                       qkv_dtype)
-            e_kt = e_k.transpose(0, 2, 1)
+            e_kt = _rotated_input_error(k[b, :, :length], np.asarray(k_positions)[b, :length, None] * freq,
+                                        angle_rel, qkv_dtype).transpose(0, 2, 1)
+            k_q = k_q + e_kt
+            k_e = kt + e_kt
         step = max(1, ROW_BLOCK_CELLS // max(1, qo_heads * max(length, 1)))
         for start in range(begin, end, step):
             stop = min(end, start + step)
             rows = stop - start
             logits = result.logits2[start:stop, :, :length]  # [rows, Hq, L]
             qg = np.abs(q[start:stop]).reshape(rows, kv_heads, group, head_dim)
-            delta = (gamma(head_dim + 3, r) + u) * c * (qg @ kt[None])  # [rows, Hkv, G, L]
+            delta = _per_kv_head(qg, k_q)  # [rows, Hkv, G, L]
             if rotary:
                 e_q = _rotated_input_error(q[start:stop], np.asarray(q_positions)[start:stop, None, None] * freq,
                                            angle_rel, qkv_dtype).reshape(rows, kv_heads, group, head_dim)
-                delta = delta + c * (e_q @ kt[None] + qg @ e_kt[None] + e_q @ e_kt[None])
-            delta = np.where(np.isfinite(logits), delta.reshape(rows, qo_heads, length), 0.0)
+                delta = delta + _per_kv_head(e_q, k_e)
+            delta = np.where(np.isfinite(logits), c * delta.reshape(rows, qo_heads, length), 0.0)
             walked = float(processed[b])
             w = weight_errors(logits, delta, np.full((rows, 1), walked))
             pg = w.p.reshape(rows, kv_heads, group, length)
-            spread = ((pg * w.pi.reshape(pg.shape)) @ vb[None]).reshape(rows, qo_heads, v_dim)
-            a_d = (pg @ vb[None]).reshape(rows, qo_heads, v_dim)
+            spread = _per_kv_head(pg * w.pi.reshape(pg.shape), vb).reshape(rows, qo_heads, v_dim)
+            a_d = _per_kv_head(pg, vb).reshape(rows, qo_heads, v_dim)
             o_ref = result.o[start:stop]
             top = np.where(w.nonempty, logits.max(axis=-1, initial=-np.inf), 0.0)
             with np.errstate(invalid="ignore"):

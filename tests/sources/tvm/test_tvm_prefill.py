@@ -333,6 +333,38 @@ def test_chunked_evaluation_equals_one_reference_call():
     np.testing.assert_allclose(chunked.lse_budget, plain.lse_budget, rtol=1e-9)
 
 
+def test_the_budgets_products_per_kv_head_are_numpys_broadcast_products():
+    from verify.budgets.prefill import _per_kv_head
+
+    rng = np.random.default_rng(0)
+    a, b = rng.random((3, 2, 4, 5)), rng.random((2, 5, 6))
+    np.testing.assert_allclose(_per_kv_head(a, b), a @ b[None], rtol=1e-14)
+
+
+def test_a_batch_mostly_padding_is_evaluated_sequence_by_sequence(monkeypatch):
+    """One reference call lays every sequence out to the longest context; where that is mostly
+    padding (2 rows on 300 beside 30 on 30) the case goes sequence by sequence, with the same numbers
+    and budgets; a batch of equal lengths stays one call."""
+    from verify.kernels.attention import prefill_eval
+
+    kernel = TvmPrefill()
+    config = kernel.config(dict(SMALL, dtype="f16"))
+    split = []
+    by_sequence = prefill_eval._by_sequence
+    monkeypatch.setattr(prefill_eval, "_by_sequence", lambda problem, cells: split.append(cells) or
+                        by_sequence(problem, cells))
+    mixed = kernel.problem(config, pc.explicit_paged_case(config, [2, 30], [300, 30], causal=True))
+    plain, chunked = evaluate_plain(mixed), evaluate(mixed, plain_cells=150_000)
+    assert split == [150_000]
+    for name in ("o", "lse2", "top_logit2", "v_low", "v_high", "walked"):
+        np.testing.assert_allclose(getattr(chunked, name), getattr(plain, name), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(chunked.o_budget, plain.o_budget, rtol=1e-9)
+    np.testing.assert_allclose(chunked.lse_budget, plain.lse_budget, rtol=1e-9)
+    equal = kernel.problem(config, pc.explicit_paged_case(config, [30, 30], [300, 300], causal=True))
+    evaluate(equal, plain_cells=150_000)
+    assert split == [150_000]
+
+
 def test_prefill_budget_of_a_row_that_sees_its_whole_context_is_decodes():
     """A causal chunk's last row is a decode: the prefill budget adds only the -5e4 stand-ins, whose
     ~1e-40 vanish in float64 here, so the two derivations agree to float64 rounding (the same

@@ -156,14 +156,25 @@ def _window(problem: PrefillProblem) -> int:
     return int(o.get("sliding_window_size", 0)) if o.get("causal", True) else 0
 
 
-def _longest_context(problem: PrefillProblem) -> int:
-    """The longest sequence's kv_len, from the indptr or page table alone (no gather)."""
+def _context_lengths(problem: PrefillProblem) -> np.ndarray:
+    """Every sequence's kv_len [B], from the indptr or page table alone (no gather)."""
     a = problem.arrays
     if problem.kind == "ragged":
-        return int(np.diff(np.asarray(a["kv_indptr"], np.int64)).max(initial=0))
+        return np.diff(np.asarray(a["kv_indptr"], np.int64))
     page_size = int(problem.options.get("page_size") or a["pages"].shape[3])
-    return int(attended_length(np.asarray(a["page_indptr"], np.int64), a["length_info"], page_size,
-                               bool(problem.options.get("sliding_window", False))).max(initial=0))
+    return attended_length(np.asarray(a["page_indptr"], np.int64), a["length_info"], page_size,
+                           bool(problem.options.get("sliding_window", False)))
+
+
+def _mostly_padding(problem: PrefillProblem, plain_cells: int) -> bool:
+    """Whether one reference call would spend most of its logits on padding: it lays every sequence
+    out to the longest context ([T, Hq, Lmax]), so a batch of one long context beside short ones
+    computes, rotates and budgets the long one's length for every row. Sequence by sequence the
+    same rows cost their own contexts only."""
+    kv_len = _context_lengths(problem)
+    qo_len = np.diff(np.asarray(problem.arrays["q_indptr"], np.int64))
+    padded = int(qo_len.sum()) * int(kv_len.max(initial=0))
+    return padded * problem.arrays["q"].shape[1] > plain_cells // 8 and padded > 2 * int(qo_len @ kv_len)
 
 
 def _sequence_context(problem: PrefillProblem, b: int):
@@ -216,12 +227,22 @@ def _sub_problem(problem: PrefillProblem, b: int, start: int, stop: int, kv_len:
 
 def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> PrefillEvaluation:
     """The reference and budget of a case: one call when the case is small (or its mask cannot be
-    cut into row blocks), else sequence by sequence in row blocks of about `plain_cells` logits."""
+    cut into row blocks), else sequence by sequence in row blocks of about `plain_cells` logits;
+    also sequence by sequence when one call's logits would be mostly padding (`_mostly_padding`)."""
+    if not _chunkable(problem):
+        return evaluate_plain(problem)
+    q = problem.arrays["q"]
+    cells = q.shape[0] * q.shape[1] * max(int(_context_lengths(problem).max(initial=0)), 1)
+    if cells <= plain_cells and not _mostly_padding(problem, plain_cells):
+        return evaluate_plain(problem)
+    return _by_sequence(problem, plain_cells)
+
+
+def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation:
+    """Each sequence's rows on its own context, in row blocks of about `plain_cells` logits."""
     q = problem.arrays["q"]
     total, heads = q.shape[0], q.shape[1]
     batch = np.asarray(problem.arrays["q_indptr"]).size - 1
-    if not _chunkable(problem) or total * heads * max(_longest_context(problem), 1) <= plain_cells:
-        return evaluate_plain(problem)
     contexts = [_sequence_context(problem, b) for b in range(batch)]
     q_indptr = np.asarray(problem.arrays["q_indptr"], np.int64)
     v_dim = contexts[0][1].shape[-1] if contexts else q.shape[2]
