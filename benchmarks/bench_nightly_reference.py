@@ -3,7 +3,8 @@ ask for it, in two source trees side by side (the code before a change and after
 
 Per case, drawn as the gate draws them (benchmarks/bench_reference.py's `draw`, the chosen profile);
 for dp4a.quantize the reference only (`expected()`: its legal codes and scales; "rows" is then the
-number of values):
+number of values); for TVM's prefill kernels the reference only ("rows": query rows, "longest":
+the longest context):
 
 - reference: the case's evaluation (`kernel.evaluation`, what `expected()` reads), memo cleared;
 - split_merge: the case and split_context's two parts, as SplitMergeCheck asks for them (the
@@ -50,7 +51,7 @@ def worker(args) -> None:
     import numpy as np
 
     from benchmarks.bench_reference import draw, gate_configs
-    from verify.kernels.attention import fastpath
+    from verify.kernels.attention import fastpath, prefill_eval
     from verify.kernels.attention.cases import split_context
     from verify.kernels.registry import get_kernel
     from verify.profiles import get_profile
@@ -63,12 +64,13 @@ def worker(args) -> None:
         config = gate_configs(name, profile)[int(index)]
         rows = []
         prepare = getattr(kernel, "prepare_split", None)
-        decode = kernel.family == "attention"
+        prefill = hasattr(kernel, "problem")  # TVM's prefill family: memo in prefill_eval, no split_merge
+        decode = kernel.family == "attention" and not prefill
         for case in draw(kernel, config, profile, args.cases, args.seed):
             first, second, cut = split_context(case, config) if decode else (None, None, None)
 
             def reference():
-                kernel.evaluation(config, case) if decode else kernel.expected(config, case)
+                kernel.evaluation(config, case) if decode or prefill else kernel.expected(config, case)
 
             def split_merge():
                 if prepare is not None:
@@ -76,17 +78,24 @@ def worker(args) -> None:
                 for part in (case, first, second):
                     kernel.evaluation(config, part)
 
-            lengths = case.params["lengths"] if decode else [case["a"].size]
-            row = {"rows": int(sum(lengths)), "longest": int(max(lengths, default=0))}
+            if prefill:  # the sequence kernel's case is one sequence (qo_len, kv_len)
+                p = case.params
+                lengths, queries = p.get("kv_lens", [p.get("kv_len", 0)]), sum(p.get("qo_lens", [p.get("qo_len", 0)]))
+            else:
+                lengths = case.params["lengths"] if decode else [case["a"].size]
+                queries = sum(lengths)
+            row = {"rows": int(queries), "longest": int(max(lengths, default=0))}
             for work in (reference, split_merge) if decode else (reference,):
                 wall = cpu = float("inf")
                 for _ in range(args.repeats):  # a warm heap, as in a gate worker; the best run
                     fastpath._MEMO.clear()
+                    prefill_eval._MEMO.clear()
                     start, start_cpu = time.perf_counter(), time.process_time()
                     work()
                     wall, cpu = min(wall, time.perf_counter() - start), min(cpu, time.process_time() - start_cpu)
                 row[f"{work.__name__}_ms"], row[f"{work.__name__}_cpu_ms"] = wall * 1e3, cpu * 1e3
             fastpath._MEMO.clear()
+            prefill_eval._MEMO.clear()
             rows.append(row)
         report[item] = rows
     print(json.dumps(report))
