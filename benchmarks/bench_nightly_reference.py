@@ -9,7 +9,8 @@ the longest context):
 - reference: the case's evaluation (`kernel.evaluation`, what `expected()` reads), memo cleared;
 - split_merge: the case and split_context's two parts, as SplitMergeCheck asks for them (the
   kernel's `prepare_split` first, where the tree has it), memo cleared; split_context itself is
-  case generation and not timed.
+  case generation and not timed there;
+- split_context_only: split_context itself (the check draws it once per example).
 
 Wall and process CPU milliseconds (on a loaded machine the CPU time is the steadier of the two).
 
@@ -72,6 +73,9 @@ def worker(args) -> None:
             def reference():
                 kernel.evaluation(config, case) if decode or prefill else kernel.expected(config, case)
 
+            def split_context_only():
+                split_context(case, config)
+
             def split_merge():
                 if prepare is not None:
                     prepare(config, case, ((first, np.zeros_like(cut)), (second, cut)))
@@ -85,7 +89,7 @@ def worker(args) -> None:
                 lengths = case.params["lengths"] if decode else [case["a"].size]
                 queries = sum(lengths)
             row = {"rows": int(queries), "longest": int(max(lengths, default=0))}
-            for work in (reference, split_merge) if decode else (reference,):
+            for work in (reference, split_merge, split_context_only) if decode else (reference,):
                 wall = cpu = float("inf")
                 for _ in range(args.repeats):  # a warm heap, as in a gate worker; the best run
                     fastpath._MEMO.clear()
@@ -151,7 +155,8 @@ def main() -> None:
         assert [r["rows"] for r in before] == [r["rows"] for r in after], "the trees drew different cases"
         entry = {"cases": len(before), "mean_rows": statistics.fmean(r["rows"] for r in before),
                  "max_longest": max(r["longest"] for r in before)}
-        for key in [k for k in ("reference_ms", "split_merge_ms", "reference_cpu_ms", "split_merge_cpu_ms")
+        for key in [k for k in ("reference_ms", "split_merge_ms", "split_context_only_ms", "reference_cpu_ms",
+                                "split_merge_cpu_ms", "split_context_only_cpu_ms")
                     if k in before[0]]:
             b, a = statistics.fmean(r[key] for r in before), statistics.fmean(r[key] for r in after)
             entry[key] = {"before": round(b, 2), "after": round(a, 2), "ratio": round(b / max(a, 1e-9), 2),
