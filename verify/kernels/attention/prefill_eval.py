@@ -166,12 +166,11 @@ def _context_lengths(problem: PrefillProblem) -> np.ndarray:
                            bool(problem.options.get("sliding_window", False)))
 
 
-def _mostly_padding(problem: PrefillProblem, plain_cells: int) -> bool:
+def _mostly_padding(problem: PrefillProblem, kv_len: np.ndarray, plain_cells: int) -> bool:
     """Whether one reference call would spend most of its logits on padding: it lays every sequence
     out to the longest context ([T, Hq, Lmax]), so a batch of one long context beside short ones
     computes, rotates and budgets the long one's length for every row. Sequence by sequence the
-    same rows cost their own contexts only."""
-    kv_len = _context_lengths(problem)
+    same rows cost their own contexts only. kv_len: _context_lengths(problem)."""
     qo_len = np.diff(np.asarray(problem.arrays["q_indptr"], np.int64))
     padded = int(qo_len.sum()) * int(kv_len.max(initial=0))
     return padded * problem.arrays["q"].shape[1] > plain_cells // 8 and padded > 2 * int(qo_len @ kv_len)
@@ -231,9 +230,9 @@ def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> Prefill
     also sequence by sequence when one call's logits would be mostly padding (`_mostly_padding`)."""
     if not _chunkable(problem):
         return evaluate_plain(problem)
-    q = problem.arrays["q"]
-    cells = q.shape[0] * q.shape[1] * max(int(_context_lengths(problem).max(initial=0)), 1)
-    if cells <= plain_cells and not _mostly_padding(problem, plain_cells):
+    q, kv_len = problem.arrays["q"], _context_lengths(problem)
+    cells = q.shape[0] * q.shape[1] * max(int(kv_len.max(initial=0)), 1)
+    if cells <= plain_cells and not _mostly_padding(problem, kv_len, plain_cells):
         return evaluate_plain(problem)
     return _by_sequence(problem, plain_cells)
 
