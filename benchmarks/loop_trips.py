@@ -1,11 +1,10 @@
 """How many trips the loops of the repository's kernels make: the measurement behind the
 sanitizer's loop bound (verify.instrument.sanitize.LOOP_BOUND, docs/instrumentation.md §2).
 
-Every loop (`loop`, `for`, `while`) of every module a kernel launches is rewritten to count its
-trips, in a counter set to zero where the loop starts (one execution of the loop, as the
-sanitizer counts), and to keep, per loop, the largest count any invocation reached
-(atomicMax into an added storage buffer); a second counter adds up every trip of an invocation,
-as lavapipe's own loop limit does (docs/findings.md §9). Cases are drawn by Hypothesis at each
+Every loop (`loop`, `for`, `while`) of every module a kernel launches counts its trips
+(verify.instrument.trips: per loop, the largest count one execution of it reached in any
+invocation, as the sanitizer counts; and every trip of an invocation added up, as lavapipe's own
+loop limit counts, docs/findings.md §9). Cases are drawn by Hypothesis at each
 profile's sizes, steered (`target`) toward the largest trip count, so the figure is the largest
 the gate's cases reach, not a typical one.
 
@@ -21,104 +20,14 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import seed as hseed
 
 from verify.errors import SetupError
-from verify.gpu.buffers import InOut
-from verify.instrument.devices import InstrumentedPipeline
-from verify.instrument.rewrite import Rewriter
-from verify.instrument.walk import LOOPS, functions, loop_body_start
+from verify.instrument.trips import TripCountingDevice
 from verify.profiles import get_profile
-from verify.wgsl import blank_comments, parse, read_interface
-from verify.wgsl.declarations import Declarations
-from verify.wgsl.interface import interface_of
-
-_PREFIX = "_trips_"
-_BUFFER = "_trips_max"
-
-
-@dataclass(frozen=True)
-class CountedLoop:
-    number: int
-    line: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Counted:
-    wgsl: str
-    loops: tuple[CountedLoop, ...]
-
-
-def count_trips(wgsl: str) -> Counted:
-    """`wgsl` with every loop counting its trips into `_trips_max`: word k is the most trips one
-    execution of loop k made in any invocation, the last word the most trips of all loops of one
-    invocation together."""
-    module = parse(wgsl)
-    code = blank_comments(module.source)
-    rewriter = Rewriter(module)
-    loops = []
-    for function in functions(module):
-        for node in function.iter_subtrees_topdown():
-            if node.data not in LOOPS:
-                continue
-            k = len(loops)
-            loops.append(CountedLoop(k, node.meta.line, module.line(node.meta.line).strip()))
-            rewriter.insert(node.meta.start_pos, f"var {_PREFIX}{k}: u32 = 0u; ")
-            rewriter.insert(loop_body_start(node, code),
-                            f" {_PREFIX}{k} += 1u; atomicMax(&{_BUFFER}[{k}], {_PREFIX}{k});"
-                            f" {_PREFIX}all += 1u; atomicMax(&{_BUFFER}[{{total}}], {_PREFIX}all);")
-    bindings = [b.binding for b in interface_of(module, Declarations(module)).bindings if b.group == 0]
-    binding = 1 + max(bindings, default=-1)
-    text = rewriter.text().replace("{total}", str(len(loops)))
-    text += (f"\n@group(0) @binding({binding}) var<storage, read_write> {_BUFFER}: array<atomic<u32>, "
-             f"{len(loops) + 1}>;\nvar<private> {_PREFIX}all: u32;\n")
-    return Counted(text, tuple(loops))
-
-
-class CountingDevice:
-    """A device on which every kernel runs with its loops counted (count_trips); `seen` maps
-    (module sha256, loop number) to the largest count so far, `lines` names the loops."""
-
-    def __init__(self, device):
-        self._device = device
-        self._counted: dict[str, tuple[InstrumentedPipeline, Counted]] = {}
-        self.largest: dict[tuple, int] = {}
-        self.largest_total: dict[str, int] = {}
-        self.loops: dict[str, tuple[CountedLoop, ...]] = {}
-
-    def __getattr__(self, name):
-        return getattr(self._device, name)
-
-    def pipeline(self, wgsl: str, entry_point: str | None = None):
-        key = (wgsl, entry_point)
-        if key not in self._counted:
-            counted = count_trips(wgsl)
-            pipeline = InstrumentedPipeline(wgsl, read_interface(wgsl), self._device.pipeline(counted.wgsl, entry_point))
-            self._counted[key] = (pipeline, counted)
-            self.loops[pipeline.sha256] = counted.loops
-        return self._counted[key][0]
-
-    def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False):
-        if not isinstance(pipeline, InstrumentedPipeline):
-            return self._device.run(pipeline, resources, workgroups, timestamps=timestamps)
-        loops = self.loops[pipeline.sha256]
-        added = {_BUFFER: InOut(np.zeros(len(loops) + 1, dtype=np.uint32))}
-        run = self._device.run(pipeline.instrumented, {**resources, **added}, workgroups, timestamps=timestamps)
-        counts = run.outputs.pop(_BUFFER)
-        run.guard_intact.pop(_BUFFER, None)
-        for loop in loops:
-            key = (pipeline.sha256, loop.number)
-            self.largest[key] = max(self.largest.get(key, 0), int(counts[loop.number]))
-        self.largest_total[pipeline.sha256] = max(self.largest_total.get(pipeline.sha256, 0), int(counts[-1]))
-        self.last_total = int(counts[-1])
-        self.last_largest = int(counts[:-1].max(initial=0))
-        return run
 
 
 def largest_cases(kernel, config: dict, profile: str) -> list:
@@ -136,7 +45,7 @@ def largest_cases(kernel, config: dict, profile: str) -> list:
 
 
 def measure(kernel, config: dict, profile: str, examples: int, device) -> dict:
-    counting = CountingDevice(device)
+    counting = TripCountingDevice(device)
     wgsl = kernel.wgsl(config)
     state = {"cases": 0, "seconds": 0.0}
     for pinned, case in largest_cases(kernel, config, profile):
@@ -156,12 +65,13 @@ def measure(kernel, config: dict, profile: str, examples: int, device) -> dict:
     @given(kernel.cases(config, get_profile(profile)))
     def run(case):
         start = time.perf_counter()
-        counting.last_total = counting.last_largest = 0
+        counting.reset()
         kernel.launch(counting, wgsl, config, case)
+        last = counting.last
         state["cases"] += 1
         state["seconds"] += time.perf_counter() - start
-        target(float(counting.last_largest), label="trips of one loop")
-        target(float(counting.last_total), label="trips of one invocation")
+        target(float(last.largest_loop if last else 0), label="trips of one loop")
+        target(float(counting.launch_invocation), label="trips of one invocation")
 
     run()
     loops = []
@@ -175,7 +85,7 @@ def measure(kernel, config: dict, profile: str, examples: int, device) -> dict:
             "modules": len(counting.loops),
             "seconds": round(state["seconds"], 2),
             "largest_trips": max((loop["largest_trips"] for loop in loops), default=0),
-            "largest_invocation_total": max(counting.largest_total.values(), default=0), "loops": loops}
+            "largest_invocation_total": max(counting.largest_invocation.values(), default=0), "loops": loops}
 
 
 def main(argv=None) -> int:
@@ -231,7 +141,8 @@ def main(argv=None) -> int:
     summary = {
         "largest_trips": max((r["largest_trips"] for r in results), default=0),
         "largest_invocation_total": max((r["largest_invocation_total"] for r in results), default=0),
-        "adapters": sorted({device.info.label for device in devices.values()}), "machine": platform.node(), "cpus": os.cpu_count(),
+        "adapters": sorted({device.info.label for device in devices.values()}), "machine": platform.node(),
+        "cpus": os.cpu_count(),
         "examples": args.examples, "profiles": args.profiles, "results": results, "skipped": skipped,
     }
     print(f"largest trips of one loop execution: {summary['largest_trips']}; "

@@ -243,13 +243,34 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
     ctx.timer.entering("drawing cases")
     run = run_check(check, ctx, RunOptions(job.examples, job.slice_seed, explicit=job.part != "random",
                                            generate=job.part != "corners"), base,
-                    progress=lambda done, total: emit(Progress(done, total)), finding=finding)
+                    progress=lambda done, total: emit(Progress(done, total)), finding=finding,
+                    loop_cap=_loop_cap(ctx, base.adapter, devices, job.adapter, job.implementation, limits,
+                                       job.subgroup_width))
     checked = run.result
     if job.out_dir and (run.shrunk is not None or run.worst is not None):
         checked = save_check_cases(checked, run.shrunk.case if run.shrunk is not None else None,
                                    run.worst.case if run.worst is not None else None,
                                    Path(job.out_dir), wgsl, part=f"-s{job.slice[0]}" if job.slice else "")
-    return checked.with_known_finding(finding)
+    return checked.with_known_finding(run.findings(finding))
+
+
+def _loop_cap(ctx: CheckContext, adapter: AdapterRecord | None, devices: DeviceCache, adapter_name: str | None,
+              implementation: str | None, limits: dict, width: int | None):
+    """Where the adapter's driver ends long loops (its `loop-trip-count` probe deviates), what
+    tells a failing example past that cap from the kernel's own failure (verify.checks.loop_cap);
+    None elsewhere."""
+    from verify.checks import loop_cap
+
+    if adapter is None or loop_cap.PROBE not in (adapter.deviating or ()):
+        return None
+
+    def open_counting():
+        from verify.instrument.trips import TripCountingDevice
+
+        raw = devices.get(adapter_name, implementation, loop_cap.counting_limits(limits))
+        return emulating(TripCountingDevice(raw), width)
+
+    return loop_cap.LoopCap(ctx, open_counting)
 
 
 def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
@@ -289,6 +310,13 @@ def replay(job: ReplayJob, devices: DeviceCache, emit) -> Replayed:
         outcome = outcomes[0]
         lines += _metric_lines(outcome)
         lines.append(("PASS" if outcome.passed else "FAIL") + f"  {outcome.message()}")
+        cap = None if outcome.passed else _loop_cap(ctx, adapter_record(device), devices, job.adapter,
+                                                    device.info.implementation, limits, width)
+        trips = cap.reached(case, check) if cap is not None else None
+        if trips is not None:
+            lines.append(f"      its loops reached this driver's loop cap ({trips} trips in one invocation, counted by "
+                         "the kernel itself; lavapipe ends them at 65535, docs/findings.md §9): the driver's limit, "
+                         "not the kernel's result; replay it on a GPU")
         return Replayed(outcome.passed, tuple(lines))
     failed = [o for o in outcomes if not o.passed]
     worst = max(outcomes, key=lambda o: (not o.passed, o.score), default=None)

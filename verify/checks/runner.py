@@ -22,10 +22,13 @@ from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, sett
 from hypothesis.errors import Flaky
 
 from verify.checks.context import CheckContext
+from verify.checks.loop_cap import LoopCap
+from verify.checks.loop_cap import finding as loop_cap_finding
+from verify.checks.loop_cap import note as loop_cap_note
 from verify.checks.outcome import Outcome
 from verify.errors import ContractError, FailureKind, InfrastructureError, KernelError, SetupError, VerifyLimit
 from verify.results.detail import error_detail
-from verify.results.record import CheckResult, ExampleSummary, StageTiming, Verdict
+from verify.results.record import CheckResult, ExampleSummary, KnownFinding, StageTiming, Verdict
 from verify.results.slices import finding_note
 
 #: Per-example points kept for plots (err/budget against a case feature).
@@ -88,6 +91,11 @@ class _State:
     #: The first failing example a documented finding accounts for, and how many there were.
     known: Outcome | None = None
     known_count: int = 0
+    #: The first failing example past the driver's loop cap (verify.checks.loop_cap), its trips,
+    #: and how many there were.
+    capped: Outcome | None = None
+    capped_trips: int = 0
+    capped_count: int = 0
 
 
 @dataclass
@@ -97,10 +105,16 @@ class CheckRun:
     result: CheckResult
     shrunk: Outcome | None = None
     worst: Outcome | None = None
+    #: The driver's finding where the run's failures all ran past its loop cap (verify.checks.loop_cap).
+    driver_finding: KnownFinding | None = None
+
+    def findings(self, finding) -> list[KnownFinding]:
+        """What to judge the result against: the driver's finding first, then the kernel's (`finding`)."""
+        return ([self.driver_finding] if self.driver_finding is not None else []) + KnownFinding.all_of(finding)
 
 
 def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult | None = None,
-              progress=None, finding=None) -> CheckRun:
+              progress=None, finding=None, loop_cap: LoopCap | None = None) -> CheckRun:
     """Run `check` over `options.examples` drawn cases: `base` (the job's record; by default one
     naming just the kernel, check and config) with the outcome filled in, and the cases to keep.
 
@@ -108,7 +122,11 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
     example it accounts for (CheckResult.with_known_finding, judged on `base`'s adapter and width)
     is kept and the check goes on; the first failure it does not account for ends the check as
     usual. A run whose failures were all the finding's ends as a FAIL with the first of them as
-    its case, which the caller's with_known_finding then records as KNOWN."""
+    its case, which the caller's with_known_finding then records as KNOWN.
+
+    `loop_cap` (where the adapter's driver ends long loops, verify.checks.loop_cap): a failing
+    example whose loops reached the cap is kept aside in the same way, and a run whose failures
+    all did ends as a FAIL whose `driver_finding` the caller records as KNOWN."""
     if base is None:
         base = CheckResult(kernel=ctx.kernel.name, check=check.name, config=dict(ctx.config), verdict=Verdict.PASS)
     started = time.perf_counter()
@@ -160,6 +178,23 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
                 state.samples.append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
                 progress(state.generated, examples)
+        if not outcome.passed and loop_cap is not None and outcome.case is not None:
+            try:
+                trips = loop_cap.reached(outcome.case, check)
+            except InfrastructureError as exc:
+                state.infrastructure = exc
+                raise
+            if trips is not None:
+                # Past the driver's loop cap: the result says nothing of the kernel (kept aside,
+                # as a documented finding's case is; the check goes on with the rest).
+                if not shrinking:
+                    if state.capped is None:
+                        state.capped, state.capped_trips = outcome, trips
+                    state.capped_count += 1
+                return
+            if loop_cap.not_counted:
+                ctx.note(f"a failing example's loop trips could not be counted ({loop_cap.not_counted}), so "
+                         "whether it ran past lavapipe's loop cap is not known")
         if not outcome.passed and documented(outcome):
             # The documented finding again: kept, and the check goes on looking for a failure that
             # is not it (the search is not steered toward it: its score is not a target). While
@@ -228,6 +263,15 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             verdict, shrunk = Verdict.FAIL, state.known
             reason, kind = shrunk.message(), shrunk.failure_kind
             state.worst = _worse(state.worst, state.known)
+    driver_finding = None
+    if state.capped is not None:
+        if verdict is Verdict.PASS:  # every failure ran past the driver's cap: the caller records it as KNOWN
+            verdict, shrunk = Verdict.FAIL, state.capped
+            reason, kind = shrunk.message(), shrunk.failure_kind
+            state.worst = _worse(state.worst, state.capped)
+            driver_finding = loop_cap_finding(state.capped_trips, state.capped_count)
+        else:
+            notes.append(loop_cap_note(state.capped_count, state.capped_trips))
     if state.setup is not None:  # the machine, not the kernel nor verify: not verified here, saying why
         verdict, reason, kind = Verdict.SKIP, str(state.setup), None
         shrunk, trace = None, None
@@ -249,7 +293,8 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
         timing=StageTiming(**timing), traceback=trace, launch_paths=dict(sorted(state.paths.items())),
         notes=list(base.notes) + [n for n in ctx.notes + notes if n not in base.notes])
     return CheckRun(result, shrunk if verdict is Verdict.FAIL else None,
-                    state.worst if verdict is Verdict.FAIL else None)
+                    state.worst if verdict is Verdict.FAIL else None,
+                    driver_finding if verdict is Verdict.FAIL else None)
 
 
 def _worse(worst: Outcome | None, outcome: Outcome) -> Outcome:
