@@ -5,11 +5,13 @@ planted bugs the prefill checks catch."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, find, settings
+from hypothesis.errors import NoSuchExample
 
 from verify.budgets.metrics import compare
 from verify.checks import get_check
@@ -279,6 +281,31 @@ def test_nightly_prefill_cases_keep_to_the_work_bound():
         for qo, kv in (long_prompt, long_context):
             assert (np.maximum(qo, 1) * kv).sum() * config["qo_heads"] <= bound
     assert pc.prefill_limits("ci", 32).cells == 12 * 64  # ci and quick keep one maximal sequence
+
+
+@pytest.mark.parametrize("head_dim,kv_heads,dtype", [(64, 8, "f32"), (96, 32, "f32"), (256, 8, "f16")])
+def test_nightly_prefill_cases_fit_the_default_storage_binding(head_dim, kv_heads, dtype):
+    """A case's paged K/V (every sequence's pages, each with its last page and a sliding window's
+    offset, and the spare pages) fits WebGPU's default 128 MiB binding, which a device granting the
+    defaults refuses past (a nightly draw of f32 contexts did); cases near the bound are drawn,
+    none past it, and without the bound such cases are drawn."""
+    config = dict(CONFIG16, qo_heads=kv_heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype)
+    row_bytes = pc.context_row_bytes(config)
+    limits = pc.prefill_limits("nightly", config["qo_heads"], row_bytes)
+    assert 0 < limits.max_rows < limits.max_batch * limits.max_context
+
+    def pool_bytes(lengths):
+        return (sum(-(-(int(n) + 45) // 16) * 16 for n in lengths[1] if n) + 3 * 16) * row_bytes
+
+    for causal in (False, True):
+        lengths = pc.prefill_lengths(limits, 1, causal=causal)
+        found(lengths, lambda ql: ql[1].sum() >= min(limits.max_rows, limits.cells) * 3 // 4)  # it binds
+        with pytest.raises(NoSuchExample):
+            found(lengths, lambda ql: pool_bytes(ql) > pc.BINDING_BYTES, examples=1500)
+    # Without the bound such cases are drawn (a causal batch of long chunks).
+    unbound = pc.prefill_lengths(dataclasses.replace(limits, max_rows=0), 1, causal=True)
+    assert pool_bytes(found(unbound, lambda ql: pool_bytes(ql) > pc.BINDING_BYTES)) > pc.BINDING_BYTES
+    assert pc.prefill_limits("ci", 8, row_bytes).max_rows == 0  # ci's cases all fit: drawn as before
 
 
 def test_the_gate_gives_prefill_kernels_the_sizes_examples():

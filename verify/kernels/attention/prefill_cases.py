@@ -56,6 +56,9 @@ class PrefillLimits:
     max_tree: int
     #: Query-row x context-row products one case may hold in all (0: one sequence at both maxima).
     max_cells: int = 0
+    #: Context rows the sequences' K and V may hold together (0: no bound), so that one case's K/V
+    #: buffer fits the storage binding WebGPU grants by default (BINDING_BYTES).
+    max_rows: int = 0
 
     @property
     def cells(self) -> int:
@@ -63,14 +66,36 @@ class PrefillLimits:
         return self.max_cells or self.max_q_len * self.max_context
 
 
-def prefill_limits(profile: Profile | str, qo_heads: int = 1) -> PrefillLimits:
+def prefill_limits(profile: Profile | str, qo_heads: int = 1, row_bytes: int = 0) -> PrefillLimits:
     """The profile's prefill limits for a config of `qo_heads` query heads: the sizes' work bound
-    (query rows x heads x context rows, AttentionSizes.max_prefill_work) shared among the heads."""
+    (query rows x heads x context rows, AttentionSizes.max_prefill_work) shared among the heads;
+    with `row_bytes` (what one context row takes in the K/V buffer, context_row_bytes), the
+    context rows that buffer holds within WebGPU's default binding size, less ROW_SLACK of room for
+    spare pages."""
     sizes = SIZES(profile)
     cells = sizes.max_prefill_work // max(qo_heads, 1) if sizes.max_prefill_work else 0
     if cells >= sizes.max_q_len * sizes.max_prefill_context:
         cells = 0
-    return PrefillLimits(sizes.max_batch, sizes.max_q_len, sizes.max_prefill_context, sizes.max_tree, cells)
+    rows = BINDING_BYTES // row_bytes - ROW_SLACK if row_bytes else 0
+    if rows >= sizes.max_batch * (sizes.max_prefill_context + ROW_SLACK):
+        rows = 0  # every case fits
+    return PrefillLimits(sizes.max_batch, sizes.max_q_len, sizes.max_prefill_context, sizes.max_tree, cells,
+                         max(rows, 0))
+
+
+#: WebGPU's default maxStorageBufferBindingSize (128 MiB): a case whose K/V buffer is larger cannot
+#: be bound on a device that grants the defaults, which the gate's devices are.
+BINDING_BYTES = 128 << 20
+#: Context rows kept free per sequence and per case: a paged sequence's last page (15), a sliding
+#: window's offset past its sinks (up to 45), and up to 3 spare pages of 16 per case.
+ROW_SLACK = 64
+
+
+def context_row_bytes(config: dict, v_head_dim: int | None = None) -> int:
+    """Bytes one context row takes where K and V share a buffer (a paged cache: [pages, 2, Hkv,
+    page, D]); a ragged case's separate K and V each take at most this."""
+    dim = max(config["head_dim"], v_head_dim or config["head_dim"])
+    return 2 * config["kv_heads"] * dim * (2 if config["dtype"] == "f16" else 4)
 
 
 def special_q_lens(group: int, max_q_len: int) -> tuple:
@@ -93,6 +118,7 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
     batch = batch or draw(st.integers(1, limits.max_batch))
     special_q = special_q_lens(group, limits.max_q_len)
     qo_lens, kv_lens, left = [], [], limits.cells
+    rows_left = limits.max_rows
     for _ in range(batch):
         qo = draw(_chunk_lengths(special_q, limits.max_q_len))
         room = limits.max_context - qo
@@ -114,6 +140,12 @@ def prefill_lengths(draw, limits: PrefillLimits, group: int, *, causal: bool, ba
                 qo = 0
             rows = max(qo, 1) if limits.max_cells else qo
         left -= min(rows * kv, left)
+        if limits.max_rows:  # keep the case's K/V within one default storage binding
+            room = max(rows_left - ROW_SLACK, 0)
+            if kv > room:
+                kv = room
+                qo = min(qo, kv) if causal else qo
+            rows_left -= min(kv + ROW_SLACK, rows_left)
         qo_lens.append(qo)
         kv_lens.append(kv)
     if not any(qo_lens):  # a launch needs one query row
@@ -280,7 +312,7 @@ def paged_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: b
     q_indptr [B+1], the paged context (pages [P, 2, Hkv, 16, D], page_indptr, page_values,
     length_info [B], or [3, B] with sinks and window offsets when `sliding`), k_rope_pos_offset [B]
     and q_rope_position [T]."""
-    limits = prefill_limits(profile, config["qo_heads"])
+    limits = prefill_limits(profile, config["qo_heads"], context_row_bytes(config))
     group = config["qo_heads"] // config["kv_heads"]
     qo_lens, kv_lens = draw(prefill_lengths(limits, group, causal=causal))
     batch = len(qo_lens)
@@ -314,7 +346,7 @@ def ragged_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: 
     """A ragged prefill case (`batch_prefill_ragged_kv`): q [T, Hq, D], q_indptr, k [N, Hkv, D],
     v [N, Hkv, Dv], kv_indptr, k_rope_pos_offset [B], q_rope_position [T]. Half the causal cases are
     the runtime's own call, the chunk attending itself (kv_indptr == q_indptr)."""
-    limits = prefill_limits(profile, config["qo_heads"])
+    limits = prefill_limits(profile, config["qo_heads"], context_row_bytes(config, v_head_dim))
     group = config["qo_heads"] // config["kv_heads"]
     qo_lens, kv_lens = draw(prefill_lengths(limits, group, causal=causal))
     if causal and draw(st.booleans()):
@@ -448,13 +480,14 @@ def tree_cases(draw, config: dict, profile: Profile | str, *, paged: bool, llama
 def dense_prefill_cases(draw, config: dict, profile: Profile | str, *, causal: bool):
     """A dense batch (`batch_sequence_prefill_kv`): q [B, qo_len, Hq, D], k and v [B, kv_len, Hkv, D],
     every sequence of the same lengths; kv_len >= 1 (and >= qo_len with the causal mask)."""
-    limits = prefill_limits(profile, config["qo_heads"])
+    limits = prefill_limits(profile, config["qo_heads"], context_row_bytes(config))
     group = config["qo_heads"] // config["kv_heads"]
     batch = draw(st.integers(1, limits.max_batch))
-    single = PrefillLimits(1, limits.max_q_len, limits.max_context, limits.max_tree, limits.max_cells)
+    single = PrefillLimits(1, limits.max_q_len, limits.max_context, limits.max_tree, limits.max_cells,
+                           limits.max_rows)
     qo_lens, kv_lens = draw(prefill_lengths(single, group, causal=causal, batch=1, allow_empty_context=False))
     qo, kv = max(int(qo_lens[0]), 1), max(int(kv_lens[0]), int(qo_lens[0]) if causal else 1, 1)
-    while batch > 1 and batch * qo * kv > limits.cells:
+    while batch > 1 and (batch * qo * kv > limits.cells or (limits.max_rows and batch * kv > limits.max_rows)):
         batch -= 1
     kind, _, seed, _ = draw(_common(config["head_dim"]))
     sm_scale = float(config["head_dim"] ** -0.5)  # the build's (verify.sources.tvm.attention.prefill)
