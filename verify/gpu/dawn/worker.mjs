@@ -23,7 +23,16 @@ const USAGE = {
 };
 const NO_ADAPTER = '\u0001'; // matches no adapter's name: Dawn then lists every adapter it found
 // Extra dawn.node flags, ';'-separated (e.g. 'enable-dawn-features=dump_shaders'), for diagnosis only.
-const FLAGS = (process.env.VERIFY_DAWN_FLAGS || '').split(';').filter(Boolean);
+// Always: Dawn's timestamp quantization off. It rounds timestamps to 65536 ns (a browser's
+// mitigation of timing attacks), so a dispatch shorter than that measured 0 or 65.5 us; verify
+// measures kernels, and its devices are no browser's.
+const FLAGS = withDisabled((process.env.VERIFY_DAWN_FLAGS || '').split(';').filter(Boolean), 'timestamp_quantization');
+
+function withDisabled(flags, feature) {
+  const at = flags.findIndex((flag) => flag.startsWith('disable-dawn-features='));
+  if (at < 0) return [...flags, `disable-dawn-features=${feature}`];
+  return flags.map((flag, i) => (i === at ? `${flag},${feature}` : flag));
+}
 
 let device = null;
 let instance = null; // the GPU object (a Dawn instance) the device came from: it must outlive the device
