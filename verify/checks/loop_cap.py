@@ -5,9 +5,13 @@ together (docs/findings.md §9, finding `lavapipe-loop-cap`, probe `loop-trip-co
 whose loops need more computes a wrong result there without being wrong (TVM's prefill over a few
 thousand context rows does). Before, such a case failed the check and blamed the kernel.
 
-Where the adapter's `loop-trip-count` probe deviates, every failing example is run once more with
-its loops counted by the kernel itself (verify.instrument.trips), on a device of the same adapter
-with one more storage binding for the counts. An example whose invocations reach the cap is not
+Where the adapter's `loop-trip-count` probe deviates, every failing example is run once more
+with its loops counted by the kernel itself (verify.instrument.trips), on a device of the same
+adapter with one more storage binding for the counts: not one a kernel's documented finding
+accounts for (it stays that finding's, and a known finding's many failing examples cost no count).
+Shrinking's failing candidates are counted too: Hypothesis's simplest case is not the one of fewest
+trips (a strategy's first branch may be its longest), and one past the cap is not the failure
+being shrunk. An example whose invocations reach the cap is not
 evidence about the kernel: the check keeps it aside, as it keeps a documented finding's cases, and
 goes on judging the rest, so a failure under the cap still fails the kernel. A check whose every
 failure reached the cap is KNOWN, the driver's finding, with the trips counted as its evidence.

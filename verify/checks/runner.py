@@ -178,7 +178,17 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
                 state.samples.append({**outcome.features, "score": _score(outcome.score), "passed": outcome.passed})
             if progress:
                 progress(state.generated, examples)
+        if not outcome.passed and documented(outcome):
+            # The documented finding again: kept, and the check goes on looking for a failure that
+            # is not it (the search is not steered toward it: its score is not a target). While
+            # shrinking a failure that is not it, the finding's cases are not that failure either.
+            if not shrinking:
+                state.known = state.known or outcome
+                state.known_count += 1
+            return
         if not outcome.passed and loop_cap is not None and outcome.case is not None:
+            # While shrinking too: Hypothesis's simplest is not the fewest trips (a strategy's first
+            # branch may be its longest), and a case past the cap is not the failure being shrunk.
             try:
                 trips = loop_cap.reached(outcome.case, check)
             except InfrastructureError as exc:
@@ -195,14 +205,6 @@ def run_check(check, ctx: CheckContext, options: RunOptions, base: CheckResult |
             if loop_cap.not_counted:
                 ctx.note(f"a failing example's loop trips could not be counted ({loop_cap.not_counted}), so "
                          "whether it ran past lavapipe's loop cap is not known")
-        if not outcome.passed and documented(outcome):
-            # The documented finding again: kept, and the check goes on looking for a failure that
-            # is not it (the search is not steered toward it: its score is not a target). While
-            # shrinking a failure that is not it, the finding's cases are not that failure either.
-            if not shrinking:
-                state.known = state.known or outcome
-                state.known_count += 1
-            return
         worst = state.worst
         if worst is None or _rank(outcome) > _rank(worst):
             state.worst = outcome
