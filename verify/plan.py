@@ -487,9 +487,16 @@ def with_inputs(jobs: list[Job], adapter: str | None, listed: dict | None = None
                 others[key] = ("unavailable",)
         if others[key]:  # the other kernels' WGSL the check launches decides its verdict too
             text = sha256("|".join((text,) + others[key]))
-        code = (*get_check(job.check).code_modules(), type(implementation(name)).__module__)  # what runs it too
+        # What runs it too: the implementation, and the machinery that turns examples into a verdict
+        # (the runner, and the worker that applies findings and the driver's loop cap).
+        code = (*get_check(job.check).code_modules(), type(implementation(name)).__module__, *VERDICT_MACHINERY)
         found.append(replace(job, inputs=inputs_digest(job, text, adapters[name], code)))
     return found
+
+
+#: The modules that judge every check's examples whatever the check (verify.results.reuse: a record
+#: is reused only while their code, and all they import, is unchanged).
+VERDICT_MACHINERY = ("verify.checks.runner", "verify.worker")
 
 
 def adapter_identity(name: str, adapter: str | None, found=None) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,34 @@ def test_a_check_that_launches_another_kernel_is_run_again_when_that_kernels_wgs
         assert after[changed] != before[changed] and after[2] == before[2]
         monkeypatch.setattr(kernel_class, "wgsl", original)
     assert digests() == before
+
+
+def test_the_machinery_that_judges_examples_is_an_input_of_every_job(monkeypatch):
+    """The runner (how examples become a verdict, a documented finding's examples kept aside) and
+    the worker (the findings applied, lavapipe's loop cap told apart by counted trips) decide
+    every check's verdict: an edit to them, or to what they import, runs every check again."""
+    from verify.plan import VERDICT_MACHINERY, gate_jobs, with_inputs
+    from verify.profiles import get_profile
+    from verify.results import closure
+
+    sources = closure.code_inputs(*VERDICT_MACHINERY).sources
+    assert {"verify.checks.runner", "verify.worker", "verify.checks.loop_cap", "verify.instrument.trips"} <= set(sources)
+    jobs, _ = gate_jobs(["merge_state"], profile=get_profile("quick"), seed=0, out_dir=None, time_limit=None,
+                        implementations=["wgpu"])
+    before = [job.inputs for job in with_inputs(jobs[:2], None)]
+    real = closure._module
+
+    def edited(name):
+        found = real(name)
+        return replace(found, sha256="edited") if name == "verify.checks.loop_cap" else found
+
+    monkeypatch.setattr(closure, "_module", edited)
+    for cached in (closure._code_digest, closure.code_inputs):
+        cached.cache_clear()
+    after = [job.inputs for job in with_inputs(jobs[:2], None)]
+    for cached in (closure._code_digest, closure.code_inputs):
+        cached.cache_clear()
+    assert all(a != b for a, b in zip(after, before))
 
 
 def test_a_partner_that_cannot_be_built_leaves_the_plan_to_the_checks_own_record(monkeypatch):

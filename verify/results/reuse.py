@@ -10,7 +10,8 @@ A job's inputs are everything its verdict depends on (`inputs_digest` hashes the
     of the implementation's stack (`stack_versions`: wgpu-py and the wgpu-native library it
     loaded; Node for Dawn);
   - the code it runs (verify.results.closure.code_inputs): every module the kernel's, the check's
-    and the implementation's modules import, transitively, read from the source (ast), not imported. A
+    and the implementation's modules and the verdict machinery (verify.plan.VERDICT_MACHINERY: the
+    check runner and the worker) import, transitively, read from the source (ast), not imported. A
     module of an installed distribution (numpy, hypothesis, wgpu, ...: its file is listed in a
     dist-info's RECORD) counts as that distribution's name and version, with those of the
     distributions it requires; a standard-library module as the Python version; any other module
@@ -183,7 +184,8 @@ def _node_version() -> str | None:
 # -- the digest and the records that may be reused -----------------------------------------------
 def inputs_digest(job, wgsl_sha256: str, adapter: dict, code_modules: tuple) -> str:
     """The digest of everything a job's verdict depends on (the module docstring lists it);
-    `code_modules`: the check's and the implementation's modules (the kernel's is the job's)."""
+    `code_modules`: the check's, the implementation's and the verdict machinery's modules (the
+    kernel's is the job's)."""
     kernel_module = job.kernel_ref.partition(":")[0]
     identity = {"verify": __version__, "kernel_ref": job.kernel_ref, "check": job.check, "config": job.config,
                 "implementation": job.implementation, "subgroup_width": job.subgroup_width,
