@@ -3,8 +3,8 @@ ask for it, in two source trees side by side (the code before a change and after
 
 Per case, drawn as the gate draws them (benchmarks/bench_reference.py's `draw`, the chosen profile);
 for dp4a.quantize the reference only (`expected()`: its legal codes and scales; "rows" is then the
-number of values); for TVM's prefill kernels the reference only ("rows": query rows, "longest":
-the longest context):
+number of values); for TVM's prefill kernels and llama.cpp's attention the reference only ("rows": query rows,
+"longest": the longest context):
 
 - reference: the case's evaluation (`kernel.evaluation`, what `expected()` reads), memo cleared;
 - split_merge: the case and split_context's two parts, as SplitMergeCheck asks for them (the
@@ -85,9 +85,14 @@ def worker(args) -> None:
             if prefill:  # the sequence kernel's case is one sequence (qo_len, kv_len)
                 p = case.params
                 lengths, queries = p.get("kv_lens", [p.get("kv_len", 0)]), sum(p.get("qo_lens", [p.get("qo_len", 0)]))
-            else:
-                lengths = case.params["lengths"] if decode else [case["a"].size]
+            elif decode:
+                lengths = case.params["lengths"]
                 queries = sum(lengths)
+            elif "a" in case.arrays:  # DP4A: its values
+                lengths = queries = [case["a"].size]
+                queries = sum(lengths)
+            else:  # llama.cpp's attention: q [B, S, N, D], k [B, Nkv, L, D]
+                lengths, queries = [int(case["k"].shape[2])], int(case.params.get("batch", 1) * case.params["rows"])
             row = {"rows": int(queries), "longest": int(max(lengths, default=0))}
             for work in (reference, split_merge, split_context_only) if decode else (reference,):
                 wall = cpu = float("inf")

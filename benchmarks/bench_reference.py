@@ -49,8 +49,10 @@ def load() -> list[float]:
 
 def gate_configs(name: str, profile) -> list[dict]:
     kernel = get_kernel(name)
-    shapes = getattr(kernel, "gate_shapes", None)
-    return [kernel.config(shape) for shape in shapes] if shapes else kernel.gate_configs(profile)
+    shapes = getattr(kernel, "gate_shapes", None)  # TVM decode's shapes, read without building TVM
+    if shapes and all(isinstance(shape, dict) for shape in shapes):
+        return [kernel.config(shape) for shape in shapes]
+    return kernel.gate_configs(profile)
 
 
 def draw(kernel, config, profile, examples: int, draw_seed: int) -> list:

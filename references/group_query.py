@@ -90,17 +90,24 @@ def attend(q, k, v, visible, *, scale: float, softcap: float = 0.0, sink=None, b
         raise ValueError(f"scale must be finite, got {scale!r}")
     q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
     new, heads, head_size = q.shape
-    kv_heads = k.shape[0]
+    kv_heads, length = k.shape[0], k.shape[1]
     group = heads // kv_heads
-    scores = scale * (q.reshape(new, kv_heads, group, head_size) @ k.transpose(0, 2, 1))  # [S, Nkv, G, L]
-    scores = softcapped(scores, softcap)
+    # Per KV head, the rows of every new token and query head that read it: [Nkv, S·G, ...], so
+    # each product below is one matrix product per KV head.
+    q_by_kv = q.reshape(new, kv_heads, group, head_size).transpose(1, 0, 2, 3).reshape(kv_heads, new * group, head_size)
+    scores = scale * (q_by_kv @ k.transpose(0, 2, 1))  # [Nkv, S·G, L]
+    scores = softcapped(scores, softcap).reshape(kv_heads, new, group, length)
     if bias is not None:
-        scores = scores + np.broadcast_to(np.asarray(bias, np.float64), (new, heads, k.shape[1])).reshape(scores.shape)
-    logits2 = np.where(visible[:, None, None, :], scores * LOG2E, -np.inf)
+        bias = np.broadcast_to(np.asarray(bias, np.float64), (new, heads, length))
+        scores = scores + bias.reshape(new, kv_heads, group, length).transpose(1, 0, 2, 3)
+    logits2 = np.where(visible[None, :, None, :], scores * LOG2E, -np.inf)  # [Nkv, S, G, L]
     if sink is not None:
-        sink2 = np.broadcast_to(np.asarray(sink, np.float64).reshape(kv_heads, group, 1) * LOG2E,
-                                (new, kv_heads, group, 1))
+        sink2 = np.broadcast_to(np.asarray(sink, np.float64).reshape(kv_heads, 1, group, 1) * LOG2E,
+                                (kv_heads, new, group, 1))
         logits2 = np.concatenate([logits2, sink2], axis=-1)
         v = np.concatenate([v, np.zeros((kv_heads, 1, v.shape[-1]))], axis=1)
-    o, _ = state_to_output(*softmax_state(logits2, v[None, :, None], base=2), base=2)
-    return o.reshape(new, heads, -1), logits2.reshape(new, heads, -1)
+    columns = logits2.shape[-1]
+    state = softmax_state(logits2.reshape(kv_heads, new * group, columns), v[:, None], base=2)
+    o, _ = state_to_output(*state, base=2)
+    o = o.reshape(kv_heads, new, group, -1).transpose(1, 0, 2, 3)
+    return o.reshape(new, heads, -1), logits2.transpose(1, 0, 2, 3).reshape(new, heads, columns)

@@ -42,6 +42,44 @@ def _second_order(total):
     return total * (1.0 + total)
 
 
+def grouped_dots(q, k) -> np.ndarray:
+    """Σ_d q[b, s, n, d] k[b, n // G, l, d] for q [B, S, N, Dk] and k [B, Nkv, L, Dk] (G = N / Nkv
+    query heads per KV head): [B, S, N, L]. One matrix product per (batch, KV head), of every row
+    and query head that reads it, rather than a product per row and head: the same sums of the same
+    products (their order is the library's either way)."""
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    batch, rows, heads, dk = q.shape
+    kv_heads, length = k.shape[1], k.shape[2]
+    group = heads // kv_heads
+    by_kv_head = q.reshape(batch, rows, kv_heads, group, dk).transpose(0, 2, 1, 3, 4)
+    dots = by_kv_head.reshape(batch, kv_heads, rows * group, dk) @ k.transpose(0, 1, 3, 2)
+    return dots.reshape(batch, kv_heads, rows, group, length).transpose(0, 2, 1, 3, 4).reshape(
+        batch, rows, heads, length)
+
+
+def weighted_rows(p, v) -> np.ndarray:
+    """Σ_j p[..., j] v[..., j, :] for weights p [..., L] and values v [..., L, Dv] that broadcast
+    against them: [..., Dv]. Where v is shared along axes of p (size 1 there: one KV head's values
+    for every query row), one matrix product per distinct v, whose rows are every p sharing it,
+    rather than one vector product per row (numpy's broadcast matmul, reading v again each time)."""
+    p, v = np.asarray(p, np.float64), np.asarray(v, np.float64)
+    lead = p.shape[:-1]
+    v = v.reshape((1,) * (len(lead) - (v.ndim - 2)) + v.shape)
+    shared = [i for i, (a, b) in enumerate(zip(lead, v.shape[:-2])) if b == 1 and a > 1]
+    if not shared:
+        return np.matmul(p[..., None, :], v)[..., 0, :]
+    own = [i for i in range(len(lead)) if i not in shared]
+    order = own + shared
+    rows = p.transpose(*order, len(lead))
+    own_shape = tuple(lead[i] for i in own)
+    rows = rows.reshape(own_shape + (-1, p.shape[-1]))
+    values = v.transpose(*order, len(lead), len(lead) + 1)
+    values = values.reshape(tuple(v.shape[i] for i in own) + v.shape[-2:])
+    out = np.matmul(rows, values)  # [own..., shared rows, Dv]
+    out = out.reshape(own_shape + tuple(lead[i] for i in shared) + (v.shape[-1],))
+    return out.transpose(*np.argsort(order), len(lead))
+
+
 def pow_rel(x, y):
     """Relative error bound of WGSL pow(x, y), x > 0: the spec's accuracy is inherited from
     exp2(y · log2(x)). log2(x) errs by log2_abs(x) (absolute), the product y·log2(x) rounds (r
@@ -74,16 +112,14 @@ def score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, slopes=
     q_signed, k_signed = q, k
     q, k = np.abs(np.asarray(q, np.float64)), np.abs(np.asarray(k, np.float64))
     batch, rows, heads, dk = q.shape
-    group = heads // k.shape[1]
-    kk = np.repeat(k, group, axis=1)  # [B, N, L, Dk]
-    abs_dot = np.einsum("bsnd,bnld->bsnl", q, kk)
+    abs_dot = grouped_dots(q, k)
     y = scale * abs_dot
     rel = gamma(dk, R) + R + (R if softcap else 0.0)
     delta = _second_order(rel) * y
     s = y
     if softcap:
         qs = np.asarray(q_signed, np.float64)
-        exact = scale * np.einsum("bsnd,bnld->bsnl", qs, np.repeat(np.asarray(k_signed, np.float64), group, axis=1))
+        exact = scale * grouped_dots(qs, k_signed)
         arg = np.abs(exact) / softcap
         e = np.exp(-2.0 * np.maximum(arg - delta / softcap, 0.0))
         slope = 4.0 * e / (1.0 + e) ** 2  # sech², without cosh's overflow
@@ -131,10 +167,10 @@ def output_budget(v, logits2, delta, *, evaluated: str = "kernel") -> np.ndarray
     valid = np.isfinite(logits2)
     n = valid.sum(-1).astype(np.float64)
     w = weight_errors(logits2, np.where(valid, np.asarray(delta, np.float64) * LOG2E, 0.0), n)
-    spread = np.matmul((w.p * w.pi)[..., None, :], v)[..., 0, :]
-    a_d = np.matmul(w.p[..., None, :], v)[..., 0, :]
+    spread = weighted_rows(w.p * w.pi, v)
+    a_d = weighted_rows(w.p, v)
     final = division_rel("f32") + R if evaluated == "kernel" else U64
-    flushed = 2 * FTZ_ABS * np.matmul(valid[..., None, :].astype(np.float64), v)[..., 0, :]
+    flushed = 2 * FTZ_ABS * weighted_rows(valid.astype(np.float64), v)
     budget = spread + final * a_d + (2 * n[..., None] + 4) * FTZ_ABS + flushed
     return np.where(w.nonempty[..., None], budget, 0.0)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from verify.budgets.attention import FTZ_ABS, weight_errors
-from verify.budgets.llamacpp_attention import LOG2E, output_budget, score_errors
+from verify.budgets.llamacpp_attention import LOG2E, grouped_dots, output_budget, score_errors, weighted_rows
 from verify.budgets.roundoff import gamma, smallest_normal
 from verify.budgets.wgsl_accuracy import rounding_rel
 
@@ -54,12 +54,11 @@ def tile_score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, sl
     qa = np.abs(np.asarray(q, np.float64))
     ka = np.abs(np.asarray(k, np.float64))
     heads, dk = qa.shape[2], qa.shape[3]
-    kk = np.repeat(ka, heads // ka.shape[1], axis=1)  # [B, N, L, Dk]
-    k_sum = kk.sum(-1)[:, None, :, :]  # [B, 1, N, L]
+    k_sum = np.repeat(ka.sum(-1), heads // ka.shape[1], axis=1)[:, None, :, :]  # [B, 1, N, L]
     flushed = (1.0 + softcap) * FTZ_ABS * k_sum
     delta = delta + np.broadcast_to(flushed, delta.shape)
     if kv_type == "f32":
-        staged = scale * (R16 * np.einsum("bsnd,bnld->bsnl", qa, kk) + A16 * qa.sum(-1)[..., None])
+        staged = scale * (R16 * grouped_dots(qa, ka) + A16 * qa.sum(-1)[..., None])
         delta = delta + staged * (1.0 + gamma(dk, R) + 3 * R)
     return delta
 
@@ -91,9 +90,9 @@ def tile_output_budget(v, logits2, delta, *, v_type: str = "f16") -> np.ndarray:
     weight = np.where(valid, w.p * (1.0 + w.pi), 0.0)
     top = np.where(valid, w.pi, 0.0).max(-1, initial=0.0)[..., None]
     per_key = R16 * weight + np.where(valid, np.minimum(weight, A16 * (1.0 + top)), 0.0)
-    budget = base + np.matmul(per_key[..., None, :], v)[..., 0, :]
+    budget = base + weighted_rows(per_key, v)
     if v_type == "f32":
-        budget = budget + R16 * np.matmul(weight[..., None, :], v)[..., 0, :] + A16 * weight.sum(-1)[..., None]
+        budget = budget + R16 * weighted_rows(weight, v) + A16 * weight.sum(-1)[..., None]
     return np.where(w.nonempty[..., None], budget, 0.0)
 
 

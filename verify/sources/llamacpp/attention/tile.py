@@ -128,12 +128,18 @@ def tile_reference(config: dict, case: Case):
                                 sinks=sinks)
     delta = tile_score_errors(q, k, mask, scale=op_scale(config), softcap=config["softcap"], slopes=slopes,
                               alibi=alibi, kv_type=config["kv_type"])
-    group = config["heads"] // config["kv_heads"]
-    values = np.repeat(np.asarray(v, np.float64), group, axis=1)[:, None]
+    # Per KV head: its query heads' logits [B, S, Nkv, G, L] against its values [B, 1, Nkv, 1, L, Dv],
+    # so the budget's sums over values are one product per KV head (as the reference's are).
+    batch, rows, heads = logits2.shape[:3]
+    kv_heads = config["kv_heads"]
+    values = np.asarray(v, np.float64)[:, None, :, None]
     if sinks is not None:
-        values = np.concatenate([values, np.zeros(values.shape[:3] + (1, values.shape[-1]))], axis=3)
+        values = np.concatenate([values, np.zeros(values.shape[:4] + (1, values.shape[-1]))], axis=4)
         delta = np.concatenate([delta, np.zeros(delta.shape[:-1] + (1,))], axis=-1)
-    return o, tile_output_budget(values, logits2, delta, v_type=config["kv_type"])
+    by_kv_head = (batch, rows, kv_heads, heads // kv_heads, logits2.shape[-1])
+    budget = tile_output_budget(values, logits2.reshape(by_kv_head), delta.reshape(by_kv_head),
+                                v_type=config["kv_type"])
+    return o, budget.reshape(batch, rows, heads, -1)
 
 
 def run_tile(device, wgsl: str, config: dict, case: Case, grid: tuple[int, int]):
