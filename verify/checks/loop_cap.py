@@ -75,6 +75,7 @@ class LoopCap:
     _device: Device | None = None
 
     def trips(self, case, check) -> int | None:
+        self.not_counted = ""
         try:
             if self._device is None:
                 self._device = self.open_counting()
