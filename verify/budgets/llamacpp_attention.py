@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from verify.budgets.attention import FTZ_ABS, weight_errors
+from verify.budgets.attention import FTZ_ABS, WeightErrors, weight_errors
 from verify.budgets.roundoff import gamma, unit_roundoff
 from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel, tanh_abs
 
@@ -109,6 +109,12 @@ def score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, slopes=
     - flushes: Dk products and Dk sums, the scaling, tanh's two exps, the cap's product, the
       mask's product and sum may each flush a subnormal: (2 Dk + 6) FTZ.
     """
+    return score_errors_and_dots(q, k, mask, scale=scale, softcap=softcap, slopes=slopes, alibi=alibi)[0]
+
+
+def score_errors_and_dots(q, k, mask=None, *, scale: float, softcap: float = 0.0, slopes=None, alibi=None):
+    """(score_errors, Σ_d |q_d| |k_d| [B, S, N, L]): the bound and the products it is made of,
+    which the tile budget reads again (llamacpp_attention_tile.tile_score_errors)."""
     q_signed, k_signed = q, k
     q, k = np.abs(np.asarray(q, np.float64)), np.abs(np.asarray(k, np.float64))
     batch, rows, heads, dk = q.shape
@@ -139,10 +145,10 @@ def score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, slopes=
         else:
             bias = m
         delta = delta + R * (s + bias)
-    return delta + (2 * dk + 6) * FTZ_ABS
+    return delta + (2 * dk + 6) * FTZ_ABS, abs_dot
 
 
-def output_budget(v, logits2, delta, *, evaluated: str = "kernel") -> np.ndarray:
+def output_budget(v, logits2, delta, *, evaluated: str = "kernel", weights: WeightErrors | None = None) -> np.ndarray:
     """Budget [..., Dv] of attention outputs from values v [..., L, Dv] (a zero row for a sink),
     the exact base-2 logits2 [..., L] (-inf where masked; the sink a last column) and the score
     errors delta [..., L] (natural units, score_errors; 0 for the sink, which the program reads
@@ -161,12 +167,15 @@ def output_budget(v, logits2, delta, *, evaluated: str = "kernel") -> np.ndarray
     and products, and the weights that flush: a weight relative to the running max (its exp, or
     a product of its rescale chain, such as a sink far above every score makes) that falls below
     f32's smallest normal may become 0, losing at most 2 FTZ |v_jd| of its key (divided by the
-    final sum, which is at least 1: the largest logit's term is exp(0)): 2 FTZ Σ_j |v_jd|."""
+    final sum, which is at least 1: the largest logit's term is exp(0)): 2 FTZ Σ_j |v_jd|.
+    `weights`: weight_errors of these logits and errors, where the caller has them already."""
     v = np.abs(np.asarray(v, np.float64))
     logits2 = np.asarray(logits2, np.float64)
     valid = np.isfinite(logits2)
     n = valid.sum(-1).astype(np.float64)
-    w = weight_errors(logits2, np.where(valid, np.asarray(delta, np.float64) * LOG2E, 0.0), n)
+    if weights is None:
+        weights = weight_errors(logits2, np.where(valid, np.asarray(delta, np.float64) * LOG2E, 0.0), n)
+    w = weights
     spread = weighted_rows(w.p * w.pi, v)
     a_d = weighted_rows(w.p, v)
     final = division_rel("f32") + R if evaluated == "kernel" else U64

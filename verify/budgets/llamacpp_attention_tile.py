@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from verify.budgets.attention import FTZ_ABS, weight_errors
-from verify.budgets.llamacpp_attention import LOG2E, grouped_dots, output_budget, score_errors, weighted_rows
+from verify.budgets.llamacpp_attention import LOG2E, output_budget, score_errors_and_dots, weighted_rows
 from verify.budgets.roundoff import gamma, smallest_normal
 from verify.budgets.wgsl_accuracy import rounding_rel
 
@@ -50,7 +50,7 @@ def tile_score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, sl
       is 1-Lipschitz, so this passes through it unamplified (scale = the op's, before the
       host's division by t).
     """
-    delta = score_errors(q, k, mask, scale=scale, softcap=softcap, slopes=slopes, alibi=alibi)
+    delta, abs_dot = score_errors_and_dots(q, k, mask, scale=scale, softcap=softcap, slopes=slopes, alibi=alibi)
     qa = np.abs(np.asarray(q, np.float64))
     ka = np.abs(np.asarray(k, np.float64))
     heads, dk = qa.shape[2], qa.shape[3]
@@ -58,7 +58,7 @@ def tile_score_errors(q, k, mask=None, *, scale: float, softcap: float = 0.0, sl
     flushed = (1.0 + softcap) * FTZ_ABS * k_sum
     delta = delta + np.broadcast_to(flushed, delta.shape)
     if kv_type == "f32":
-        staged = scale * (R16 * grouped_dots(qa, ka) + A16 * qa.sum(-1)[..., None])
+        staged = scale * (R16 * abs_dot + A16 * qa.sum(-1)[..., None])
         delta = delta + staged * (1.0 + gamma(dk, R) + 3 * R)
     return delta
 
@@ -85,8 +85,8 @@ def tile_output_budget(v, logits2, delta, *, v_type: str = "f16") -> np.ndarray:
     logits2 = np.asarray(logits2, np.float64)
     valid = np.isfinite(logits2)
     n = valid.sum(-1).astype(np.float64)
-    base = output_budget(v, logits2, delta)
     w = weight_errors(logits2, np.where(valid, np.asarray(delta, np.float64) * LOG2E, 0.0), n)
+    base = output_budget(v, logits2, delta, weights=w)
     weight = np.where(valid, w.p * (1.0 + w.pi), 0.0)
     top = np.where(valid, w.pi, 0.0).max(-1, initial=0.0)[..., None]
     per_key = R16 * weight + np.where(valid, np.minimum(weight, A16 * (1.0 + top)), 0.0)
