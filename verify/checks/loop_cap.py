@@ -47,16 +47,13 @@ FINDING = "lavapipe-loop-cap"
 #: LP_MAX_TGSI_LOOP_ITERATIONS (src/gallium/auxiliary/gallivm/lp_bld_limits.h), what the probe's
 #: loop of 70000 trips runs there.
 CAP = 65535
-#: The storage binding the counts take beyond the kernel's.
-_STORAGE = "max-storage-buffers-per-shader-stage"
 
 
 def counting_limits(limits: dict) -> dict:
-    """`limits` with room for the counts' storage binding, one past what a device of `limits`
-    grants (verify.gpu.device.WANTED_LIMITS where they say nothing), as the sanitizer's log asks."""
-    from verify.gpu.device import WANTED_LIMITS
+    """`limits` with room for the counts' storage binding, as the sanitizer's log asks."""
+    from verify.instrument.devices import with_one_more_storage_binding
 
-    return dict(limits, **{_STORAGE: max(limits.get(_STORAGE, 0), WANTED_LIMITS[_STORAGE]) + 1})
+    return with_one_more_storage_binding(limits)
 
 
 @dataclass

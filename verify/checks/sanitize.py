@@ -41,10 +41,9 @@ class SanitizeCheck(Check):
         access log as one (verify.instrument.devices). A kernel that already uses the ten TVM's web
         runtime asks for (webgpu.ts L121; TVM's prefill kernels) still runs sanitized on an adapter
         that has eleven; where it has not, the sanitizing device says so (a SetupError)."""
-        from verify.gpu.device import WANTED_LIMITS
+        from verify.instrument.devices import with_one_more_storage_binding
 
-        key = "max-storage-buffers-per-shader-stage"
-        return dict(kernel.limits, **{key: max(kernel.limits.get(key, 0), WANTED_LIMITS[key]) + 1})
+        return with_one_more_storage_binding(kernel.limits)
 
     def instrument_limits(self, kernel, config):
         """Room for the access log: its size is bounded by the largest storage binding the device

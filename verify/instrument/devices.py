@@ -59,6 +59,25 @@ class InstrumentedPipeline:
         return self.instrumented.entry_point
 
 
+def with_one_more_storage_binding(limits: dict) -> dict:
+    """`limits` with one storage binding per shader stage more than a device of them grants
+    (verify.gpu.device.WANTED_LIMITS where they say nothing): the room an instrumentation's own
+    buffer takes (the sanitizer's log, the loop trips' counts)."""
+    from verify.gpu.device import WANTED_LIMITS
+
+    return dict(limits, **{_STORAGE_LIMIT: max(limits.get(_STORAGE_LIMIT, 0), WANTED_LIMITS[_STORAGE_LIMIT]) + 1})
+
+
+def require_one_more_storage_binding(device, interface: Interface, what: str) -> None:
+    """SetupError unless `device` allows one storage binding more than the module's `interface`
+    uses, for the buffer `what` (an instrumentation) adds."""
+    storage = sum(1 for b in interface.bindings if b.address_space == "storage")
+    limit = device.limits.get(_STORAGE_LIMIT, 8)
+    if storage + 1 > limit:
+        raise SetupError(f"{what} needs one more storage buffer than the kernel's {storage}, but this device "
+                         f"allows {limit} per shader stage ({_STORAGE_LIMIT})")
+
+
 class _Wrapper:
     """Delegates every attribute it does not define to the wrapped device."""
 
@@ -113,11 +132,7 @@ class SanitizingDevice(_Wrapper):
         return self._sanitized[key]
 
     def _check_limits(self, interface: Interface) -> None:
-        storage = sum(1 for b in interface.bindings if b.address_space == "storage")
-        limit = self._device.limits.get(_STORAGE_LIMIT, 8)
-        if storage + 1 > limit:
-            raise SetupError(f"sanitize needs one more storage buffer than the kernel's {storage}, but this device "
-                             f"allows {limit} per shader stage ({_STORAGE_LIMIT})")
+        require_one_more_storage_binding(self._device, interface, "sanitize")
 
     def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
         if not isinstance(pipeline, InstrumentedPipeline):

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.errors import SetupError
 from verify.gpu.buffers import InOut
-from verify.instrument.devices import InstrumentedPipeline
+from verify.instrument.devices import InstrumentedPipeline, require_one_more_storage_binding
 from verify.instrument.rewrite import Rewriter
 from verify.instrument.walk import LOOPS, functions, loop_body_start
 from verify.wgsl import blank_comments, parse, read_interface
@@ -32,7 +31,6 @@ from verify.wgsl.interface import interface_of
 
 _PREFIX = "_trips_"
 _BUFFER = "_trips_max"
-_STORAGE_LIMIT = "max-storage-buffers-per-shader-stage"
 
 
 @dataclass(frozen=True)
@@ -119,11 +117,7 @@ class TripCountingDevice:
         key = (wgsl, entry_point)
         if key not in self._counted:
             interface = read_interface(wgsl)
-            storage = sum(1 for b in interface.bindings if b.address_space == "storage")
-            limit = self._device.limits.get(_STORAGE_LIMIT, 8)
-            if storage + 1 > limit:
-                raise SetupError(f"counting loop trips needs one more storage buffer than the kernel's {storage}, "
-                                 f"but this device allows {limit} per shader stage ({_STORAGE_LIMIT})")
+            require_one_more_storage_binding(self._device, interface, "counting loop trips")
             counted = count_trips(wgsl)
             pipeline = InstrumentedPipeline(wgsl, interface, self._device.pipeline(counted.wgsl, entry_point))
             self._counted[key] = (pipeline, counted)
