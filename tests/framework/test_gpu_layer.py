@@ -177,3 +177,57 @@ def test_poison_patterns():
 
 
 # The zero-initialisation probe and the other WGSL semantics probes: tests/framework/test_semantics.py
+
+
+def _counting_enumerations(monkeypatch):
+    """wgpu's enumerate_adapters_sync, counted; the process's kept adapters dropped first."""
+    from verify.gpu import wgpu_adapters
+    from verify.gpu.wgpu_types import load_wgpu
+
+    gpu = load_wgpu().gpu
+    real = gpu.enumerate_adapters_sync
+    calls = []
+
+    def counted():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(gpu, "enumerate_adapters_sync", counted)
+    wgpu_adapters.forget_adapters()
+    return calls
+
+
+@pytest.mark.webgpu
+def test_wgpu_devices_of_different_limits_share_one_enumeration(webgpu_device, monkeypatch):
+    from verify.gpu.wgpu_device import WgpuDevice
+
+    calls = _counting_enumerations(monkeypatch)
+    small = WgpuDevice(None, {"max-compute-workgroup-storage-size": 8192})
+    large = WgpuDevice(None, {})
+    assert len(calls) == 1
+    assert small.limits["max-compute-workgroup-storage-size"] == 8192
+    assert large.limits["max-compute-workgroup-storage-size"] > 8192
+    pipeline = small.pipeline(_copy(0))
+    src = np.arange(8, dtype=np.float32)
+    out = small.run(pipeline, {"src": src, "dst": Output(np.float32, (8,)),
+                               "params": _uniform(small, pipeline, 8)}, 1).outputs
+    np.testing.assert_array_equal(out["dst"], src * 2)
+
+
+@pytest.mark.webgpu
+def test_a_kept_adapter_that_refuses_a_device_is_enumerated_again(webgpu_device, monkeypatch):
+    """Should wgpu spend an adapter on its first device (as WebGPU says), the next open enumerates
+    afresh instead of failing."""
+    from verify.gpu import wgpu_adapters
+    from verify.gpu.wgpu_device import WgpuDevice
+
+    calls = _counting_enumerations(monkeypatch)
+    WgpuDevice(None, {})
+    spent = wgpu_adapters.enumerate_adapters()[0]
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("adapter already used")
+
+    monkeypatch.setattr(spent, "request_device_sync", refuse, raising=False)
+    assert WgpuDevice(None, {}).wgpu_device is not None
+    assert len(calls) == 2

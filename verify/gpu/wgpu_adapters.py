@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 from verify.errors import SetupError
 from verify.gpu.device import AdapterInfo
@@ -43,11 +44,35 @@ def wgpu_version() -> str:
     return f"wgpu-py {wgpu.__version__}, wgpu-native {native}"
 
 
+#: The adapters enumerated in this process, kept (enumerate_adapters); guarded by _lock.
+_enumerated: list | None = None
+_lock = threading.Lock()
+
+
 def enumerate_adapters() -> list:
-    """All wgpu adapters, best first (native backends before the OpenGL fallback)."""
-    wgpu = load_wgpu()
-    adapters = list(wgpu.gpu.enumerate_adapters_sync())
-    return sorted(adapters, key=lambda a: _BACKEND_PREFERENCE.get(a.info.get("backend_type"), 1))
+    """All wgpu adapters, best first (native backends before the OpenGL fallback).
+
+    Enumerated once per process and kept: an enumeration opens every backend wgpu-native has
+    (Vulkan's instance and OpenGL's EGL display among them), which on an NVIDIA machine costs more
+    than opening a device, and a gate's worker opens a device for each set of limits its kernels
+    are held to. wgpu-native makes any number of devices from one adapter; should a later release
+    refuse that (WebGPU's adapters are spent by their first device), `forget_adapters` and
+    enumerating again recover it (WgpuDevice does).
+    """
+    global _enumerated
+    with _lock:
+        if _enumerated is None:
+            wgpu = load_wgpu()
+            adapters = list(wgpu.gpu.enumerate_adapters_sync())
+            _enumerated = sorted(adapters, key=lambda a: _BACKEND_PREFERENCE.get(a.info.get("backend_type"), 1))
+        return list(_enumerated)
+
+
+def forget_adapters() -> None:
+    """Drop the kept adapters: the next enumerate_adapters enumerates again."""
+    global _enumerated
+    with _lock:
+        _enumerated = None
 
 
 def list_adapters() -> list[AdapterInfo]:

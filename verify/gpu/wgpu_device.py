@@ -23,7 +23,7 @@ from verify.gpu.device import OPTIONAL_FEATURES, WANTED_LIMITS, AdapterInfo, Lau
 from verify.gpu.dialect import for_naga
 from verify.gpu.implementations import ADAPTER_ENVIRONMENT, Implementation
 from verify.gpu.probes import AdapterProbes
-from verify.gpu.wgpu_adapters import NO_ADAPTER_HELP, choose_adapter, list_adapters, require_match
+from verify.gpu.wgpu_adapters import NO_ADAPTER_HELP, choose_adapter, forget_adapters, list_adapters, require_match
 from verify.gpu.wgpu_types import load_wgpu
 from verify.wgsl import Interface, read_interface, sha256
 
@@ -45,17 +45,30 @@ class WgpuDevice(AdapterProbes):
 
     def __init__(self, adapter_name: str | None = None, limits: dict | None = None):
         self._wgpu = load_wgpu()
+        try:
+            self._device = self._request(adapter_name, limits)
+        except SetupError:
+            raise
+        except Exception:  # wgpu raises plain RuntimeErrors for device requests
+            # The adapter is kept from an earlier enumeration (wgpu_adapters.enumerate_adapters):
+            # should it be spent, a fresh enumeration gives one that is not.
+            forget_adapters()
+            try:
+                self._device = self._request(adapter_name, limits)
+            except SetupError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - wgpu's own errors, said in one line
+                raise SetupError(f"could not open a device on {self.info.name}: {exc}") from exc
+        self._pipelines: dict = {}
+
+    def _request(self, adapter_name: str | None, limits: dict | None):
+        """A wgpu device on the chosen adapter, with every optional feature it has and `limits`
+        (over WANTED_LIMITS), each no higher than the adapter's."""
         adapter, self.info = choose_adapter(adapter_name)
         self.features = frozenset(f for f in OPTIONAL_FEATURES if f in adapter.features)
         wanted = dict(WANTED_LIMITS, **(limits or {}))
         self.limits = {k: min(v, adapter.limits.get(k, v)) for k, v in wanted.items()}
-        try:
-            self._device = adapter.request_device_sync(
-                required_features=sorted(self.features), required_limits=self.limits
-            )
-        except Exception as exc:  # wgpu raises plain RuntimeErrors for device requests
-            raise SetupError(f"could not open a device on {self.info.name}: {exc}") from exc
-        self._pipelines: dict = {}
+        return adapter.request_device_sync(required_features=sorted(self.features), required_limits=self.limits)
 
     @property
     def wgpu_device(self):
