@@ -131,9 +131,22 @@ def rope_error(x, angles, angle_rel, pairing: str = "neox") -> np.ndarray:
     |t|*angle_rel (both are 1-Lipschitz), and the two products and the sum add 2r relative and
     up to three flushed subnormals.
     """
-    x = np.asarray(x, dtype=np.float64)
-    magnitude = np.abs(x) + np.abs(x[..., partner_dims(x.shape[-1], pairing)])
+    magnitude = _pair_magnitude(np.abs(np.asarray(x, dtype=np.float64)), pairing)
     return (trig_abs(ACC) + np.abs(angles) * angle_rel + 2 * rounding_rel(ACC)) * magnitude + 3 * FTZ_ABS
+
+
+def _pair_magnitude(ax: np.ndarray, pairing: str = "neox") -> np.ndarray:
+    """ax[d] + ax[pair(d)] for every d: one sum per pair, written to both of its dims (a gather of
+    the partners costs four times the sum at prefill's sizes)."""
+    half = ax.shape[-1] // 2
+    out = np.empty_like(ax)
+    if pairing == "neox":
+        np.add(ax[..., :half], ax[..., half:], out=out[..., :half])
+        out[..., half:] = out[..., :half]
+    else:
+        np.add(ax[..., 0::2], ax[..., 1::2], out=out[..., 0::2])
+        out[..., 1::2] = out[..., 0::2]
+    return out
 
 
 def rope_budget(x, positions, rope_theta: float, rope_scale: float, out_dtype: str, *, llama3=None,

@@ -55,23 +55,30 @@ def gamma(n, u: float):
 def ulp(x, dtype) -> np.ndarray:
     """Spacing of the format's numbers at |x| (the gap above |x|'s binade start); FTZ-aware.
 
-    For |x| below the smallest normal, the spacing of the subnormals is returned.
+    For |x| below the smallest normal, the spacing of the subnormals is returned; past the
+    largest finite value, the gap above it (inf).
     """
+    return _ulp_of_magnitude(np.abs(np.asarray(x, dtype=np.float64)), dtype)
+
+
+def _ulp_of_magnitude(ax: np.ndarray, dtype) -> np.ndarray:
+    """ulp of magnitudes already taken (float64, >= 0 or NaN)."""
     t = numpy_dtype(dtype)
-    ax = np.abs(np.asarray(x, dtype=np.float64))
-    finfo = np.finfo(t)
     with np.errstate(over="ignore", invalid="ignore"):
-        rounded = np.minimum(ax, float(finfo.max)).astype(t)
         if t is np.float16:  # numpy's f16 spacing is emulated per element: read it from a table
-            return np.take(_f16_spacing(), rounded.view(np.uint16))
+            return np.take(_f16_spacing(), ax.astype(np.float16).view(np.uint16))
+        rounded = np.minimum(ax, float(np.finfo(t).max)).astype(t)
         return np.spacing(rounded).astype(np.float64)
 
 
 @lru_cache(maxsize=1)
 def _f16_spacing() -> np.ndarray:
-    """np.spacing of every f16 bit pattern, as float64 (65536 entries), made once."""
+    """np.spacing of every f16 bit pattern, as float64 (65536 entries), made once. The infinities'
+    entries are the largest finite value's (inf): a magnitude past it that the conversion rounds
+    to inf has that spacing, as in the other formats, which clamp first."""
     with np.errstate(over="ignore", invalid="ignore"):
         table = np.spacing(np.arange(1 << 16, dtype=np.uint16).view(np.float16)).astype(np.float64)
+    table[[0x7C00, 0xFC00]] = np.inf
     table.flags.writeable = False
     return table
 
@@ -80,11 +87,11 @@ def faithful_rounding_bound(y, dtype) -> np.ndarray:
     """Largest |fl(y) - y| a conforming implementation may produce when storing y in `dtype`.
 
     Either neighbour is allowed, so up to one ulp; below the smallest normal a flush to zero
-    is allowed too, so up to the smallest normal.
+    is allowed too, so up to the smallest normal (more than any subnormal spacing).
     """
     ay = np.abs(np.asarray(y, dtype=np.float64))
-    bound = ulp(ay, dtype)
-    return np.where(ay < smallest_normal(dtype), np.maximum(bound, smallest_normal(dtype)), bound)
+    normal = smallest_normal(dtype)
+    return np.where(ay < normal, normal, _ulp_of_magnitude(ay, dtype))
 
 
 def rounding_floor(y, dtype) -> np.ndarray:
