@@ -541,7 +541,8 @@ class _JobPicker:
       check's Dawn devices) goes to a worker that has it open, or to one of at most
       `workers // 4` (at least one) that may open it, while another job can go instead. On a
       16-core NVIDIA machine every worker opened the toggles check's three Dawn devices, 2-3 s
-      each: a sixth of a gate's worker time, and three Node processes a worker on the GPU.
+      each: a sixth of a gate's worker time, and three Node processes a worker on the GPU. Those
+      few workers take such checks before any other, so that they are not the gate's tail.
 
     Within the next `workers` jobs it may take, a worker takes first one of a config it has run
     (its WGSL parsed, its pipelines compiled in that process), else one whose device it has open
@@ -578,7 +579,9 @@ class _JobPicker:
                 return None
             free = [i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]]
             allowed = [i for i in free if self._may_open(worker, self._jobs[i])]
-            index = self._nearest(worker, allowed) if allowed else (free[0] if free else 0)
+            index = self._stateful(allowed)
+            if index is None:
+                index = self._nearest(worker, allowed) if allowed else (free[0] if free else 0)
             job = self._jobs.pop(index)
             state = self._states[id(job)]
             if state is not None:
@@ -599,6 +602,19 @@ class _JobPicker:
         ran, opened = self._ran.get(worker, set()), self._devices.get(worker, set())
         return next((i for i in window if self._groups[id(self._jobs[i])] in ran),
                     next((i for i in window if job_device(self._jobs[i]) in opened), window[0]))
+
+    def _stateful(self, allowed: list[int]) -> int | None:
+        """The first job at `allowed` whose check keeps a costly state open (Check.worker_state),
+        if any: `allowed` holds such jobs only for a worker that has the state open or may open
+        it, and as only a few workers run them, those workers run them first. Left in plan order
+        they came last (the toggles check is the plan's last), and the gate's last seconds were a
+        few workers opening Dawn devices while the rest had finished. A budget's random parts keep
+        their order."""
+        for i in allowed:
+            job = self._jobs[i]
+            if self._states[id(job)] is not None and not (self._deadline is not None and job.part == "random"):
+                return i
+        return None
 
     def _may_open(self, worker: int, job) -> bool:
         """Whether `worker` runs `job` without opening a costly state more workers than allowed."""
