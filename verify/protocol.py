@@ -61,6 +61,10 @@ class Job:
     #: fewer examples (profile examples / Kernel.gate_examples): the plan runs heavy jobs first
     #: where no earlier run gives their durations (verify.plan.longest_first).
     weight: float = 1.0
+    #: Other jobs of the plan draw the same cases (the same check of this config at another
+    #: subgroup width or on another implementation, from the same seed): the worker keeps the
+    #: references it computes by the case's content (verify.checks.shared_cases).
+    shares_cases: bool = False
 
     @property
     def slice_seed(self) -> int:

@@ -370,6 +370,9 @@ def run_jobs(jobs, *, on_record, on_progress=None, on_start=None, on_batch=None,
     and no check passes on no example); the parts that ran of each check are merged into its
     record, which says what was planned.
     """
+    from verify.checks.shared_cases import mark_shared_cases
+
+    jobs = mark_shared_cases(list(jobs))
     merger = _SliceMerger(jobs, on_record)
     workers = max(1, min(int(workers), len(jobs) or 1))
     try:
@@ -528,7 +531,7 @@ def _run_parallel(jobs, workers: int, on_record, on_progress, on_start, on_batch
 
 
 class _JobPicker:
-    """Hands the jobs out in plan order, with two exceptions, neither of which makes a worker wait
+    """Hands the jobs out in plan order, with three exceptions, none of which makes a worker wait
     for a job (when every job left is held back, the first goes):
 
     - a job waits while another job of its compile group (verify.plan.compile_group: the same
@@ -542,7 +545,12 @@ class _JobPicker:
       `workers // 4` (at least one) that may open it, while another job can go instead. On a
       16-core NVIDIA machine every worker opened the toggles check's three Dawn devices, 2-3 s
       each: a sixth of a gate's worker time, and three Node processes a worker on the GPU. Those
-      few workers take such checks before any other, so that they are not the gate's tail.
+      few workers take such checks before any other, so that they are not the gate's tail;
+    - the jobs that draw the same cases (Job.shares_cases: a check of a config at each subgroup
+      width and on each implementation) go to the worker that took the first of them, each as
+      soon as it asks for its next job, so that it computes their references once
+      (verify.checks.shared_cases). The nightly's six width runs of `flash_attn_tile`'s largest
+      config took 73-80 s each, most of it the same float64 references.
 
     Within the next `workers` jobs it may take, a worker takes first one of a config it has run
     (its WGSL parsed, its pipelines compiled in that process), else one whose device it has open
@@ -555,12 +563,15 @@ class _JobPicker:
         import threading
 
         from verify.checks import get_check
+        from verify.checks.shared_cases import family
         from verify.plan import compile_group
 
         self._jobs = list(jobs)
         self._deadline = deadline
         self._drawn = drawn
         self._groups = {id(job): compile_group(job) for job in self._jobs}
+        self._families = {id(job): family(job) for job in self._jobs if job.shares_cases}
+        self._owners: dict = {}  # family -> the worker that runs its jobs
         self._states = {id(job): get_check(job.check).worker_state for job in self._jobs}
         self._holders: dict = {}  # worker state -> the workers that have it open
         self._holders_at_most = max(1, workers // 4)
@@ -577,12 +588,17 @@ class _JobPicker:
             self._jobs = [job for job in self._jobs if not _past(self._deadline, job, self._drawn)]
             if not self._jobs:
                 return None
-            free = [i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]]
+            free = [i for i, job in enumerate(self._jobs) if not self._compiling[self._groups[id(job)]]
+                    and self._owner_or_none(worker, job)]
             allowed = [i for i in free if self._may_open(worker, self._jobs[i])]
-            index = self._stateful(allowed)
+            index = self._sibling(worker, allowed)
+            if index is None:
+                index = self._stateful(allowed)
             if index is None:
                 index = self._nearest(worker, allowed) if allowed else (free[0] if free else 0)
             job = self._jobs.pop(index)
+            if job.shares_cases and self._families[id(job)] not in self._owners and self._movable(job):
+                self._owners[self._families[id(job)]] = worker
             state = self._states[id(job)]
             if state is not None:
                 self._holders.setdefault(state, set()).add(worker)
@@ -603,6 +619,27 @@ class _JobPicker:
         return next((i for i in window if self._groups[id(self._jobs[i])] in ran),
                     next((i for i in window if job_device(self._jobs[i]) in opened), window[0]))
 
+    def _movable(self, job) -> bool:
+        """Whether the picker may take `job` out of plan order: a budget's random parts keep it."""
+        return not (self._deadline is not None and job.part == "random")
+
+    def _owner_or_none(self, worker: int, job) -> bool:
+        """Whether `job` may go to `worker` as far as its family goes (Job.shares_cases): a
+        family's jobs go to the worker that took its first, which keeps their references."""
+        if not job.shares_cases or not self._movable(job):
+            return True
+        return self._owners.get(self._families[id(job)], worker) == worker
+
+    def _sibling(self, worker: int, allowed: list[int]) -> int | None:
+        """The first job at `allowed` of a family whose jobs `worker` runs: the next of them goes
+        as soon as that worker asks, while the references of the cases they share are in its
+        memory (verify.checks.shared_cases)."""
+        for i in allowed:
+            job = self._jobs[i]
+            if job.shares_cases and self._movable(job) and self._owners.get(self._families[id(job)]) == worker:
+                return i
+        return None
+
     def _stateful(self, allowed: list[int]) -> int | None:
         """The first job at `allowed` whose check keeps a costly state open (Check.worker_state),
         if any: `allowed` holds such jobs only for a worker that has the state open or may open
@@ -612,7 +649,7 @@ class _JobPicker:
         their order."""
         for i in allowed:
             job = self._jobs[i]
-            if self._states[id(job)] is not None and not (self._deadline is not None and job.part == "random"):
+            if self._states[id(job)] is not None and self._movable(job):
                 return i
         return None
 

@@ -14,6 +14,7 @@ from verify.errors import ContractError, FailureKind
 from verify.profiles import Profile, get_profile
 
 if TYPE_CHECKING:
+    from verify.checks.shared_cases import ReferenceMemo
     from verify.gpu.device import Device
     from verify.kernels.contract import Kernel
 
@@ -36,6 +37,9 @@ class CheckContext:
     user_wgsl: bool = False
     #: Facts a check found that do not change its verdict; the runner adds them to the record's notes.
     notes: list = field(default_factory=list)
+    #: The worker's references of cases other jobs draw too (verify.checks.shared_cases), set for
+    #: a job the plan marks; None: each case's reference is computed here.
+    shared: ReferenceMemo | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def note(self, text: str) -> None:
@@ -71,7 +75,10 @@ class CheckContext:
         the check accepts budgets infinite on every element (see `check_contract`)."""
         kernel = kernel or self.kernel
         with self.timer.stage("reference"):
-            expected = kernel.expected(self.config, case)
+            if self.shared is not None and kernel is self.kernel:
+                expected = self.shared.expected(kernel, self.config, case)
+            else:
+                expected = kernel.expected(self.config, case)
         check_contract(kernel, expected, launched, unbounded)
         with self.timer.stage("compare"):
             metrics = [compare(launched.outputs[e.name], e) for e in expected]
