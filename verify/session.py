@@ -544,8 +544,7 @@ class _JobPicker:
       check's Dawn devices) goes to a worker that has it open, or to one of at most
       `workers // 4` (at least one) that may open it, while another job can go instead. On a
       16-core NVIDIA machine every worker opened the toggles check's three Dawn devices, 2-3 s
-      each: a sixth of a gate's worker time, and three Node processes a worker on the GPU. Those
-      few workers take such checks before any other, so that they are not the gate's tail;
+      each: a sixth of a gate's worker time, and three Node processes a worker on the GPU;
     - the jobs that draw the same cases (Job.shares_cases: a check of a config at each subgroup
       width and on each implementation) go to the worker that took the first of them, each as
       soon as it asks for its next job, so that it computes their references once
@@ -593,8 +592,6 @@ class _JobPicker:
             allowed = [i for i in free if self._may_open(worker, self._jobs[i])]
             index = self._sibling(worker, allowed)
             if index is None:
-                index = self._stateful(allowed)
-            if index is None:
                 index = self._nearest(worker, allowed) if allowed else (free[0] if free else 0)
             job = self._jobs.pop(index)
             if job.shares_cases and self._families[id(job)] not in self._owners and self._movable(job):
@@ -637,19 +634,6 @@ class _JobPicker:
         for i in allowed:
             job = self._jobs[i]
             if job.shares_cases and self._movable(job) and self._owners.get(self._families[id(job)]) == worker:
-                return i
-        return None
-
-    def _stateful(self, allowed: list[int]) -> int | None:
-        """The first job at `allowed` whose check keeps a costly state open (Check.worker_state),
-        if any: `allowed` holds such jobs only for a worker that has the state open or may open
-        it, and as only a few workers run them, those workers run them first. Left in plan order
-        they came last (the toggles check is the plan's last), and the gate's last seconds were a
-        few workers opening Dawn devices while the rest had finished. A budget's random parts keep
-        their order."""
-        for i in allowed:
-            job = self._jobs[i]
-            if self._states[id(job)] is not None and self._movable(job):
                 return i
         return None
 

@@ -124,22 +124,6 @@ def test_a_check_whose_worker_opens_a_costly_state_goes_to_few_workers():
     assert [single.take(0), single.take(1), single.take(1)] == [toggles[0], plain[0], toggles[1]]
 
 
-def test_the_workers_that_open_a_costly_state_run_its_checks_first():
-    """The toggles check comes last in a plan: the few workers that open its Dawn devices take its
-    jobs before any other, so they do not run them alone at the gate's end; the other workers
-    take the plan in order. Under a budget its random parts keep their order."""
-    plain = [_job(i, config={"head_dim": 64 + i}) for i in range(6)]
-    toggles = [_job(10 + i, "toggles", config={"head_dim": 256 + i}) for i in range(3)]
-    picker = _JobPicker([*plain, *toggles], workers=8)  # at most 2 of the 8 workers open it
-    assert [picker.take(worker) for worker in (0, 1, 2)] == [toggles[0], toggles[1], plain[0]]
-    assert picker.take(3) is plain[1]  # two workers hold it already
-    assert picker.take(1) is toggles[2]  # a holder takes the last one before the plan's next
-    assert [picker.take(0), picker.take(1)] == [plain[2], plain[3]]
-    random = [replace(job, part="random", slice=(1, 2)) for job in (*plain[:2], toggles[0])]
-    budgeted = _JobPicker(random, deadline=time.monotonic() + 3600, workers=8)
-    assert budgeted.take(0) is random[0]
-
-
 def test_a_worker_takes_a_job_it_has_set_up_for_within_the_next_few():
     """Of the next `workers` jobs, a worker takes one of a config it has run (WGSL parsed,
     pipelines compiled in its process), else one whose device it has open, else the next; under a
