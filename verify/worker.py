@@ -29,7 +29,7 @@ from verify.checks.context import CheckContext
 from verify.checks.implementations import divergence
 from verify.checks.runner import RunOptions, infrastructure_reason, limit_reason, raised_by, run_check
 from verify.checks.saved import resolved
-from verify.checks.shared_cases import ReferenceMemo
+from verify.checks.shared_cases import ReferenceMemo, family
 from verify.errors import FailureKind, InfrastructureError, KernelError, SetupError, UsageError, VerifyLimit
 from verify.gpu import compiling
 from verify.gpu.device import ShaderCompileError
@@ -237,7 +237,7 @@ def _execute(job: Job, devices: DeviceCache, emit, stages: StageReporter) -> Che
                        failure_kind=FailureKind.COMPILE_ERROR).with_known_finding(finding)
     ctx = CheckContext(kernel, config, device, wgsl, profile,
                        open_other=lambda: devices.other(device, job.adapter, limits, job.subgroup_width),
-                       user_wgsl=job.wgsl is not None, shared=_SHARED if job.shares_cases else None)
+                       user_wgsl=job.wgsl is not None, shared=_SHARED.serve(family(job)) if job.shares_cases else None)
     verdict = check.preflight(ctx)
     if verdict is not None:
         return replace(base, verdict=verdict.verdict, reason=verdict.reason,

@@ -67,15 +67,17 @@ def test_a_kept_reference_is_the_same_case_only():
     assert len(keys) == 6 and case_key(kernel, {"n": 8}, verify.Case({"x": x}, {"n": 8})) not in keys
 
 
-def test_kept_references_stay_within_their_bytes():
-    kernel, memo = _Counting(), ReferenceMemo(max_bytes=3 * 2 * 64 * 8)  # three cases (lo and hi counted)
+def test_kept_references_stay_within_their_bytes_keeping_the_first_cases():
+    """Past the bound the first cases stay kept: a family's jobs draw the same cases in the same
+    order, and dropping the oldest would miss every one of them. Another family empties the memo."""
+    kernel, memo = _Counting(), ReferenceMemo(max_bytes=3 * 2 * 64 * 8)  # three cases: reference (lo is hi), budget
     cases = [verify.Case({"x": np.full(64, i, np.float32)}) for i in range(4)]
-    for case in cases:
-        memo.expected(kernel, {}, case)
-    memo.expected(kernel, {}, cases[0])  # the oldest was dropped for the fourth
-    assert kernel.calls == 5
-    memo.expected(kernel, {}, cases[3])
-    assert kernel.calls == 5
+    for _ in range(2):  # two jobs of one family
+        for case in cases:
+            memo.serve(("family", 1)).expected(kernel, {}, case)
+    assert kernel.calls == 5  # the fourth case did not fit: computed in each job
+    memo.serve(("family", 2)).expected(kernel, {}, cases[0])
+    assert kernel.calls == 6
 
 
 def test_a_family_goes_to_the_worker_that_took_its_first_job():

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
 from dataclasses import replace
 
 import numpy as np
 
 #: The most bytes of kept references a worker holds: a nightly family's 212 cases of
-#: `flash_attn_tile` at head dim 256 hold about 1 MB each.
-MAX_BYTES = 1 << 30
+#: `flash_attn_tile` at head dim 256 hold under 1 MB each.
+MAX_BYTES = 512 << 20
 
 
 def family(job) -> tuple:
@@ -56,36 +55,46 @@ def case_key(kernel, config: dict, case) -> bytes:
 
 
 class ReferenceMemo:
-    """Expected outputs by case_key, the most recently used kept up to `max_bytes`."""
+    """Expected outputs by case_key, for one family of jobs at a time, up to `max_bytes`.
+
+    A family's jobs draw their cases in the same order, so once the memory is full the cases kept
+    are the first ones and later ones are computed each time: dropping the oldest instead would
+    drop, in every job, each case just before it comes round again."""
 
     def __init__(self, max_bytes: int = MAX_BYTES):
         self._max_bytes = max_bytes
         self._bytes = 0
-        self._entries: OrderedDict = OrderedDict()
+        self._entries: dict = {}
+        self._family: tuple | None = None
         self.hits = 0
 
+    def serve(self, job_family: tuple) -> ReferenceMemo:
+        """This memo for a job of `job_family`, emptied if it held another family's references."""
+        if job_family != self._family:
+            self._entries.clear()
+            self._bytes = 0
+            self._family = job_family
+        return self
+
     def expected(self, kernel, config: dict, case) -> list:
-        """kernel.expected(config, case), computed once per distinct case."""
+        """kernel.expected(config, case), computed once per distinct case while there is room."""
         key = case_key(kernel, config, case)
         if key in self._entries:
-            self._entries.move_to_end(key)
             self.hits += 1
-            return self._entries[key][0]
+            return self._entries[key]
         expected = kernel.expected(config, case)
-        size = sum(_frozen_bytes(item) for item in expected)
-        self._entries[key] = (expected, size)
-        self._bytes += size
-        while self._bytes > self._max_bytes and len(self._entries) > 1:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self._bytes -= dropped
+        size = _frozen_bytes(expected)
+        if self._bytes + size <= self._max_bytes:
+            self._entries[key] = expected
+            self._bytes += size
         return expected
 
 
-def _frozen_bytes(item) -> int:
-    """The bytes of an Expected's arrays, made read-only: a kept reference is read by later jobs."""
-    size = 0
-    for value in vars(item).values():
-        if isinstance(value, np.ndarray):
-            value.flags.writeable = False
-            size += value.nbytes
-    return size
+def _frozen_bytes(expected: list) -> int:
+    """The bytes of the Expecteds' arrays (each counted once: lo is often hi), made read-only: a
+    kept reference is read by later jobs."""
+    arrays = {id(value): value for item in expected for value in vars(item).values()
+              if isinstance(value, np.ndarray)}
+    for array in arrays.values():
+        array.flags.writeable = False
+    return sum(array.nbytes for array in arrays.values())
