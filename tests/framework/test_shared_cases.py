@@ -65,6 +65,12 @@ def test_a_kept_reference_is_the_same_case_only():
     keys = {case_key(kernel, {"n": 8}, case) for case in others}
     keys.add(case_key(kernel, {"n": 16}, verify.Case({"x": x}, {"n": 8})))
     assert len(keys) == 6 and case_key(kernel, {"n": 8}, verify.Case({"x": x}, {"n": 8})) not in keys
+    # A long array among the parameters counts whole (numpy's repr would elide its middle).
+    lengths = np.arange(2000)
+    other_lengths = lengths.copy()
+    other_lengths[1000] += 1
+    assert case_key(kernel, {}, verify.Case({"x": x}, {"lengths": lengths})) != \
+        case_key(kernel, {}, verify.Case({"x": x}, {"lengths": other_lengths}))
 
 
 def test_kept_references_stay_within_their_bytes_keeping_the_first_cases():

@@ -46,12 +46,21 @@ def case_key(kernel, config: dict, case) -> bytes:
     digest = hashlib.blake2b(digest_size=32)
     kind = type(kernel)
     digest.update(json.dumps([f"{kind.__module__}.{kind.__qualname__}", kernel.name, config, case.params],
-                             sort_keys=True, default=repr).encode())
+                             sort_keys=True, default=_whole).encode())
     for name in sorted(case.arrays):
         array = np.ascontiguousarray(case.arrays[name])
         digest.update(json.dumps([name, array.dtype.str, array.shape]).encode())
         digest.update(array.reshape(-1).view(np.uint8).data)
     return digest.digest()
+
+
+def _whole(value):
+    """A parameter JSON cannot write, written whole: numpy's repr of a long array elides its middle."""
+    if isinstance(value, np.ndarray):
+        return [value.dtype.str, value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)
 
 
 class ReferenceMemo:
