@@ -171,6 +171,18 @@ class WeightErrors:
     gamma_n: np.ndarray
 
 
+def per_kv_head(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a [..., rows, Hkv, G, K] @ b [..., Hkv, K, N] -> [..., rows, Hkv, G, N]: the products of every
+    query row and head of a GQA group with its kv head's matrix, as one [rows G, K] @ [K, N] product
+    per kv head (and leading index). The same sums as numpy's broadcast `a @ b[..., None, :, :, :]`,
+    which makes rows x Hkv products of G rows each and reads b once per row: four times slower at
+    prefill's sizes."""
+    *lead, rows, kv_heads, group, inner = a.shape
+    by_kv_head = np.swapaxes(a, -4, -3).reshape(*lead, kv_heads, rows * group, inner)
+    product = by_kv_head @ b
+    return np.swapaxes(product.reshape(*lead, kv_heads, rows, group, product.shape[-1]), -4, -3)
+
+
 def weight_errors(logits: np.ndarray, delta: np.ndarray, n: np.ndarray) -> WeightErrors:
     """The weight terms of decode_budget (see its docstring) from base-2 logits [B, Hq, L]
     (-inf past the length), their errors delta (0 there) and the lengths n [B, 1]."""

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from verify.budgets.attention import FTZ_ABS, WeightErrors, weight_errors
+from verify.budgets.attention import FTZ_ABS, WeightErrors, per_kv_head, weight_errors
 from verify.budgets.roundoff import gamma, unit_roundoff
 from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel, tanh_abs
 
@@ -49,12 +49,9 @@ def grouped_dots(q, k) -> np.ndarray:
     products (their order is the library's either way)."""
     q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
     batch, rows, heads, dk = q.shape
-    kv_heads, length = k.shape[1], k.shape[2]
-    group = heads // kv_heads
-    by_kv_head = q.reshape(batch, rows, kv_heads, group, dk).transpose(0, 2, 1, 3, 4)
-    dots = by_kv_head.reshape(batch, kv_heads, rows * group, dk) @ k.transpose(0, 1, 3, 2)
-    return dots.reshape(batch, kv_heads, rows, group, length).transpose(0, 2, 1, 3, 4).reshape(
-        batch, rows, heads, length)
+    kv_heads = k.shape[1]
+    grouped = q.reshape(batch, rows, kv_heads, heads // kv_heads, dk)
+    return per_kv_head(grouped, k.transpose(0, 1, 3, 2)).reshape(batch, rows, heads, k.shape[2])
 
 
 def weighted_rows(p, v) -> np.ndarray:

@@ -53,6 +53,7 @@ from verify.budgets.attention import (
     LN2,
     _rotated_input_error,
     _second_order,
+    per_kv_head,
     weight_errors,
 )
 from verify.budgets.roundoff import faithful_rounding_bound, gamma, unit_roundoff
@@ -64,15 +65,6 @@ EMPTY_MAX = -5e4
 SUBNORMAL = 2.0**-149
 #: Query rows budgeted at once: keeps the [rows, Hq, L] work arrays to tens of megabytes.
 ROW_BLOCK_CELLS = 4_000_000
-
-
-def _per_kv_head(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a [rows, Hkv, G, K] @ b [Hkv, K, N] -> [rows, Hkv, G, N], as one [rows G, K] @ [K, N] product
-    per kv head. The same sums as numpy's broadcast `a @ b[None]`, which makes rows x Hkv products
-    of G rows each and reads b once per row: four times slower at prefill's sizes."""
-    rows, kv_heads, group, inner = a.shape
-    product = a.transpose(1, 0, 2, 3).reshape(kv_heads, rows * group, inner) @ b
-    return product.reshape(kv_heads, rows, group, -1).transpose(1, 0, 2, 3)
 
 
 def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int = 0, rope_theta: float = 1e4,
@@ -126,17 +118,17 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
             rows = stop - start
             logits = result.logits2[start:stop, :, :length]  # [rows, Hq, L]
             qg = np.abs(q[start:stop]).reshape(rows, kv_heads, group, head_dim)
-            delta = _per_kv_head(qg, k_q)  # [rows, Hkv, G, L]
+            delta = per_kv_head(qg, k_q)  # [rows, Hkv, G, L]
             if rotary:
                 e_q = _rotated_input_error(q[start:stop], np.asarray(q_positions)[start:stop, None, None] * freq,
                                            angle_rel, qkv_dtype).reshape(rows, kv_heads, group, head_dim)
-                delta = delta + _per_kv_head(e_q, k_e)
+                delta = delta + per_kv_head(e_q, k_e)
             delta = np.where(np.isfinite(logits), c * delta.reshape(rows, qo_heads, length), 0.0)
             walked = float(processed[b])
             w = weight_errors(logits, delta, np.full((rows, 1), walked))
             pg = w.p.reshape(rows, kv_heads, group, length)
-            spread = _per_kv_head(pg * w.pi.reshape(pg.shape), vb).reshape(rows, qo_heads, v_dim)
-            a_d = _per_kv_head(pg, vb).reshape(rows, qo_heads, v_dim)
+            spread = per_kv_head(pg * w.pi.reshape(pg.shape), vb).reshape(rows, qo_heads, v_dim)
+            a_d = per_kv_head(pg, vb).reshape(rows, qo_heads, v_dim)
             o_ref = result.o[start:stop]
             top = np.where(w.nonempty, logits.max(axis=-1, initial=-np.inf), 0.0)
             with np.errstate(invalid="ignore"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -35,10 +36,9 @@ def family(job) -> tuple:
 
 def mark_shared_cases(jobs: list) -> list:
     """`jobs`, those of a family with more than one job marked (Job.shares_cases)."""
-    counts: dict = {}
-    for job in jobs:
-        counts[family(job)] = counts.get(family(job), 0) + 1
-    return [replace(job, shares_cases=True) if counts[family(job)] > 1 else job for job in jobs]
+    families = [family(job) for job in jobs]
+    counts = Counter(families)
+    return [replace(job, shares_cases=True) if counts[key] > 1 else job for job, key in zip(jobs, families)]
 
 
 def case_key(kernel, config: dict, case) -> bytes:

@@ -361,11 +361,11 @@ def test_chunked_evaluation_equals_one_reference_call():
 
 
 def test_the_budgets_products_per_kv_head_are_numpys_broadcast_products():
-    from verify.budgets.prefill import _per_kv_head
+    from verify.budgets.attention import per_kv_head
 
     rng = np.random.default_rng(0)
     a, b = rng.random((3, 2, 4, 5)), rng.random((2, 5, 6))
-    np.testing.assert_allclose(_per_kv_head(a, b), a @ b[None], rtol=1e-14)
+    np.testing.assert_allclose(per_kv_head(a, b), a @ b[None], rtol=1e-14)
 
 
 def test_a_batch_mostly_padding_is_evaluated_sequence_by_sequence(monkeypatch):
