@@ -142,10 +142,13 @@ def tree_mask(parents, qo_len: int, kv_len: int) -> np.ndarray:
     return visible
 
 
-def _attend(q, q_indptr, k, v, kv_len, masks, sm_scale: float) -> PrefillResult:
+def attend(q, q_indptr, k, v, kv_len, masks, sm_scale: float) -> PrefillResult:
     """Softmax attention of every query row over its sequence's visible rows.
 
-    q [total_q, Hq, D] and k [B, Hkv, L, D] are already rotated; masks[b] is bool [qo_len[b], kv_len[b]].
+    q [total_q, Hq, D] and k [B, Hkv, L, D] are already rotated (`rotated`); masks[b] is bool
+    [qo_len[b], kv_len[b]]. The reference functions below call it once their rows are gathered and
+    rotated; a query row's result depends only on its own q, mask row and sequence, so the rows of
+    a sequence may be attended a block at a time on the same K and V.
     Query head h reads kv head h // G, so the products are formed per (sequence, kv head) as one
     [qo_len G, D] @ [D, L] matrix product, and the weighted sum of V as one [qo_len G, L] @ [L, Dv]
     product: with qo_len = 1 the shapes references.decode uses per sequence.
@@ -211,6 +214,13 @@ class _Rotary:
         return self.round(self.rotate(x, positions, **self.options)) if self.enabled else x
 
 
+def rotated(x, positions, *, rotary_mode: int, rope_theta: float = 1e4, rope_scale: float = 1.0,
+            llama3: Llama3Scaling | None = None, rope_pairing: str = "neox", rotary_dtype=None) -> np.ndarray:
+    """x (float64 [..., D]) rotated at `positions` (broadcast against x's leading axes) as the
+    kernels' inline RoPE rotates q and K rows, rounded to rotary_dtype; x itself with rotary_mode 0."""
+    return _Rotary(rotary_mode, rope_theta, rope_scale, llama3, rope_pairing, rotary_dtype)(x, positions)
+
+
 def _rope_positions(rotary: _Rotary, q_rope_position, k_rope_pos_offset, total_q: int, batch: int):
     if not rotary.enabled:
         return None, None
@@ -255,7 +265,7 @@ def paged_prefill_attention(q, q_indptr, pages, page_indptr, page_values, length
     if rotary.enabled:
         q = rotary(q, q_pos[:, None])
         k = rotary(k, k_pos[:, None, None] + np.arange(k.shape[2]))
-    return _attend(q, q_indptr, k, v, kv_len, masks, sm_scale)
+    return attend(q, q_indptr, k, v, kv_len, masks, sm_scale)
 
 
 def _ragged_kv(q, q_indptr, k, v, kv_indptr):
@@ -306,7 +316,7 @@ def ragged_prefill_attention(q, q_indptr, k, v, kv_indptr, *, sm_scale: float, c
     if rotary.enabled:
         q = rotary(q, q_pos[:, None])
         k = rotary(k, k_pos[:, None, None] + np.arange(k.shape[2]))
-    return _attend(q, q_indptr, k, v, kv_len, masks, sm_scale)
+    return attend(q, q_indptr, k, v, kv_len, masks, sm_scale)
 
 
 def _trees(token_tree_parent_ptr, tree_order_indptr, batch: int) -> list[np.ndarray]:
@@ -348,7 +358,7 @@ def tree_attention(q, q_indptr, k, v, kv_indptr, token_tree_parent_ptr, tree_ord
         rows = kv_indptr[:-1, None] + np.arange(k.shape[2])
         k_pos = np.where(np.arange(k.shape[2]) < kv_len[:, None], q_pos[np.minimum(rows, q_pos.size - 1)], 0)
         k = rotary(k, k_pos[:, None, :])  # past kv_len k is 0 and stays 0
-    return _attend(q, q_indptr, k, v, kv_len, masks, sm_scale)
+    return attend(q, q_indptr, k, v, kv_len, masks, sm_scale)
 
 
 def paged_tree_attention(q, q_indptr, pages, page_indptr, page_values, length_info, token_tree_parent_ptr,
@@ -371,4 +381,4 @@ def paged_tree_attention(q, q_indptr, pages, page_indptr, page_values, length_in
     trees = _trees(token_tree_parent_ptr, tree_order_indptr, batch)
     qo_len = np.diff(q_indptr)
     masks = [tree_mask(trees[b], int(qo_len[b]), int(kv_len[b])) for b in range(batch)]
-    return _attend(q, q_indptr, k, v, kv_len, masks, sm_scale)
+    return attend(q, q_indptr, k, v, kv_len, masks, sm_scale)

@@ -44,6 +44,7 @@ Rows that see nothing get budget 0 here; the contracts state TVM's convention fo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -63,20 +64,56 @@ from verify.budgets.wgsl_accuracy import division_rel, log2_abs, rounding_rel
 EMPTY_MAX = -5e4
 #: Smallest f32 subnormal, the unit of WGSL exp2's error below the normal range.
 SUBNORMAL = 2.0**-149
-#: Query rows budgeted at once: keeps the [rows, Hq, L] work arrays to tens of megabytes.
-ROW_BLOCK_CELLS = 4_000_000
+#: Query rows budgeted at once: keeps each [rows, Hq, L] float64 work array at 16 MB, under the
+#: 32 MiB above which glibc's malloc maps every allocation afresh (and the kernel zeroes its pages
+#: on first touch) instead of reusing freed memory (verify.session's worker tuning).
+ROW_BLOCK_CELLS = 2_000_000
+
+
+@dataclass(frozen=True)
+class ContextTerms:
+    """One sequence's context as prefill_budget reads it: the right-hand sides of the logit error's
+    two products, delta / c = |q|.k_q + e_q.k_e (see prefill_budget), and |V|. They depend on
+    the context alone, so a caller budgeting a sequence's rows a block at a time forms them once
+    (`context_terms`); a block that sees only the first L' rows reads their first L' columns."""
+
+    k_q: np.ndarray          # [Hkv, D, L] (gamma_{D+3}(r) + u) |k| (+ e_k with rotary)
+    k_e: np.ndarray | None   # [Hkv, D, L] |k| + e_k with rotary, else None
+    v_abs: np.ndarray        # [Hkv, L, Dv]
+
+
+def context_terms(k, v, qkv_dtype: str, *, rotary_mode: int = 0, rope_theta: float = 1e4, rope_scale: float = 1.0,
+                  k_positions=None, llama3=None) -> ContextTerms:
+    """ContextTerms of one sequence's (rotated, stored) K [Hkv, L, D] and V [Hkv, L, Dv]; with
+    rotary_mode 1, k_positions [L] holds each K row's position."""
+    head_dim = k.shape[-1]
+    r, u = rounding_rel(ACC), unit_roundoff(ACC)
+    kt = np.abs(k).transpose(0, 2, 1)  # [Hkv, D, L]
+    k_q, k_e = (gamma(head_dim + 3, r) + u) * kt, None
+    if rotary_mode == 1:
+        from verify.budgets.rope import rope_angle_rel
+        from verify.references.rope import rope_frequencies
+
+        freq = rope_frequencies(head_dim, rope_theta, llama3) * rope_scale
+        angles = np.asarray(k_positions)[:, None] * freq
+        angle_rel = rope_angle_rel(head_dim, rope_theta, llama3)
+        e_kt = _rotated_input_error(k, angles, angle_rel, qkv_dtype).transpose(0, 2, 1)
+        k_q, k_e = k_q + e_kt, kt + e_kt
+    return ContextTerms(k_q, k_e, np.abs(v))
 
 
 def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int = 0, rope_theta: float = 1e4,
                    rope_scale: float = 1.0, q_positions=None, k_positions=None, llama3=None,
-                   lse_dtype: str = "f32", processed=None, hidden_v=None):
+                   lse_dtype: str = "f32", processed=None, hidden_v=None, contexts=None):
     """Budgets (for o [T, Hq, Dv], for lse2 [T, Hq]) of a prefill kernel: see the module docstring.
 
     `result` is references.prefill.PrefillResult. q_positions [T] and k_positions [B, Lmax] give
     each rotated row's position (rotary_mode 1). `processed` [B] is the number of context columns
     the kernel walks for each sequence's rows (default: its kv_len) and `hidden_v` [B, Hkv, Dv]
     sum_c |V_c| over them (default: over the result's rows); a caller that evaluates a sequence's
-    rows on a truncated context (an equal sub-problem) passes the whole sequence's.
+    rows on a truncated context (an equal sub-problem) passes the whole sequence's. `contexts`
+    holds each sequence's ContextTerms where the caller formed them already (over at least its
+    kv_len rows); by default they are formed here.
     """
     q, k, v = result.q, result.k, result.v
     total, qo_heads, head_dim = q.shape
@@ -84,7 +121,7 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
     v_dim = v.shape[-1]
     group = qo_heads // kv_heads
     c = sm_scale * math.log2(math.e)
-    r, u = rounding_rel(ACC), unit_roundoff(ACC)
+    r = rounding_rel(ACC)
     kv_len = np.asarray(result.kv_len, np.int64)
     processed = kv_len if processed is None else np.asarray(processed, np.int64)
     hidden_v = np.abs(v).sum(axis=2) if hidden_v is None else np.asarray(hidden_v, np.float64)
@@ -102,16 +139,14 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
         begin, end, length = int(indptr[b]), int(indptr[b + 1]), int(kv_len[b])
         if begin == end:
             continue
-        kb, vb = np.abs(k[b, :, :length]), np.abs(v[b, :, :length])  # [Hkv, L, D], [Hkv, L, Dv]
-        kt = kb.transpose(0, 2, 1)  # [Hkv, D, L]
         # delta / c = (gamma + u) |q|.|k| + e_q.|k| + |q|.e_k + e_q.e_k (rotary) = |q|.k_q + e_q.k_e:
         # two products of non-negative terms, their right-hand sides formed once per sequence.
-        k_q = (gamma(head_dim + 3, r) + u) * kt
-        if rotary:
-            e_kt = _rotated_input_error(k[b, :, :length], np.asarray(k_positions)[b, :length, None] * freq,
-                                        angle_rel, qkv_dtype).transpose(0, 2, 1)
-            k_q = k_q + e_kt
-            k_e = kt + e_kt
+        terms = contexts[b] if contexts is not None else context_terms(
+            k[b, :, :length], v[b, :, :length], qkv_dtype, rotary_mode=rotary_mode, rope_theta=rope_theta,
+            rope_scale=rope_scale, k_positions=None if k_positions is None else np.asarray(k_positions)[b, :length],
+            llama3=llama3)
+        k_q, vb = terms.k_q[..., :length], terms.v_abs[:, :length]  # [Hkv, D, L], [Hkv, L, Dv]
+        k_e = terms.k_e[..., :length] if rotary else None
         step = max(1, ROW_BLOCK_CELLS // max(1, qo_heads * max(length, 1)))
         for start in range(begin, end, step):
             stop = min(end, start + step)

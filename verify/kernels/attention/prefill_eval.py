@@ -29,14 +29,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.budgets.prefill import prefill_budget
+from verify.budgets.prefill import context_terms, prefill_budget
 from verify.budgets.roundoff import numpy_dtype
 from verify.fastpath.memo import CaseMemo
 from verify.references import prefill as reference
 from verify.references.paged_kv import attended_length, gather_kv
 
-#: (query rows x heads x context rows) evaluated in one reference call: 8e6 float64 logits, 64 MB.
-PLAIN_CELLS = 8_000_000
+#: (query rows x heads x context rows) evaluated in one reference call or row block: 2e6 float64
+#: logits, 16 MB an array. Above 32 MiB glibc's malloc maps each array afresh and the kernel zeroes
+#: its pages on first touch: with 8e6 a long case spent more time there than in the arithmetic.
+PLAIN_CELLS = 2_000_000
+#: The fewest query rows in a block: each block's matrix products read the whole context once
+#: (K, its error terms and V), so a long context's blocks need rows enough to pay for that read.
+MIN_BLOCK_ROWS = 16
 KINDS = ("paged", "ragged", "tree", "paged_tree")
 
 
@@ -167,61 +172,36 @@ def _context_lengths(problem: PrefillProblem) -> np.ndarray:
 
 
 def _mostly_padding(problem: PrefillProblem, kv_len: np.ndarray, plain_cells: int) -> bool:
-    """Whether one reference call would spend most of its logits on padding: it lays every sequence
-    out to the longest context ([T, Hq, Lmax]), so a batch of one long context beside short ones
-    computes, rotates and budgets the long one's length for every row. Sequence by sequence the
-    same rows cost their own contexts only. kv_len: _context_lengths(problem)."""
+    """Whether one reference call would spend most of its work on padding: it lays every sequence
+    out to the longest context (logits [T, Hq, Lmax], K and V [B, Hkv, Lmax, D]), so a batch of one
+    long context beside short ones computes, rotates and budgets the long one's length for every
+    row and gathers it for every sequence. Sequence by sequence the same rows cost their own
+    contexts only. kv_len: _context_lengths(problem)."""
+    q = problem.arrays["q"]
     qo_len = np.diff(np.asarray(problem.arrays["q_indptr"], np.int64))
-    padded = int(qo_len.sum()) * int(kv_len.max(initial=0))
-    return padded * problem.arrays["q"].shape[1] > plain_cells // 8 and padded > 2 * int(qo_len @ kv_len)
+    longest, heads = int(kv_len.max(initial=0)), q.shape[1]
+    row_values = 2 * q.shape[2]  # a context row's K and V values per kv head (D = Dv for the paged kernels)
+    kv_heads = problem.arrays["k"].shape[1] if problem.kind == "ragged" else problem.arrays["pages"].shape[2]
+    padded = int(qo_len.sum()) * longest * heads + kv_len.size * longest * kv_heads * row_values
+    useful = int(qo_len @ kv_len) * heads + int(kv_len.sum()) * kv_heads * row_values
+    return padded > plain_cells // 8 and padded > 2 * useful
 
 
 def _sequence_context(problem: PrefillProblem, b: int):
-    """(kv_len, V [1, Hkv, L, Dv] float64) of sequence b."""
+    """(kv_len, K [1, Hkv, L, D], V [1, Hkv, L, Dv]) of sequence b, float64 as stored (not rotated)."""
     a = problem.arrays
     if problem.kind == "ragged":
         indptr = np.asarray(a["kv_indptr"], np.int64)
-        v = np.asarray(a["v"][indptr[b]:indptr[b + 1]], np.float64).transpose(1, 0, 2)[None]
-        return int(indptr[b + 1] - indptr[b]), v
+        k, v = (np.asarray(a[name][indptr[b]:indptr[b + 1]], np.float64).transpose(1, 0, 2)[None] for name in "kv")
+        return int(indptr[b + 1] - indptr[b]), k, v
     sliding = bool(problem.options.get("sliding_window", False))
     info = np.asarray(a["length_info"])
     info_b = info[:, b:b + 1] if sliding else info[b:b + 1]
     indptr = np.asarray(a["page_indptr"], np.int64)
     values = np.asarray(a["page_values"])[indptr[b]:indptr[b + 1]]
-    _, v, length = gather_kv(a["pages"], np.array([0, values.size]), values, info_b,
+    k, v, length = gather_kv(a["pages"], np.array([0, values.size]), values, info_b,
                              problem.options.get("page_size"), sliding)
-    return int(length[0]), v
-
-
-def _sub_problem(problem: PrefillProblem, b: int, start: int, stop: int, kv_len: int) -> PrefillProblem:
-    """Rows [start, stop) of sequence b on the first `visible` context rows (see the module docstring)."""
-    a, o = problem.arrays, problem.options
-    q0 = int(np.asarray(a["q_indptr"])[b])
-    qo_len = int(np.asarray(a["q_indptr"])[b + 1]) - q0
-    causal, window = bool(o.get("causal", True)), _window(problem)
-    visible = kv_len - qo_len + stop if causal and not window else kv_len
-    options = dict(o, sliding_window_size=window - start) if window else o
-    arrays = {"q": a["q"][q0 + start:q0 + stop], "q_indptr": np.array([0, stop - start], np.int32)}
-    if "q_rope_position" in a:
-        arrays["q_rope_position"] = a["q_rope_position"][q0 + start:q0 + stop]
-    if "k_rope_pos_offset" in a:
-        arrays["k_rope_pos_offset"] = a["k_rope_pos_offset"][b:b + 1]
-    if problem.kind == "ragged":
-        k0 = int(np.asarray(a["kv_indptr"])[b])
-        arrays.update(k=a["k"][k0:k0 + visible], v=a["v"][k0:k0 + visible], kv_indptr=np.array([0, visible], np.int32))
-    else:
-        page_size = int(o.get("page_size") or a["pages"].shape[3])
-        indptr = np.asarray(a["page_indptr"], np.int64)
-        if o.get("sliding_window", False):  # causal 0 here: the whole context, sinks and window as stored
-            values = a["page_values"][indptr[b]:indptr[b + 1]]
-            info = a["length_info"][:, b:b + 1]
-        else:
-            pages = -(-visible // page_size)
-            values = a["page_values"][indptr[b]:indptr[b] + pages]
-            info = np.array([(visible - 1) % page_size + 1 if visible else 0], np.int32)
-        arrays.update(pages=a["pages"], page_indptr=np.array([0, values.size], np.int32), page_values=values,
-                      length_info=info)
-    return PrefillProblem(problem.kind, arrays, options, problem.qkv_dtype, problem.lse_dtype)
+    return int(length[0]), k, v
 
 
 def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> PrefillEvaluation:
@@ -238,36 +218,60 @@ def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> Prefill
 
 
 def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation:
-    """Each sequence's rows on its own context, in row blocks of about `plain_cells` logits."""
-    q = problem.arrays["q"]
+    """Each sequence's rows on its own context, in row blocks of about `plain_cells` logits.
+
+    A sequence's context is gathered and rotated once, and so are the budget's terms of it
+    (verify.budgets.prefill.ContextTerms); each block attends its rows' slice of the sequence's
+    mask over the context rows it can see (references.prefill.attend). Forming the context again
+    for every block cost more than the block itself once the context was long: a 4096-row prompt on
+    8192 rows re-gathered and re-rotated 268 MB of K and V per block of 7 rows."""
+    a, o = problem.arrays, problem.options
+    q = a["q"]
     total, heads = q.shape[0], q.shape[1]
-    batch = np.asarray(problem.arrays["q_indptr"]).size - 1
-    contexts = [_sequence_context(problem, b) for b in range(batch)]
-    q_indptr = np.asarray(problem.arrays["q_indptr"], np.int64)
-    v_dim = contexts[0][1].shape[-1] if contexts else q.shape[2]
-    o, o_budget = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim))
+    q_indptr = np.asarray(a["q_indptr"], np.int64)
+    causal, window = bool(o.get("causal", True)), _window(problem)
+    rope = dict(rotary_mode=int(o.get("rotary_mode", 0)), rope_theta=o.get("rope_theta", 1e4),
+                rope_scale=o.get("rope_scale", 1.0), llama3=o.get("llama3"))
+    rounding = numpy_dtype(problem.qkv_dtype) if problem.rotary else None
+    v_dim = (a["v"] if problem.kind == "ragged" else a["pages"]).shape[-1]
+    o_, o_budget = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim))
     lse2, lse_budget, top = np.full((total, heads), -np.inf), np.zeros((total, heads)), np.full((total, heads), -np.inf)
     v_low, v_high, walked = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim)), np.zeros(total, np.int64)
-    for b, (kv_len, v) in enumerate(contexts):
+    for b in range(q_indptr.size - 1):
         begin, end = int(q_indptr[b]), int(q_indptr[b + 1])
         if begin == end:
             continue
+        kv_len, k, v = _sequence_context(problem, b)
+        q_pos = k_pos = None
+        if problem.rotary:
+            q_pos = np.asarray(a["q_rope_position"], np.int64)[begin:end]
+            k_pos = int(np.asarray(a["k_rope_pos_offset"], np.int64)[b]) + np.arange(kv_len)
+            k = reference.rotated(k, k_pos[None, None, :], rotary_dtype=rounding, **rope)
+        q_b = reference.rotated(np.asarray(q[begin:end], np.float64), None if q_pos is None else q_pos[:, None],
+                                rotary_dtype=rounding, **rope)
+        terms = context_terms(k[0], v[0], problem.qkv_dtype, k_positions=k_pos, **rope)
         hidden_v = np.abs(v).sum(axis=2)  # [1, Hkv, Dv]
-        group = heads // v.shape[1]
-        low, high = _v_range(v, [kv_len], group)
-        step = max(1, plain_cells // (heads * max(kv_len, 1)))
+        low, high = _v_range(v, [kv_len], heads // v.shape[1])
+        mask = reference.prefill_mask(end - begin, kv_len, causal=causal, sliding_window_size=window)
+        step = max(MIN_BLOCK_ROWS, plain_cells // (heads * max(kv_len, 1)))
         for start in range(0, end - begin, step):
             stop = min(end - begin, start + step)
-            if _window(problem) and start >= _window(problem):
+            if window and start >= window:
                 continue  # past the window: o 0, lse -inf, budget 0, as initialised
-            sub = _sub_problem(problem, b, start, stop, kv_len)
-            result = sub.reference()
-            ob, lb = sub.budget(result, processed=[kv_len], hidden_v=hidden_v)
+            visible = kv_len - (end - begin) + stop if causal and not window else kv_len
+            result = reference.attend(q_b[start:stop], np.array([0, stop - start]), k[:, :, :visible],
+                                      v[:, :, :visible], np.array([visible]), [mask[start:stop, :visible]],
+                                      o["sm_scale"])
+            ob, lb = prefill_budget(result, problem.qkv_dtype, sm_scale=o["sm_scale"],
+                                    q_positions=None if q_pos is None else q_pos[start:stop],
+                                    k_positions=None if k_pos is None else k_pos[None, :visible],
+                                    lse_dtype=problem.lse_dtype, processed=[kv_len], hidden_v=hidden_v,
+                                    contexts=[terms], **rope)
             rows = slice(begin + start, begin + stop)
-            o[rows], lse2[rows], o_budget[rows], lse_budget[rows] = result.o, result.lse2, ob, lb
+            o_[rows], lse2[rows], o_budget[rows], lse_budget[rows] = result.o, result.lse2, ob, lb
             top[rows] = result.logits2.max(axis=-1, initial=-np.inf)
         v_low[begin:end], v_high[begin:end], walked[begin:end] = low[0], high[0], kv_len
-    return PrefillEvaluation(o, lse2, o_budget, lse_budget, top, v_low, v_high, walked)
+    return PrefillEvaluation(o_, lse2, o_budget, lse_budget, top, v_low, v_high, walked)
 
 
 _MEMO = CaseMemo()
