@@ -35,9 +35,10 @@ from verify.fastpath.memo import CaseMemo
 from verify.references import prefill as reference
 from verify.references.paged_kv import attended_length, gather_kv
 
-#: (query rows x heads x context rows) evaluated in one reference call or row block: 2e6 float64
-#: logits, 16 MB an array. Above 32 MiB glibc's malloc maps each array afresh and the kernel zeroes
-#: its pages on first touch: with 8e6 a long case spent more time there than in the arithmetic.
+#: (query rows x heads x context rows, or x V's head dim where that is larger: the outputs and
+#: their budgets) evaluated in one reference call or row block: 2e6 float64 values, 16 MB an
+#: array. Above 32 MiB glibc's malloc maps each array afresh and the kernel zeroes its pages on
+#: first touch: with 8e6 a long case spent more time there than in the arithmetic.
 PLAIN_CELLS = 2_000_000
 #: The fewest query rows in a block: each block's matrix products read the whole context once
 #: (K, its error terms and V), so a long context's blocks need rows enough to pay for that read.
@@ -187,6 +188,10 @@ def _mostly_padding(problem: PrefillProblem, kv_len: np.ndarray, plain_cells: in
     return padded > plain_cells // 8 and padded > 2 * useful
 
 
+def _v_dim(problem: PrefillProblem) -> int:
+    return (problem.arrays["v"] if problem.kind == "ragged" else problem.arrays["pages"]).shape[-1]
+
+
 def _sequence_context(problem: PrefillProblem, b: int):
     """(kv_len, K [1, Hkv, L, D], V [1, Hkv, L, Dv]) of sequence b, float64 as stored (not rotated)."""
     a = problem.arrays
@@ -211,7 +216,7 @@ def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> Prefill
     if not _chunkable(problem):
         return evaluate_plain(problem)
     q, kv_len = problem.arrays["q"], _context_lengths(problem)
-    cells = q.shape[0] * q.shape[1] * max(int(kv_len.max(initial=0)), 1)
+    cells = q.shape[0] * q.shape[1] * max(int(kv_len.max(initial=0)), _v_dim(problem), 1)
     if cells <= plain_cells and not _mostly_padding(problem, kv_len, plain_cells):
         return evaluate_plain(problem)
     return _by_sequence(problem, plain_cells)
@@ -233,7 +238,7 @@ def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation
     rope = dict(rotary_mode=int(o.get("rotary_mode", 0)), rope_theta=o.get("rope_theta", 1e4),
                 rope_scale=o.get("rope_scale", 1.0), llama3=o.get("llama3"))
     rounding = numpy_dtype(problem.qkv_dtype) if problem.rotary else None
-    v_dim = (a["v"] if problem.kind == "ragged" else a["pages"]).shape[-1]
+    v_dim = _v_dim(problem)
     o_, o_budget = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim))
     lse2, lse_budget, top = np.full((total, heads), -np.inf), np.zeros((total, heads)), np.full((total, heads), -np.inf)
     v_low, v_high, walked = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim)), np.zeros(total, np.int64)
@@ -253,7 +258,7 @@ def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation
         hidden_v = np.abs(v).sum(axis=2)  # [1, Hkv, Dv]
         low, high = _v_range(v, [kv_len], heads // v.shape[1])
         mask = reference.prefill_mask(end - begin, kv_len, causal=causal, sliding_window_size=window)
-        step = max(MIN_BLOCK_ROWS, plain_cells // (heads * max(kv_len, 1)))
+        step = max(MIN_BLOCK_ROWS, plain_cells // (heads * max(kv_len, v_dim, 1)))
         for start in range(0, end - begin, step):
             stop = min(end - begin, start + step)
             if window and start >= window:
