@@ -413,6 +413,32 @@ def test_prefill_budget_of_a_row_that_sees_its_whole_context_is_decodes():
     np.testing.assert_allclose(ev.lse_budget[rows], lse_budget, rtol=1e-12)
 
 
+@pytest.mark.parametrize("kernel_class, overrides", [(TvmPrefill, dict(causal=1)), (TvmPrefill, dict(causal=0)),
+                                                     (TvmPrefillRagged, dict(causal=1))])
+def test_the_last_rows_expected_alone_are_the_whole_cases_rows(kernel_class, overrides):
+    """prefill_vs_decode evaluates only the rows it compares (prefill_cases.last_rows): their
+    bounds, budgets and conventions are the whole case's rows', to float64 rounding, with rope on
+    and off, a sequence without query rows among them."""
+    from verify.kernels.attention.checks import _rows_of
+
+    kernel = kernel_class()
+    config = kernel.config(dict(SMALL, **overrides))
+    checked = 0
+    for rotary in (0, 1):
+        case = found(kernel.raw_cases(config, "ci"), lambda c, r=rotary: c.params["rotary_mode"] == r and
+                     max(c.params["qo_lens"]) >= 3 and 0 in c.params["qo_lens"] and max(c.params["kv_lens"]) > 0)
+        _, rows = kernel.decode_view(config, case)
+        whole = [_rows_of(e, rows[rows >= 0]) for e in kernel.expected(config, case)]
+        alone = kernel.last_rows_expected(config, case)
+        for w, a in zip(whole, alone, strict=True):
+            assert w.name == a.name and w.lo.shape == a.lo.shape == (int((rows >= 0).sum()),) + w.lo.shape[1:]
+            for field in ("lo", "hi", "budget"):
+                np.testing.assert_allclose(getattr(a, field), getattr(w, field), rtol=1e-9, atol=1e-300)
+            np.testing.assert_array_equal(a.convention, w.convention)
+        checked += 1
+    assert checked == 2
+
+
 # -- TVM's kernels under the checks ----------------------------------------------------------------------------
 PASSING = [
     ("tvm.prefill", dict(SMALL, causal=1), ("reference", "causal_split", "prefill_vs_decode", "page_permutation")),

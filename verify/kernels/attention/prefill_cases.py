@@ -637,6 +637,23 @@ def last_rows_as_decode(case: Case, layout: str, page_size: int = 16) -> tuple[C
     return Case(arrays, params), last
 
 
+def last_rows(case: Case) -> Case:
+    """The prefill case of every sequence's last query row alone, on the same context: the rows
+    last_rows_as_decode takes, in the same order (sequences without query rows keep none).
+
+    Their reference and budget are those rows' in the whole case, since a row's depend only on its
+    own query, position, mask row and sequence, and a chunk of one row sees what the chunk's last
+    row sees (c < kv_len, with the causal mask or without); prefill_vs_decode reads only these rows,
+    and evaluating the whole chunk for them cost its every row (4096 of them for a long prompt)."""
+    q_indptr = np.asarray(case["q_indptr"], np.int64)
+    has = np.diff(q_indptr) > 0
+    last = q_indptr[1:][has] - 1
+    positions = case["q_rope_position"]
+    arrays = {"q": case["q"][last], "q_indptr": _indptr(has.astype(np.int64)),
+              "q_rope_position": positions[last] if positions.size == case["q"].shape[0] else positions}
+    return case.replace(arrays, qo_lens=has.astype(int).tolist())
+
+
 # -- pinned cases (outside Hypothesis) --------------------------------------------------------------------
 def explicit_paged_case(config: dict, qo_lens, kv_lens, *, causal: bool, seed: int = 0, spare_pages: int = 2) -> Case:
     """A paged prefill case with exactly these lengths: N(0,1) values, shuffled pages with NaN spares,

@@ -49,6 +49,7 @@ from verify.gpu import Output
 from verify.kernels.attention.common import DTYPE, KV_HEADS, PAGE_SIZE, QO_HEADS, STORAGE, dtype_features
 from verify.kernels.attention.prefill_cases import (
     dense_prefill_cases,
+    last_rows,
     last_rows_as_decode,
     paged_prefill_cases,
     ragged_prefill_cases,
@@ -356,6 +357,10 @@ class TvmPrefillKernel(Kernel):
 
     def decode_view(self, config, case):
         return last_rows_as_decode(case, self.layout_kind, config.get("page_size", 16))
+
+    def last_rows_expected(self, config, case):
+        """expected() of decode_view's prefill rows alone, in its order (prefill_cases.last_rows)."""
+        return self.expected(config, last_rows(case))
 
     def below_floor_cases(self, config, profile):
         """The kernel's cases moved wholly below TVM's floor (`below_floor`): q all A, every stored
