@@ -182,7 +182,9 @@ def test_sequence_tile_is_tvms_row_tile(head_dim, dtype, tile):
 
 # -- cases --------------------------------------------------------------------------------------------------
 def found(strategy, condition, examples=3000):
-    return find(strategy, condition, settings=settings(max_examples=examples, database=None,
+    """The first example of `strategy` meeting `condition`, from a fixed seed: a search that finds
+    its example on one seed and not on another would make the test flaky."""
+    return find(strategy, condition, settings=settings(max_examples=examples, database=None, derandomize=True,
                                                        suppress_health_check=list(HealthCheck)))
 
 
