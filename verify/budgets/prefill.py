@@ -146,7 +146,7 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
             rope_scale=rope_scale, k_positions=None if k_positions is None else np.asarray(k_positions)[b, :length],
             llama3=llama3)
         k_q, vb = terms.k_q[..., :length], terms.v_abs[:, :length]  # [Hkv, D, L], [Hkv, L, Dv]
-        k_e = terms.k_e[..., :length] if rotary else None
+        k_e = None if terms.k_e is None else terms.k_e[..., :length]  # formed exactly with rotary_mode 1
         step = max(1, ROW_BLOCK_CELLS // max(1, qo_heads * max(length, 1)))
         for start in range(begin, end, step):
             stop = min(end, start + step)
@@ -154,7 +154,7 @@ def prefill_budget(result, qkv_dtype: str, *, sm_scale: float, rotary_mode: int 
             logits = result.logits2[start:stop, :, :length]  # [rows, Hq, L]
             qg = np.abs(q[start:stop]).reshape(rows, kv_heads, group, head_dim)
             delta = per_kv_head(qg, k_q)  # [rows, Hkv, G, L]
-            if rotary:
+            if k_e is not None:
                 e_q = _rotated_input_error(q[start:stop], np.asarray(q_positions)[start:stop, None, None] * freq,
                                            angle_rel, qkv_dtype).reshape(rows, kv_heads, group, head_dim)
                 delta = delta + per_kv_head(e_q, k_e)

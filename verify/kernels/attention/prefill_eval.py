@@ -115,28 +115,43 @@ class PrefillProblem:
 @dataclass(frozen=True)
 class PrefillEvaluation:
     """A case's reference outputs and budgets, and what the contracts' conventions read: which
-    rows see nothing, each row's largest base-2 logit, and the range of each sequence's V per row
-    (rows that see nothing get a convex combination of hidden V rows from TVM's kernels)."""
+    rows see nothing, each row's largest base-2 logit, and the range of each sequence's V (rows
+    that see nothing get a convex combination of hidden V rows from TVM's kernels). The range is
+    kept per sequence: a row's copy of it ([T, Hq, Dv], twice) cost as much to write as a long
+    prompt's outputs, and only the rows that see nothing read it."""
 
     o: np.ndarray            # [T, Hq, Dv]
     lse2: np.ndarray         # [T, Hq], -inf where the row sees nothing
     o_budget: np.ndarray     # [T, Hq, Dv]
     lse_budget: np.ndarray   # [T, Hq]
     top_logit2: np.ndarray   # [T, Hq], -inf where the row sees nothing
-    v_low: np.ndarray        # [T, Hq, Dv] min(0, min_c V_c) over the row's sequence's context
-    v_high: np.ndarray       # [T, Hq, Dv] max(0, max_c V_c)
+    sequence_v_low: np.ndarray   # [B, Hq, Dv] min(0, min_c V_c) over each sequence's context
+    sequence_v_high: np.ndarray  # [B, Hq, Dv] max(0, max_c V_c)
+    sequence: np.ndarray     # [T] the sequence of each row
     walked: np.ndarray       # [T] context columns the kernel walks for the row (its sequence's kv_len)
 
     @property
     def sees_nothing(self) -> np.ndarray:
         return np.isneginf(self.lse2)
 
+    @property
+    def v_low(self) -> np.ndarray:
+        """[T, Hq, Dv]: each row's sequence's sequence_v_low."""
+        return self.sequence_v_low[self.sequence]
+
+    @property
+    def v_high(self) -> np.ndarray:
+        return self.sequence_v_high[self.sequence]
+
 
 def _v_range(v, kv_len, group: int):
     """Per sequence [B, Hq, Dv]: min(0, min_c V_c) and max(0, max_c V_c) over c < kv_len."""
-    valid = (np.arange(v.shape[2]) < np.asarray(kv_len)[:, None])[:, None, :, None]
-    low = np.minimum(np.where(valid, v, 0.0).min(axis=2, initial=0.0), 0.0)
-    high = np.maximum(np.where(valid, v, 0.0).max(axis=2, initial=0.0), 0.0)
+    if np.all(np.asarray(kv_len) == v.shape[2]):  # no padding to mask (a sequence's own context)
+        low, high = v.min(axis=2, initial=0.0), v.max(axis=2, initial=0.0)
+    else:
+        valid = (np.arange(v.shape[2]) < np.asarray(kv_len)[:, None])[:, None, :, None]
+        low = np.where(valid, v, 0.0).min(axis=2, initial=0.0)
+        high = np.where(valid, v, 0.0).max(axis=2, initial=0.0)
     return np.repeat(low, group, axis=1), np.repeat(high, group, axis=1)
 
 
@@ -148,7 +163,7 @@ def evaluate_plain(problem: PrefillProblem) -> PrefillEvaluation:
     low, high = _v_range(result.v, result.kv_len, group)
     sequence = np.repeat(np.arange(result.kv_len.size), result.qo_len)
     top = result.logits2.max(axis=-1, initial=-np.inf)
-    return PrefillEvaluation(result.o, result.lse2, o_budget, lse_budget, top, low[sequence], high[sequence],
+    return PrefillEvaluation(result.o, result.lse2, o_budget, lse_budget, top, low, high, sequence,
                              result.kv_len[sequence])
 
 
@@ -241,7 +256,9 @@ def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation
     v_dim = _v_dim(problem)
     o_, o_budget = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim))
     lse2, lse_budget, top = np.full((total, heads), -np.inf), np.zeros((total, heads)), np.full((total, heads), -np.inf)
-    v_low, v_high, walked = np.zeros((total, heads, v_dim)), np.zeros((total, heads, v_dim)), np.zeros(total, np.int64)
+    batch = q_indptr.size - 1
+    v_low, v_high = np.zeros((batch, heads, v_dim)), np.zeros((batch, heads, v_dim))
+    sequence, walked = np.repeat(np.arange(batch), np.diff(q_indptr)), np.zeros(total, np.int64)
     for b in range(q_indptr.size - 1):
         begin, end = int(q_indptr[b]), int(q_indptr[b + 1])
         if begin == end:
@@ -275,8 +292,8 @@ def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation
             rows = slice(begin + start, begin + stop)
             o_[rows], lse2[rows], o_budget[rows], lse_budget[rows] = result.o, result.lse2, ob, lb
             top[rows] = result.logits2.max(axis=-1, initial=-np.inf)
-        v_low[begin:end], v_high[begin:end], walked[begin:end] = low[0], high[0], kv_len
-    return PrefillEvaluation(o_, lse2, o_budget, lse_budget, top, v_low, v_high, walked)
+        v_low[b], v_high[b], walked[begin:end] = low[0], high[0], kv_len
+    return PrefillEvaluation(o_, lse2, o_budget, lse_budget, top, v_low, v_high, sequence, walked)
 
 
 _MEMO = CaseMemo()

@@ -171,8 +171,8 @@ LLAMA3_CSE = ("apache-tvm 0.27 cannot build {build} for webgpu: its TIR common-s
 def _empty_output_budget(low, high, walked, dtype: str):
     """Budget of a row that sees nothing: TVM stores sum_{hidden c} V_c / (1 + n), a combination of
     V rows with weights summing to at most 1, summed in f32 over the walked columns and stored."""
-    extent = np.maximum(np.abs(low), np.abs(high))
-    return gamma(np.asarray(walked, np.float64) + 2, rounding_rel("f32"))[:, None, None] * extent + \
+    extent = np.maximum(np.abs(low), np.abs(high))  # [rows, Dv] of walked [rows]
+    return gamma(np.asarray(walked, np.float64) + 2, rounding_rel("f32"))[:, None] * extent + \
         faithful_rounding_bound(extent, dtype)
 
 
@@ -278,10 +278,15 @@ class TvmPrefillKernel(Kernel):
         ev = self.evaluation(config, case)
         nothing = ev.sees_nothing
         dtype = config["dtype"]
+        o_lo = o_hi = ev.o
+        o_budget = ev.o_budget
+        if nothing.any():  # those rows alone: their sequence's V range, its budget
+            row, head = np.nonzero(nothing)
+            low, high = ev.sequence_v_low[ev.sequence[row], head], ev.sequence_v_high[ev.sequence[row], head]
+            o_lo, o_hi, o_budget = ev.o.copy(), ev.o.copy(), ev.o_budget.copy()
+            o_lo[row, head], o_hi[row, head] = low, high
+            o_budget[row, head] = _empty_output_budget(low, high, ev.walked[row], dtype)
         rows = nothing[..., None]
-        o_lo = np.where(rows, ev.v_low, ev.o)
-        o_hi = np.where(rows, ev.v_high, ev.o)
-        o_budget = np.where(rows, _empty_output_budget(ev.v_low, ev.v_high, ev.walked, dtype), ev.o_budget)
         lo, hi = EMPTY_LSE_BAND
         output = Expected("output", o_lo, o_hi, o_budget, dtype, convention=np.broadcast_to(rows, o_lo.shape))
         lse = Expected("lse", np.where(nothing, lo, ev.lse2), np.where(nothing, hi, ev.lse2),
