@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verify.budgets.expected import Expected
 from verify.budgets.metrics import compare
@@ -82,3 +84,31 @@ def test_f16_ulp_is_numpys_spacing_of_the_rounded_value():
             expected = np.spacing(np.minimum(np.abs(x), 65504.0).astype(np.float16)).astype(np.float64)
         np.testing.assert_array_equal(ulp(x, "f16"), expected)
     assert ulp(1.0, "f16") == 2.0**-10 and np.ndim(ulp(1.0, "f16")) == 0
+
+
+_SPECIALS = st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 65504.0, 2.0**1023])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), _SPECIALS), min_size=1, max_size=12),
+       st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), _SPECIALS), min_size=1, max_size=12))
+def test_a_point_output_is_judged_as_an_interval_of_one_point(actual, reference):
+    """compare() takes a shorter path for a point (lo is hi): |a - lo| for the distance and lo for
+    the middle. Every metric and every element's err/budget is the interval path's, bit for bit,
+    special values and signed zeros included."""
+    from verify.budgets.metrics import element_errors
+
+    n = min(len(actual), len(reference))
+    a, ref = np.array(actual[:n]), np.array(reference[:n])
+    budget = np.abs(ref) * 1e-3 + 1e-6
+    point = compare(a, Expected.around("x", ref, budget, "f16"))
+    interval = compare(a, Expected("x", ref, ref.copy(), budget, "f16"))  # lo is not hi: the general path
+    assert np.array_equal(point.ratio, interval.ratio, equal_nan=True)
+    assert np.array_equal(np.signbit(point.ratio), np.signbit(interval.ratio))
+    for name in ("failing", "nan_count", "max_abs", "max_ulp", "rel_l2", "max_err_over_budget", "max_err_over_floor",
+                 "worst_index", "worst_value", "worst_expected", "worst_budget"):
+        x, y = getattr(point, name), getattr(interval, name)
+        assert x == y or (x != x and y != y), name
+    from verify.budgets.metrics import _point_errors
+    with np.errstate(invalid="ignore", over="ignore"):  # as compare() calls them
+        assert np.array_equal(_point_errors(a, ref), element_errors(a, ref, ref), equal_nan=True)
