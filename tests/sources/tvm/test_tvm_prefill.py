@@ -441,6 +441,34 @@ def test_the_last_rows_expected_alone_are_the_whole_cases_rows(kernel_class, ove
     assert checked == 2
 
 
+@pytest.mark.parametrize("kernel_class, overrides", [(TvmPrefill, dict(causal=1)), (TvmPrefill, dict(causal=0)),
+                                                     (TvmPrefillRagged, dict(causal=1)),
+                                                     (TvmSequencePrefill, dict(causal=1))])
+def test_a_chunk_on_the_whole_context_has_the_whole_prefills_budgets(kernel_class, overrides):
+    """causal_split takes the budgets of a chunk that runs on the whole context (the second; the
+    first too without the causal mask) from the whole prefill's rows rather than evaluating it:
+    they are the same rows seeing and walking the same columns, so the numbers agree to float64
+    rounding, conventions (rows that see nothing) included; a first chunk on a cut context is
+    evaluated, and its budgets differ (it walks fewer columns)."""
+    kernel = kernel_class()
+    config = kernel.config(dict(SMALL, **overrides))
+    rows = (lambda c: c.params["qo_len"]) if kernel_class is TvmSequencePrefill else \
+        (lambda c: max(c.params["qo_lens"]))
+    case = found(kernel.raw_cases(config, "ci"), lambda c: rows(c) >= 6)
+    split = kernel.split_chunk(config, case)
+    whole = kernel.expected(config, case)
+    on_whole = 0
+    for index, part in enumerate((split.first, split.second)):
+        own = kernel.expected(config, part)
+        for w, p in zip(whole, own, strict=True):
+            taken = split.rows_of(np.broadcast_to(w.budget, w.lo.shape), index)
+            if split.on_whole_context(index):
+                np.testing.assert_allclose(taken, np.broadcast_to(p.budget, p.lo.shape), rtol=1e-9, atol=1e-300)
+                np.testing.assert_allclose(split.rows_of(w.lo, index), p.lo, rtol=1e-12, atol=1e-300)
+        on_whole += split.on_whole_context(index)
+    assert on_whole == (1 if overrides["causal"] else 2)
+
+
 # -- TVM's kernels under the checks ----------------------------------------------------------------------------
 PASSING = [
     ("tvm.prefill", dict(SMALL, causal=1), ("reference", "causal_split", "prefill_vs_decode", "page_permutation")),

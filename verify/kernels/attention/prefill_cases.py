@@ -530,6 +530,22 @@ class ChunkSplit:
     first_rows: np.ndarray   # whole-case row of each row of `first` (ragged layouts)
     second_rows: np.ndarray
     dense_cut: int = -1      # dense batches: rows [0, cut) and [cut, qo_len) of every sequence
+    #: whether the first chunk runs on a shorter context than the whole (the causal mask's); the
+    #: second always runs on the whole context
+    first_context_cut: bool = True
+
+    def on_whole_context(self, part: int) -> bool:
+        """Whether chunk `part` (0: first, 1: second) runs on the whole case's context: its rows
+        then see and walk what the same rows of the whole prefill do, so their references and
+        budgets are those rows' (`rows_of`)."""
+        return part == 1 or not self.first_context_cut
+
+    def rows_of(self, whole, part: int) -> np.ndarray:
+        """Chunk `part`'s rows of an array of the whole case's rows (assemble's inverse)."""
+        whole = np.asarray(whole)
+        if self.dense_cut >= 0:
+            return whole[:, :self.dense_cut] if part == 0 else whole[:, self.dense_cut:]
+        return whole[self.first_rows if part == 0 else self.second_rows]
 
     def assemble(self, first, second) -> np.ndarray:
         first, second = np.asarray(first), np.asarray(second)
@@ -572,7 +588,7 @@ def split_chunk(case: Case, layout: str, page_size: int = 16) -> ChunkSplit:
         head = case.replace({"q": case["q"][:, :at], "k": case["k"][:, :kept], "v": case["v"][:, :kept]},
                             qo_len=at, kv_len=kept)
         second = case.replace({"q": case["q"][:, at:]}, qo_len=qo_len - at)
-        return ChunkSplit(head, second, np.zeros(0, np.int64), np.zeros(0, np.int64), at)
+        return ChunkSplit(head, second, np.zeros(0, np.int64), np.zeros(0, np.int64), at, causal)
     q_indptr = np.asarray(case["q_indptr"], np.int64)
     qo_lens = np.diff(q_indptr)
     kv_lens = np.asarray(case.params["kv_lens"], np.int64)
@@ -599,7 +615,7 @@ def split_chunk(case: Case, layout: str, page_size: int = 16) -> ChunkSplit:
                      length_info=np.where(context > 0, (context - 1) % page_size + 1, 0).astype(np.int32))
     split = ChunkSplit(case.replace(first, qo_lens=cut.tolist(), kv_lens=context.tolist()),
                        case.replace(queries(second_rows, qo_lens - cut), qo_lens=(qo_lens - cut).tolist()),
-                       first_rows, second_rows)
+                       first_rows, second_rows, first_context_cut=causal)
     return split
 
 
