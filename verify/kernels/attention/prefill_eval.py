@@ -3,21 +3,19 @@ verify.budgets.prefill), computed once per case and in row blocks when the case 
 
 The reference holds base-2 logits for every (query row, head, context row), [T, Hq, Lmax] float64:
 a 4096-token prompt on an 8192-row context with 32 heads would be 8.6 GB. A query row's reference
-and budget depend only on what that row sees and on how many columns the kernel walks for it, so
-a long sequence is evaluated as sub-problems of a few rows each, on which the same reference
-function runs:
+and budget depend only on its own query, position and mask row, on its sequence's context, and on
+how many columns the kernel walks for it, so a long case is evaluated sequence by sequence:
 
-- without a mask (causal 0) the rows [s, e) of a sequence see its whole context: the sub-problem
-  is those rows on the same context;
-- with the causal mask, row i sees c < kv_len - qo_len + i + 1, so rows [s, e) see exactly what
-  the same rows see as the last e - s rows of a chunk on the context's first kv_len - qo_len + e
-  rows (the relation the `causal_split` check tests on kernels);
-- the sliding-window cross mask lets row i see the last max(W - i - 1, 0) rows of the context:
-  rows [s, e) see that as rows [0, e - s) of a chunk on the same context with the window W - s,
-  and rows past W - 1 see nothing at all (no reference call is needed for a block of them);
-- the budget of each sub-problem is given the whole sequence's walked columns (kv_len) and
-  sum |V| (verify.budgets.prefill's `processed` and `hidden_v`), since the kernel walks the whole
-  context for every row.
+- each sequence's context is gathered and rotated once (references.prefill.rotated), and the
+  budget's terms of it are formed once (verify.budgets.prefill.ContextTerms);
+- its rows are attended a block at a time (references.prefill.attend) with their rows of the
+  sequence's mask (references.prefill.prefill_mask) over the context rows they can see: with the
+  causal mask rows [s, e) see the first kv_len - qo_len + e rows; without it, and under the
+  sliding-window cross mask, the whole context (rows past W - 1 see nothing under that mask: a
+  block of them alone is not evaluated);
+- every block's budget is given the whole sequence's walked columns (kv_len) and sum |V|
+  (verify.budgets.prefill's `processed` and `hidden_v`), since the kernel walks the whole context
+  for every row.
 
 Token trees are evaluated whole (the tree kernels' cases keep queries x context small enough:
 verify.kernels.attention.prefill_cases.tree_cases).
