@@ -348,14 +348,27 @@ def test_the_floor_bound_settles_only_cases_inside_the_floor(name):
 
 
 # -- budget and its evaluation -----------------------------------------------------------------------------
-def test_chunked_evaluation_equals_one_reference_call():
+def _blocks_attended(monkeypatch) -> list:
+    """The row counts of the blocks references.prefill.attend is called with from now on."""
+    from verify.references import prefill as reference
+
+    blocks, attend = [], reference.attend
+    monkeypatch.setattr(reference, "attend", lambda q, *rest: blocks.append(q.shape[0]) or attend(q, *rest))
+    return blocks
+
+
+def test_chunked_evaluation_equals_one_reference_call(monkeypatch):
     """The row blocks of prefill_eval give the plain reference's numbers and budgets."""
     kernel = TvmPrefillRagged()
     config = kernel.config(dict(SMALL, causal=1))
     case = found(kernel.raw_cases(config, "ci"), lambda c: max(c.params["qo_lens"]) >= 10 and
                  c.params["rotary_mode"] == 1)
     problem = kernel.problem(config, case)
-    plain, chunked = evaluate_plain(problem), evaluate(problem, plain_cells=8 * 40)
+    plain = evaluate_plain(problem)
+    blocks = _blocks_attended(monkeypatch)
+    chunked = evaluate(problem, plain_cells=8 * 40, min_rows=1)
+    qo_lens = [n for n in case.params["qo_lens"] if n]
+    assert max(blocks) < max(qo_lens) and len(blocks) > len(qo_lens)  # rows of a sequence in several blocks
     for name in ("o", "lse2", "top_logit2", "v_low", "v_high", "walked"):
         np.testing.assert_allclose(getattr(chunked, name), getattr(plain, name), rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(chunked.o_budget, plain.o_budget, rtol=1e-9)
@@ -380,8 +393,8 @@ def test_a_batch_mostly_padding_is_evaluated_sequence_by_sequence(monkeypatch):
     config = kernel.config(dict(SMALL, dtype="f16"))
     split = []
     by_sequence = prefill_eval._by_sequence
-    monkeypatch.setattr(prefill_eval, "_by_sequence", lambda problem, cells: split.append(cells) or
-                        by_sequence(problem, cells))
+    monkeypatch.setattr(prefill_eval, "_by_sequence", lambda problem, cells, rows: split.append(cells) or
+                        by_sequence(problem, cells, rows))
     mixed = kernel.problem(config, pc.explicit_paged_case(config, [2, 30], [300, 30], causal=True))
     plain, chunked = evaluate_plain(mixed), evaluate(mixed, plain_cells=150_000)
     assert split == [150_000]
@@ -749,7 +762,7 @@ def test_prefill_checks_catch_planted_bugs(webgpu_device, mutant):
         assert record["verdict"] == "fail", f"{check} let {mutant} through"
 
 
-def test_chunked_evaluation_of_the_cross_window_equals_one_reference_call():
+def test_chunked_evaluation_of_the_cross_window_equals_one_reference_call(monkeypatch):
     """Rows [s, e) under the window W are rows [0, e - s) under W - s; rows past W - 1 see nothing."""
     from verify.sources.tvm.attention.prefill import TvmPrefillSlidingWindow
 
@@ -757,7 +770,11 @@ def test_chunked_evaluation_of_the_cross_window_equals_one_reference_call():
     config = kernel.config(dict(SMALL, causal=1, window=7))
     case = found(kernel.raw_cases(config, "ci"), lambda c: max(c.params["qo_lens"]) >= 10)
     problem = kernel.problem(config, case)
-    plain, chunked = evaluate_plain(problem), evaluate(problem, plain_cells=8 * 24)
+    plain = evaluate_plain(problem)
+    blocks = _blocks_attended(monkeypatch)
+    chunked = evaluate(problem, plain_cells=8 * 24, min_rows=1)
+    # rows in several blocks, and the blocks wholly past the window not evaluated
+    assert max(blocks) < max(case.params["qo_lens"]) and sum(blocks) < sum(case.params["qo_lens"])
     assert plain.sees_nothing.any() and not plain.sees_nothing.all()
     for name in ("o", "lse2", "top_logit2"):
         np.testing.assert_allclose(getattr(chunked, name), getattr(plain, name), rtol=1e-12, atol=1e-300)

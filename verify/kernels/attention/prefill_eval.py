@@ -222,20 +222,22 @@ def _sequence_context(problem: PrefillProblem, b: int):
     return int(length[0]), k, v
 
 
-def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS) -> PrefillEvaluation:
+def evaluate(problem: PrefillProblem, plain_cells: int = PLAIN_CELLS,
+             min_rows: int = MIN_BLOCK_ROWS) -> PrefillEvaluation:
     """The reference and budget of a case: one call when the case is small (or its mask cannot be
-    cut into row blocks), else sequence by sequence in row blocks of about `plain_cells` logits;
-    also sequence by sequence when one call's logits would be mostly padding (`_mostly_padding`)."""
+    cut into row blocks), else sequence by sequence in row blocks of about `plain_cells` values and
+    at least `min_rows` rows; also sequence by sequence when one call's work would be mostly
+    padding (`_mostly_padding`)."""
     if not _chunkable(problem):
         return evaluate_plain(problem)
     q, kv_len = problem.arrays["q"], _context_lengths(problem)
     cells = q.shape[0] * q.shape[1] * max(int(kv_len.max(initial=0)), _v_dim(problem), 1)
     if cells <= plain_cells and not _mostly_padding(problem, kv_len, plain_cells):
         return evaluate_plain(problem)
-    return _by_sequence(problem, plain_cells)
+    return _by_sequence(problem, plain_cells, min_rows)
 
 
-def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation:
+def _by_sequence(problem: PrefillProblem, plain_cells: int, min_rows: int = MIN_BLOCK_ROWS) -> PrefillEvaluation:
     """Each sequence's rows on its own context, in row blocks of about `plain_cells` logits.
 
     A sequence's context is gathered and rotated once, and so are the budget's terms of it
@@ -273,7 +275,7 @@ def _by_sequence(problem: PrefillProblem, plain_cells: int) -> PrefillEvaluation
         hidden_v = np.abs(v).sum(axis=2)  # [1, Hkv, Dv]
         low, high = _v_range(v, [kv_len], heads // v.shape[1])
         mask = reference.prefill_mask(end - begin, kv_len, causal=causal, sliding_window_size=window)
-        step = max(MIN_BLOCK_ROWS, plain_cells // (heads * max(kv_len, v_dim, 1)))
+        step = max(min_rows, plain_cells // (heads * max(kv_len, v_dim, 1)))
         for start in range(0, end - begin, step):
             stop = min(end - begin, start + step)
             if window and start >= window:
