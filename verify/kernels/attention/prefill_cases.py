@@ -627,8 +627,7 @@ def last_rows_as_decode(case: Case, layout: str, page_size: int = 16) -> tuple[C
     c < kv_len, and the unmasked prefill lets every row see that. Paged cases keep their pages and
     table; a ragged context is laid out in shuffled pages (build_paged_cache). The query keeps its
     rope position, the keys their offsets."""
-    q_indptr = np.asarray(case["q_indptr"], np.int64)
-    last = np.where(np.diff(q_indptr) > 0, q_indptr[1:] - 1, -1)
+    last = _last_rows(case)
     q = np.where((last >= 0)[:, None, None], case["q"][np.maximum(last, 0)], 0).astype(case["q"].dtype)
     kv_lens = np.asarray(case.params["kv_lens"], np.int64)
     positions = case["q_rope_position"][np.maximum(last, 0)] if case["q_rope_position"].size else \
@@ -653,6 +652,12 @@ def last_rows_as_decode(case: Case, layout: str, page_size: int = 16) -> tuple[C
     return Case(arrays, params), last
 
 
+def _last_rows(case: Case) -> np.ndarray:
+    """The row of each sequence's last query token, -1 for a sequence with no query rows."""
+    q_indptr = np.asarray(case["q_indptr"], np.int64)
+    return np.where(np.diff(q_indptr) > 0, q_indptr[1:] - 1, -1)
+
+
 def last_rows(case: Case) -> Case:
     """The prefill case of every sequence's last query row alone, on the same context: the rows
     last_rows_as_decode takes, in the same order (sequences without query rows keep none).
@@ -661,9 +666,8 @@ def last_rows(case: Case) -> Case:
     own query, position, mask row and sequence, and a chunk of one row sees what the chunk's last
     row sees (c < kv_len, with the causal mask or without); prefill_vs_decode reads only these rows,
     and evaluating the whole chunk for them cost its every row (4096 of them for a long prompt)."""
-    q_indptr = np.asarray(case["q_indptr"], np.int64)
-    has = np.diff(q_indptr) > 0
-    last = q_indptr[1:][has] - 1
+    every = _last_rows(case)
+    has, last = every >= 0, every[every >= 0]
     positions = case["q_rope_position"]
     arrays = {"q": case["q"][last], "q_indptr": _indptr(has.astype(np.int64)),
               "q_rope_position": positions[last] if positions.size == case["q"].shape[0] else positions}
