@@ -7,7 +7,17 @@ import pytest
 
 from verify.errors import UsageError
 from verify.gpu import InOut, Output, ShaderCompileError
-from verify.gpu.buffers import GUARD_BYTES, INT_SENTINEL, poison_bytes
+from verify.gpu.buffers import (
+    GUARD_BYTES,
+    INT_SENTINEL,
+    array_bytes,
+    guard_bytes,
+    output_bytes,
+    poison_bytes,
+    split_guard,
+    to_array,
+    with_guard,
+)
 from verify.gpu.uniforms import pack_struct
 from verify.wgsl import read_interface
 
@@ -174,6 +184,44 @@ def test_poison_patterns():
     assert np.isnan(np.frombuffer(poison_bytes(np.float32, 8), np.float32)).all()
     assert (np.frombuffer(poison_bytes(np.int32, 8), "<u4") == INT_SENTINEL).all()
     assert GUARD_BYTES % 4 == 0
+
+
+def _bytes_before(array, min_bytes=4) -> bytes:
+    """array_bytes as it was built before it could hand out a view: a copy, then the padding."""
+    data = np.ascontiguousarray(array)
+    if data.dtype.byteorder == ">":
+        data = data.byteswap().view(data.dtype.newbyteorder("<"))
+    raw = data.tobytes()
+    return raw + poison_bytes(data.dtype, max(min_bytes, -(-len(raw) // 4) * 4) - len(raw))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int32, np.uint32, np.uint8, np.uint16, ">f4"])
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 4, 5, 8, 33])
+def test_buffer_bytes_are_the_padded_poisoned_guarded_layout(dtype, count):
+    """An input's bytes (a view of the array where it needs no padding) and an output's initial
+    bytes (built as one array where it can be) are byte for byte the layout of the copies they
+    replace: the payload, poison to a multiple of 4, the guard."""
+    array = (np.arange(count) * 7 + 3).astype(dtype)
+    for min_bytes in (4, 16):
+        data = array_bytes(array, min_bytes)
+        assert bytes(data) == _bytes_before(array, min_bytes)
+        if array.nbytes % 4 == 0 and array.nbytes >= min_bytes and np.dtype(dtype).byteorder != ">":
+            assert isinstance(data, memoryview) and np.shares_memory(np.frombuffer(data, np.uint8), array)
+    nbytes = array.nbytes
+    assert bytes(output_bytes(dtype, nbytes)) == with_guard(poison_bytes(dtype, nbytes), dtype)
+    assert bytes(output_bytes(dtype, nbytes))[-GUARD_BYTES:] == guard_bytes()
+
+
+def test_a_readback_becomes_writable_arrays_without_a_copy():
+    """to_array of a writable readback (a view of wgpu's own copy) is a view of it, writable; of
+    read-only bytes, a writable copy."""
+    raw = memoryview(bytearray(np.arange(6, dtype="<f4").tobytes() + guard_bytes()))
+    payload, intact = split_guard(raw, 24, np.float32)
+    array = to_array(payload, np.float32, (2, 3))
+    assert intact and array.flags.writeable and np.shares_memory(array, np.frombuffer(raw, np.uint8))
+    assert array.tolist() == [[0, 1, 2], [3, 4, 5]]
+    copied = to_array(bytes(payload), np.float32, (2, 3))
+    assert copied.flags.writeable and copied.tolist() == array.tolist()
 
 
 # The zero-initialisation probe and the other WGSL semantics probes: tests/framework/test_semantics.py

@@ -14,6 +14,7 @@ where `launch` renames them or reinterprets their bytes (ORT's packed int8 codes
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -88,7 +89,8 @@ class RecordingDevice:
 
     def run(self, pipeline, resources: dict, workgroups, *, timestamps: bool = False) -> Launched:
         """Record the run; hand back, for every buffer read back, marker bytes with its guard intact."""
-        bound = bind_resources(pipeline.interface, resources)
+        # The bytes as they are now: a binding may view the caller's array (verify.gpu.binding.BoundBuffer)
+        bound = [dataclasses.replace(b, data=bytes(b.data)) for b in bind_resources(pipeline.interface, resources)]
         markers, raw = {}, {}
         for buffer in bound:
             if buffer.readback is None:

@@ -64,7 +64,9 @@ class BoundBuffer:
     """One binding's initial bytes, and how to read it back if the kernel may write it."""
 
     binding: Binding
-    data: bytes
+    #: bytes, or a view of the caller's array (verify.gpu.buffers.array_bytes): valid while the
+    #: run that bound it lasts; whatever keeps it longer copies it (verify.export.recording)
+    data: bytes | memoryview
     readback: Readback | None
 
     @property
@@ -88,7 +90,7 @@ def bind_resources(interface: Interface, resources: dict) -> list[BoundBuffer]:
         value = resources[b.name]
         readback = None
         if isinstance(value, buffers.Output):
-            data = buffers.with_guard(buffers.poison_bytes(value.dtype, value.nbytes), value.dtype)
+            data = buffers.output_bytes(value.dtype, value.nbytes)
             readback = Readback(np.dtype(value.dtype), tuple(value.shape), value.nbytes)
         elif isinstance(value, buffers.InOut):
             arr = value.array
@@ -102,7 +104,7 @@ def bind_resources(interface: Interface, resources: dict) -> list[BoundBuffer]:
     return bound
 
 
-def unpack_readbacks(bound: list[BoundBuffer], raw: dict[str, bytes]) -> tuple[dict, dict]:
+def unpack_readbacks(bound: list[BoundBuffer], raw: dict[str, bytes | memoryview]) -> tuple[dict, dict]:
     """(outputs, guard_intact) by name from the bytes read back for each writable buffer."""
     outputs, guards = {}, {}
     for buffer in bound:

@@ -60,32 +60,53 @@ def poison_bytes(dtype, nbytes: int) -> bytes:
     return np.full(_aligned(nbytes) // 4, word, dtype="<u4").tobytes()[:nbytes]
 
 
-def array_bytes(array: np.ndarray, min_bytes: int = 4) -> bytes:
+def array_bytes(array: np.ndarray, min_bytes: int = 4) -> bytes | memoryview:
     """Little-endian C-order bytes, poison-padded to a multiple of 4 as WebGPU requires, and to
-    at least `min_bytes`."""
+    at least `min_bytes`: a view of the array's own memory where it needs no padding (a nightly
+    case uploads tens of megabytes, and a copy here would only be copied again into the
+    buffer), else one copy."""
     data = np.ascontiguousarray(array)
     if data.dtype.byteorder == ">":
         data = data.byteswap().view(data.dtype.newbyteorder("<"))
-    raw = data.tobytes()
-    return raw + poison_bytes(data.dtype, max(min_bytes, _aligned(len(raw))) - len(raw))
+    raw = data.reshape(-1).view(np.uint8).data
+    size = max(min_bytes, _aligned(raw.nbytes))
+    if size == raw.nbytes:
+        return raw
+    return b"".join((raw, poison_bytes(data.dtype, size - raw.nbytes)))
+
+
+def output_bytes(dtype, nbytes: int) -> bytes | memoryview:
+    """A writable buffer's initial bytes: `nbytes` of poison, poison up to the next multiple of 4,
+    the guard; with_guard(poison_bytes(dtype, nbytes), dtype), byte for byte, built in one array
+    where nbytes is a multiple of 4 (an output of a long prefill is tens of megabytes)."""
+    if nbytes % 4:
+        return with_guard(poison_bytes(dtype, nbytes), dtype)
+    aligned = _aligned(nbytes)  # at least one word, as with_guard pads
+    words = np.full((aligned + GUARD_BYTES) // 4, np.frombuffer(poison_bytes(dtype, 4), "<u4")[0], dtype="<u4")
+    words[aligned // 4:] = GUARD_WORD
+    return words.view(np.uint8).data
 
 
 def guard_bytes() -> bytes:
     return np.full(GUARD_BYTES // 4, GUARD_WORD, dtype="<u4").tobytes()
 
 
-def with_guard(payload: bytes, dtype) -> bytes:
+def with_guard(payload: bytes | memoryview, dtype) -> bytes:
     """payload, poison up to the next multiple of 4 bytes (where split_guard expects the guard), the guard."""
     padding = poison_bytes(dtype, _aligned(len(payload)) - len(payload))
-    return payload + padding + guard_bytes()
+    return b"".join((payload, padding, guard_bytes()))
 
 
-def split_guard(raw: bytes, nbytes: int, dtype) -> tuple[bytes, bool]:
-    """(payload, guard_intact) of a writable buffer read back from the GPU."""
+def split_guard(raw: bytes | memoryview, nbytes: int, dtype) -> tuple[bytes | memoryview, bool]:
+    """(payload, guard_intact) of a writable buffer read back from the GPU (a view of `raw` where
+    it is a memoryview)."""
     guard_start = _aligned(nbytes)
     intact = raw[guard_start : guard_start + GUARD_BYTES] == guard_bytes()
     return raw[:nbytes], intact
 
 
-def to_array(payload: bytes, dtype, shape) -> np.ndarray:
-    return np.frombuffer(payload, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape).copy()
+def to_array(payload: bytes | memoryview, dtype, shape) -> np.ndarray:
+    """The payload as a writable array: a view of it where it is writable memory (a readback's
+    own copy), else a copy."""
+    array = np.frombuffer(payload, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
+    return array if array.flags.writeable else array.copy()

@@ -78,7 +78,7 @@ def encode(wgpu, device, compute, bound: Bound, workgroups, *, timestamps: bool,
     return encoder.finish(), target, query is not None
 
 
-def unpack(plan, bound: Bound, data: bytes, timed: bool):
+def unpack(plan, bound: Bound, data: bytes | memoryview, timed: bool):
     """The outputs and guards of a run from the staging buffer's bytes, and the GPU time of the
     dispatch in ns (None without timestamps)."""
     by_name = bound.by_name()

@@ -146,7 +146,7 @@ class WgpuDevice(AdapterProbes):
         return self._device.create_buffer(size=size, usage=usage)
 
 
-def _read(device, staging) -> bytes:
+def _read(device, staging) -> memoryview:
     """The contents of a mappable buffer whose copy has completed (the dispatch's blocking poll).
 
     Not wgpu-py's map_sync: it first submits an empty command buffer (for a buffer no submission
@@ -158,7 +158,7 @@ def _read(device, staging) -> bytes:
     device._poll_wait()
     promise.sync_wait()
     try:
-        return bytes(staging.read_mapped())
+        return staging.read_mapped()  # wgpu-py's own copy, writable: the outputs are views of it
     finally:
         staging.unmap()
         staging.destroy()

@@ -148,11 +148,11 @@ class DawnInProcessDevice(AdapterProbes):
             raise KernelError(f"Dawn refused the dispatch: {'; '.join(scopes.errors)}")
 
         start = time.perf_counter()
-        data = b""
+        data: bytes | memoryview = b""
         if staging is not None:
             staging.map_sync("READ")
             try:
-                data = bytes(staging.read_mapped())
+                data = staging.read_mapped()  # wgpudawn's own copy, writable: the outputs are views of it
             finally:
                 staging.unmap()
                 staging.destroy()

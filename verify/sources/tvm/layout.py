@@ -79,8 +79,11 @@ class ArgumentLayout:
         shared = np.concatenate(pieces)
         bound = dict(arrays, **{name: shared for name in self.order})
         if pages is not None:
-            poison = np.full(self.pages_offset, np.nan, dtype=pages.dtype)
-            bound["pages"] = np.concatenate([poison, np.ascontiguousarray(pages).ravel()])
+            if self.pages_offset:
+                poison = np.full(self.pages_offset, np.nan, dtype=pages.dtype)
+                bound["pages"] = np.concatenate([poison, np.ascontiguousarray(pages).ravel()])
+            else:  # the same bytes without a copy (the buffer holds the pages in C order either way)
+                bound["pages"] = pages
             offsets[PAGES_OFFSET_FIELD] = self.pages_offset
         return bound, offsets
 
