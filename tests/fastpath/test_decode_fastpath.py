@@ -117,6 +117,33 @@ def test_fast_decode_has_the_plain_reference_and_budget_on_drawn_cases(name, dat
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 @settings(max_examples=15)
 @given(data=st.data())
+def test_split_parts_hold_the_wholes_rows_before_and_after_the_cut(name, data):
+    """split_context copies each part's rows straight from the case's pages: read back in logical
+    order (gather_kv, the references' reading), the first part is the whole's rows [0, cut) and the
+    second its rows [cut, L), bit for bit, each at the whole's positions."""
+    config = CONFIGS[name]
+    case = draw_case(data, config)
+    first, second, cut = split_context(case, config)
+    sliding = bool(config["sliding_window"])
+
+    def rows(part):
+        return gather_kv(part["pages"], part["page_indptr"], part["page_values"], part["length_info"],
+                         config["page_size"], sliding, stored=True)
+
+    k, v, length = rows(case)
+    bits = np.dtype(f"u{k.dtype.itemsize}")
+    for part, start, stop in ((first, np.zeros_like(cut), cut), (second, cut, length)):
+        k_part, v_part, part_length = rows(part)
+        assert part_length.tolist() == (stop - start).tolist()
+        assert part["k_rope_pos_offset"].tolist() == (case["k_rope_pos_offset"] + start).tolist()
+        for b in range(length.size):
+            for ours, whole in ((k_part, k), (v_part, v)):
+                assert np.array_equal(ours[b, :, :part_length[b]].view(bits), whole[b, :, start[b]:stop[b]].view(bits))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@settings(max_examples=15)
+@given(data=st.data())
 def test_split_parts_evaluated_with_the_whole_keep_the_contract(name, data):
     """split_merge's parts, evaluated from the whole's per-row work (remember_split), have the plain
     pair's numbers as evaluate() has them, and the logits, LSE and o of evaluating each alone."""

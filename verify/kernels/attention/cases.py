@@ -353,20 +353,29 @@ def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, 
     Unused slots, stale slots between sinks and window, and spare pages are NaN.
     """
     batch, kv_heads, _, dim = k_rows.shape
+    rows = (k_rows, v_rows)
+    return _paged_cache(rng, lambda b, kind: rows[kind][b, :, :lengths[b]].transpose(1, 0, 2), (kv_heads, dim),
+                        k_rows.dtype, lengths, page_size, sliding, spare_pages)
+
+
+def _paged_cache(rng, rows_of, head_shape, dtype, lengths, page_size, sliding, spare_pages):
+    """build_paged_cache with sequence b's K (kind 0) or V (kind 1) rows, [lengths[b], Hkv, D], from
+    rows_of(b, kind): the pages drawn from `rng` alike whatever the rows come from."""
+    batch = len(lengths)
     offset, sink = sliding if sliding is not None else (np.zeros(batch, int), np.zeros(batch, int))
     slots = np.where(lengths > 0, offset + lengths - sink, 0)  # slots the sequence occupies
     pages_per_seq = -(-slots // page_size)
     total = int(pages_per_seq.sum())
     num_pages = total + spare_pages
     physical = rng.permutation(num_pages)[:total]
-    pages = np.full((num_pages, 2, kv_heads, page_size, dim), POISON, dtype=k_rows.dtype)
+    pages = np.full((num_pages, 2, head_shape[0], page_size, head_shape[1]), POISON, dtype=dtype)
     indptr = np.concatenate([[0], np.cumsum(pages_per_seq)]).astype(np.int32)
     for b in range(batch):  # a handful of sequences; rows are scattered with fancy indexing
         rows = np.arange(lengths[b])
         slot = np.where(rows < sink[b], rows, rows - sink[b] + offset[b])
         page = physical[indptr[b] + slot // page_size]
-        pages[page, 0, :, slot % page_size] = k_rows[b, :, : lengths[b]].transpose(1, 0, 2)
-        pages[page, 1, :, slot % page_size] = v_rows[b, :, : lengths[b]].transpose(1, 0, 2)
+        pages[page, 0, :, slot % page_size] = rows_of(b, 0)
+        pages[page, 1, :, slot % page_size] = rows_of(b, 1)
     last_page_len = np.where(slots > 0, (slots - 1) % page_size + 1, 0).astype(np.int32)
     length_info = np.stack([last_page_len, offset, sink]).astype(np.int32) if sliding is not None else last_page_len
     return pages, indptr, physical.astype(np.int32), length_info
@@ -468,12 +477,18 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
 
     The second part's keys keep their positions (k_rope_pos_offset + c); the query is unchanged.
     Returns (first, second, cut). Sliding-window configs get windows with no sinks and no offset.
+    Each part's rows are copied once, from the case's pages into the part's (a nightly context is
+    tens of megabytes: gathering it in logical order first, then taking each part, copied it
+    three times).
     """
-    from verify.references.paged_kv import gather_kv
+    from verify.references.paged_kv import attended_length, row_to_slot, validate_page_table
 
-    sliding = bool(config.get("sliding_window"))
-    k, v, length = gather_kv(case["pages"], case["page_indptr"], case["page_values"], case["length_info"],
-                             config["page_size"], sliding, stored=True)
+    sliding, page_size = bool(config.get("sliding_window")), config["page_size"]
+    source, indptr, values, info = (np.asarray(case[name]) for name in
+                                    ("pages", "page_indptr", "page_values", "length_info"))
+    validate_page_table(indptr, values, info, source.shape[0], page_size, sliding)
+    length = attended_length(indptr, info, page_size, sliding)
+    indptr, values = indptr.astype(np.int64), values.astype(np.int64)
     rng = _transform_rng(case, 2)
     cut = np.array([rng.integers(0, n + 1) for n in length], dtype=np.int64)
     batch = length.size
@@ -481,22 +496,16 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
     window = (zeros, zeros) if sliding else None
     parts = []
     for start, stop in ((zeros, cut), (cut, length)):
-        rows = max(int((stop - start).max(initial=0)), 0)
-        index = np.minimum(start[:, None] + np.arange(rows), max(k.shape[2] - 1, 0))
-        def take(x, index=index, rows=rows):
-            # Row index[b] of sequence b, as np.take_along_axis(x, index[:, None, :, None], axis=2) takes
-            # it, one sequence at a time: the broadcast index made that five times slower on 8k contexts.
-            if not x.shape[2]:
-                return x[:, :, :rows]
-            out = np.empty((x.shape[0], x.shape[1], rows, x.shape[3]), x.dtype)
-            for b in range(x.shape[0]):  # the indices are in range: "clip" only spares numpy a buffered copy
-                np.take(x[b], index[b], axis=1, out=out[b], mode="clip")
-            return out
+        def rows_of(b, kind, start=start, stop=stop):
+            """Sequence b's logical rows start..stop of K or V, [rows, Hkv, D], from the case's pages."""
+            rows = np.arange(start[b], stop[b])
+            slot = row_to_slot(rows[None], info[:, b:b + 1] if sliding else info[b:b + 1], sliding)[0]
+            return source[values[indptr[b] + slot // page_size], kind, :, slot % page_size]
 
-        pages, indptr, values, length_info = build_paged_cache(rng, take(k), take(v), stop - start,
-                                                               config["page_size"], sliding=window)
+        pages, part_indptr, part_values, length_info = _paged_cache(
+            rng, rows_of, source.shape[2::2], source.dtype, stop - start, page_size, window, 0)
         offset = (case["k_rope_pos_offset"].astype(np.int64) + start).astype(np.int32)
-        parts.append(case.replace({"pages": pages, "page_indptr": indptr, "page_values": values,
+        parts.append(case.replace({"pages": pages, "page_indptr": part_indptr, "page_values": part_values,
                                    "length_info": length_info, "k_rope_pos_offset": offset},
                                   lengths=(stop - start).tolist()))
     return parts[0], parts[1], cut
