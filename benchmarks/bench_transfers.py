@@ -79,7 +79,8 @@ def main() -> None:
     load_before = os.getloadavg()
     for _ in range(args.rounds):
         for name, tree in trees.items():
-            env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                [os.path.abspath(tree)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
             out = subprocess.run([sys.executable, __file__, "--worker", "--repeats", str(args.repeats)], cwd=tree,
                                  env=env, check=True, capture_output=True, text=True).stdout
             for size, stages in json.loads(out.splitlines()[-1]).items():

@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from verify.budgets.attention import FTZ_ABS, WeightErrors, per_kv_head, weight_errors
-from verify.budgets.roundoff import gamma, unit_roundoff
+from verify.budgets.roundoff import exp_libm, gamma, unit_roundoff
 from verify.budgets.wgsl_accuracy import division_rel, exp2_rel, log2_abs, rounding_rel, tanh_abs
 
 LOG2E = math.log2(math.e)
@@ -232,7 +232,7 @@ def reduce_budget(o, s, m) -> np.ndarray:
     nwg = m.shape[-1]
     top = m.max(-1, keepdims=True)
     x = m - top
-    w = np.exp(x)
+    w = exp_libm(x)  # the same bytes on every CPU: its reproduction ships this budget
     kappa = exp2_rel(x * LOG2E) + R * np.abs(x)
     step = _second_order(kappa + R + gamma(nwg, R))
     total = (s * w).sum(-1)

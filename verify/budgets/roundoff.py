@@ -7,6 +7,7 @@ subnormal inputs and results to zero. Every bound here allows for both.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -118,3 +119,15 @@ def float64_reference_bound(magnitude, ulps: float = 4.0, terms: int = 1) -> np.
     u64 = unit_roundoff("f64")
     underflow = (terms + ulps) * 2.0**-1074
     return (gamma(terms, u64) + ulps * u64) * np.abs(np.asarray(magnitude, dtype=np.float64)) + underflow
+
+
+def exp_libm(x) -> np.ndarray:
+    """exp of every element as the C library computes it, float64.
+
+    numpy's own AVX-512 exp differs from the C library's in the last bit for some inputs (numpy
+    takes the library's where the CPU has no AVX-512), so a number computed with np.exp is not the
+    same bytes on every x86-64 machine. A budget that a reproduction ships (`verify findings
+    export` writes it into the page, and its folder is committed) must be: this is for the small
+    arrays of such budgets (a row's split states), at Python speed."""
+    x = np.asarray(x, np.float64)
+    return np.asarray(np.frompyfunc(math.exp, 1, 1)(x), np.float64)

@@ -347,6 +347,30 @@ def test_the_floor_bound_settles_only_cases_inside_the_floor(name):
         assert not clear_of_floor(kernel.problem(config, deep)) and not kernel.within_floor(config, deep)
 
 
+def test_the_floor_bounds_f16_squared_norms_from_above_in_float32():
+    """clear_of_floor's float32 sums of f16 squares, lifted by 1 + 2 gamma, are never below the exact
+    sums (computed here in exact rational arithmetic), and not above them by more than the sum's
+    own rounding and that lift, on rows of f16's whole range: its largest values, subnormals, mixed magnitudes, zeros and 256-wide rows."""
+    from fractions import Fraction
+
+    from verify.sources.tvm.attention.prefill import _squared_norms
+
+    rng = np.random.default_rng(7)
+    finite = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    finite = finite[np.isfinite(finite)]
+    rows = [rng.choice(finite, (64, width)) for width in (1, 2, 7, 64, 128, 256)]
+    rows += [np.full((2, 256), np.float16(65504)), np.full((2, 128), np.float16(2.0**-24)), np.zeros((1, 64), np.float16),
+             (rng.standard_normal((32, 128)) * 2.0 ** rng.integers(-20, 12, (32, 1))).astype(np.float16)]
+    for x in rows:
+        ours = _squared_norms(x)
+        n = x.shape[-1]
+        gamma_ = (n - 1) * 2.0**-24 / (1 - (n - 1) * 2.0**-24)
+        for row, value in zip(x, ours):
+            exact = sum(Fraction(float(v)) ** 2 for v in row)
+            assert Fraction(float(value)) >= exact
+            assert float(value) <= float(exact) * (1 + gamma_) * (1 + 2 * gamma_) * (1 + 2.0**-50)
+
+
 # -- budget and its evaluation -----------------------------------------------------------------------------
 def _blocks_attended(monkeypatch) -> list:
     """The row counts of the blocks references.prefill.attend is called with from now on."""

@@ -544,21 +544,26 @@ def clear_of_floor(problem: PrefillProblem) -> bool:
     sum of D products errs by at most gamma_D |q| |k|, covered with the final scaling by the factor
     1 + 1e-12, and 1 more covers this bound's own float64 rounding. Key rows come from the pages the
     page table names (paged kinds; the NaN in their unused slots is no row's key: the strategies
-    poison only slots nobody attends) or from k (ragged kinds)."""
+    poison only slots nobody attends) or from k (ragged kinds).
+
+    The squared norms are summed in float32 where the values are f16 (`_largest_squared_norm`), a
+    quarter of the memory traffic of float64 on a long prompt's tens of millions of values."""
     arrays = problem.arrays
-    q = np.asarray(arrays["q"], np.float64)
+    q = np.asarray(arrays["q"])
     if "pages" in arrays:
+        pages = np.asarray(arrays["pages"])
         used = np.unique(np.asarray(arrays["page_values"], np.int64))
-        keys = np.asarray(arrays["pages"])[used, 0] if used.size else np.zeros((0, 1))
+        # The keys of every page (a spare page is NaN, as unused slots are), then the used pages'
+        keys_norms = _squared_norms(pages[:, 0])[used] if used.size else None
     else:
         keys = np.asarray(arrays["k"])
-    if q.size == 0 or keys.size == 0:  # no logit at all: every row sees nothing
+        keys_norms = _squared_norms(keys) if keys.size else None
+    if q.size == 0 or keys_norms is None or keys_norms.size == 0:  # no logit at all: every row sees nothing
         return True
     dim = q.shape[-1]
     with np.errstate(invalid="ignore"):
-        q_norm = np.sqrt(np.max(np.sum(q * q, axis=-1)))
-        k_rows = np.asarray(keys, np.float64)
-        k_norm = np.sqrt(np.nanmax(np.sum(k_rows * k_rows, axis=-1)))
+        q_norm = np.sqrt(np.max(_squared_norms(q)))
+        k_norm = np.sqrt(np.nanmax(keys_norms))
     if not (np.isfinite(q_norm) and np.isfinite(k_norm)):
         return False
     grow = 1.0 + 2.0**-10
@@ -566,6 +571,24 @@ def clear_of_floor(problem: PrefillProblem) -> bool:
     c = abs(float(problem.options["sm_scale"])) * LOG2E
     bound = c * (q_norm * grow + extra) * (k_norm * grow + extra) * (1.0 + 1e-12) + 1.0
     return bool(bound < -(EMPTY_MAX + FLOOR_MARGIN))
+
+
+def _squared_norms(x: np.ndarray) -> np.ndarray:
+    """An upper bound on sum_d x_d^2 of every row (last axis) of x, float64, NaN where a row holds one.
+
+    f16 values: each square is exact in float32 (an 11-bit significand squared fits float32's 24
+    bits, and f16's range squared, 2^-48 to 2^32, lies inside float32's normal range); summed in
+    float32 in any order, the n-1 additions err by at most gamma_{n-1} = (n-1)u/(1-(n-1)u) of the
+    sum of these non-negative terms (u = 2^-24), so the computed sum times 1/(1 - gamma_{n-1}) (taken
+    as 1 + 2 gamma, rounded up by the float64 product's own 1e-12 in clear_of_floor's bound) is at
+    least the exact sum. Other types in float64, as the reference reads them."""
+    if x.dtype == np.float16:
+        n = x.shape[-1]
+        gamma_ = max(n - 1, 0) * 2.0**-24 / (1.0 - max(n - 1, 0) * 2.0**-24)
+        wide = x.astype(np.float32)
+        return np.einsum("...d,...d->...", wide, wide).astype(np.float64) * (1.0 + 2.0 * gamma_)
+    wide64 = np.asarray(x, np.float64)
+    return np.sum(wide64 * wide64, axis=-1)
 
 
 # -- token trees --------------------------------------------------------------------------------------------
