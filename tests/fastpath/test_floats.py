@@ -133,3 +133,19 @@ def test_round_to_refuses_an_output_it_cannot_write_whole():
     for out in (x, np.empty((4, 12))[:, :6], np.empty(24)):
         with pytest.raises(ValueError, match="C-contiguous"):
             floats.round_to(x, "f16", out)
+
+
+@pytest.mark.parametrize("dtype", ("f16", "f32", "f64"))
+def test_ulp_and_rounding_floor_from_one_conversion_are_the_two_functions(dtype):
+    """compare()'s one conversion gives ulp() and rounding_floor() bit for bit: every f16, the
+    midpoints and their float64 neighbours, the infinities, NaN, signed zeros, values past the
+    format's range and a spread of magnitudes."""
+    rng = np.random.default_rng(1)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 65504.0, 65519.99, 65520.0, -65520.0, 1e6,
+                        -1e300, 2.0**-24, 2.0**-25, -2.0**-26, 3.4e38, 3.5e38, -1e-310])
+    spread = rng.standard_normal(20000) * 10.0 ** rng.integers(-40, 40, 20000)
+    with np.errstate(over="ignore", invalid="ignore"):  # f16's infinities and NaNs have no neighbours
+        x = np.concatenate([special, neighbourhoods(every_float16(), "f16"), spread])
+    spacing, floor = roundoff.ulp_and_rounding_floor(x, dtype)
+    assert np.array_equal(spacing, roundoff.ulp(x, dtype), equal_nan=True)
+    assert np.array_equal(floor, roundoff.rounding_floor(x, dtype), equal_nan=True)

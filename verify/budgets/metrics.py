@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from verify.budgets.roundoff import rounding_floor, ulp
+from verify.budgets.roundoff import ulp_and_rounding_floor
 
 _FLOAT_FORMATS = ("f16", "f32", "f64")
 
@@ -128,8 +128,11 @@ def _compare(actual: np.ndarray, expected) -> OutputMetrics:
     finite = np.isfinite(reference) & np.isfinite(a)
     every = bool(finite.all())
     is_float = expected.dtype in _FLOAT_FORMATS
-    spacing = ulp(reference, expected.dtype) if is_float else np.ones_like(reference)
-    floor = rounding_floor(reference if every else reference[finite], expected.dtype) if is_float else np.zeros(0)
+    if is_float:  # the floor of the finite elements only (its largest is reported)
+        spacing, floor = ulp_and_rounding_floor(reference, expected.dtype)
+        floor = floor if every else floor[finite]
+    else:
+        spacing, floor = np.ones_like(reference), np.zeros(0)
     diff = a - reference if every else np.where(finite, a - reference, 0.0)
     ref_norm = np.sqrt(np.sum((np.ascontiguousarray(reference) if every else np.where(finite, reference, 0.0)) ** 2))
     worst = np.unravel_index(int(np.argmax(ratio)), a.shape) if a.size else ()

@@ -106,6 +106,23 @@ def rounding_floor(y, dtype) -> np.ndarray:
         return np.abs(np.where(np.isfinite(stored) | ~np.isfinite(y), stored - y, np.inf))
 
 
+def ulp_and_rounding_floor(y, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(ulp(y, dtype), rounding_floor(y, dtype)), the same numbers, from one conversion of y to the
+    format where it is f16: numpy converts float64 to f16 in software, element by element, and the
+    two conversions were most of compare()'s time on a long prefill's output. The spacing of |y|'s
+    f16 is the table's entry at y's f16 without its sign bit (rounding is symmetric in the sign)."""
+    y = np.asarray(y, dtype=np.float64)
+    if numpy_dtype(dtype) is not np.float16:
+        return ulp(y, dtype), rounding_floor(y, dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = y.astype(np.float16)
+        spacing = np.take(_f16_spacing(), stored.view(np.uint16) & np.uint16(0x7FFF))
+        # rounding_floor's mask is already in the difference: a finite y stored as +-inf differs
+        # from it by inf, and an infinite or NaN y gives NaN either way
+        floor = np.abs(stored.astype(np.float64) - y)
+    return spacing, floor
+
+
 def float64_reference_bound(magnitude, ulps: float = 4.0, terms: int = 1) -> np.ndarray:
     """Bound on a float64 reference's own error, for checking it against mpmath.
 
