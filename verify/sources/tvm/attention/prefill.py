@@ -546,8 +546,8 @@ def clear_of_floor(problem: PrefillProblem) -> bool:
     page table names (paged kinds; the NaN in their unused slots is no row's key: the strategies
     poison only slots nobody attends) or from k (ragged kinds).
 
-    The squared norms are summed in float32 where the values are f16 (`_largest_squared_norm`), a
-    quarter of the memory traffic of float64 on a long prompt's tens of millions of values."""
+    The squared norms are summed in float32 where the values are f16 (`_squared_norms`): half the
+    memory traffic of float64 on a long prompt's tens of millions of values, and each square exact."""
     arrays = problem.arrays
     q = np.asarray(arrays["q"])
     if "pages" in arrays:
