@@ -353,14 +353,15 @@ def build_paged_cache(rng, k_rows, v_rows, lengths, page_size, *, sliding=None, 
     Unused slots, stale slots between sinks and window, and spare pages are NaN.
     """
     batch, kv_heads, _, dim = k_rows.shape
-    rows = (k_rows, v_rows)
-    return _paged_cache(rng, lambda b, kind: rows[kind][b, :, :lengths[b]].transpose(1, 0, 2), (kv_heads, dim),
-                        k_rows.dtype, lengths, page_size, sliding, spare_pages)
+    def rows_of(b):
+        return (k_rows[b, :, :lengths[b]].transpose(1, 0, 2), v_rows[b, :, :lengths[b]].transpose(1, 0, 2))
+
+    return _paged_cache(rng, rows_of, (kv_heads, dim), k_rows.dtype, lengths, page_size, sliding, spare_pages)
 
 
 def _paged_cache(rng, rows_of, head_shape, dtype, lengths, page_size, sliding, spare_pages):
-    """build_paged_cache with sequence b's K (kind 0) or V (kind 1) rows, [lengths[b], Hkv, D], from
-    rows_of(b, kind): the pages drawn from `rng` alike whatever the rows come from."""
+    """build_paged_cache with sequence b's K and V rows, each [lengths[b], Hkv, D], from rows_of(b):
+    the pages drawn from `rng` alike whatever the rows come from."""
     batch = len(lengths)
     offset, sink = sliding if sliding is not None else (np.zeros(batch, int), np.zeros(batch, int))
     slots = np.where(lengths > 0, offset + lengths - sink, 0)  # slots the sequence occupies
@@ -374,8 +375,9 @@ def _paged_cache(rng, rows_of, head_shape, dtype, lengths, page_size, sliding, s
         rows = np.arange(lengths[b])
         slot = np.where(rows < sink[b], rows, rows - sink[b] + offset[b])
         page = physical[indptr[b] + slot // page_size]
-        pages[page, 0, :, slot % page_size] = rows_of(b, 0)
-        pages[page, 1, :, slot % page_size] = rows_of(b, 1)
+        k, v = rows_of(b)
+        pages[page, 0, :, slot % page_size] = k
+        pages[page, 1, :, slot % page_size] = v
     last_page_len = np.where(slots > 0, (slots - 1) % page_size + 1, 0).astype(np.int32)
     length_info = np.stack([last_page_len, offset, sink]).astype(np.int32) if sliding is not None else last_page_len
     return pages, indptr, physical.astype(np.int32), length_info
@@ -496,11 +498,13 @@ def split_context(case: Case, config: dict) -> tuple[Case, Case, np.ndarray]:
     window = (zeros, zeros) if sliding else None
     parts = []
     for start, stop in ((zeros, cut), (cut, length)):
-        def rows_of(b, kind, start=start, stop=stop):
-            """Sequence b's logical rows start..stop of K or V, [rows, Hkv, D], from the case's pages."""
+        def rows_of(b, start=start, stop=stop):
+            """Sequence b's logical rows start..stop of K and V, [rows, Hkv, D] each, from the case's
+            pages in one gather."""
             rows = np.arange(start[b], stop[b])
             slot = row_to_slot(rows[None], info[:, b:b + 1] if sliding else info[b:b + 1], sliding)[0]
-            return source[values[indptr[b] + slot // page_size], kind, :, slot % page_size]
+            both = source[values[indptr[b] + slot // page_size], :, :, slot % page_size]  # [rows, 2, Hkv, D]
+            return both[:, 0], both[:, 1]
 
         pages, part_indptr, part_values, length_info = _paged_cache(
             rng, rows_of, source.shape[2::2], source.dtype, stop - start, page_size, window, 0)
